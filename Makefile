@@ -1,0 +1,128 @@
+# sluice — GNU make build.
+#
+#   make            build ./sluiced (objects in build/normal)
+#   make test       unit, integration and end-to-end suites (real redis-server)
+#   make asan       the same suites built with ASan + UBSan (objects in build/asan)
+#   make run        private redis-server + example config + sluiced in the foreground
+#   make bench      drain-sweep and memory benchmarks (figures, not pass/fail)
+#   make install    PREFIX=/usr/local DESTDIR= : binary, Lua scripts, example config
+#   make deps       install the Debian packages, or name the command to run
+
+PREFIX  ?= /usr/local
+DESTDIR ?=
+FLAVOUR ?= normal
+VERSION := 0.1.0
+
+CC      ?= cc
+PKGS    := hiredis libmicrohttpd libcjson
+TESTPKGS:= check libcurl
+OPT     ?= -O2 -g
+
+ifeq ($(FLAVOUR),asan)
+SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+OPT      := -O1 -g
+endif
+
+B        := build/$(FLAVOUR)
+CPPFLAGS += -I. -D_GNU_SOURCE -DSLUICE_VERSION='"$(VERSION)"'
+CFLAGS   += -std=c11 -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+            $(OPT) $(SANFLAGS) -MMD -MP
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+TEST_CFLAGS = $(shell pkg-config --cflags $(TESTPKGS) 2>/dev/null)
+TEST_LIBS   = $(shell pkg-config --libs $(TESTPKGS) 2>/dev/null)
+LDLIBS     = $(PKG_LIBS) -lpthread -lm
+
+LUA      := $(sort $(wildcard lua/*.lua))
+LIB_SRC  := $(sort $(wildcard core/*.c scheduler/*.c worker/*.c admin/*.c))
+LIB_OBJ  := $(LIB_SRC:%.c=$(B)/%.o) $(B)/gen/scripts_gen.o
+TEST_SRC := $(sort $(wildcard tests/check_*.c))
+TEST_BIN := $(TEST_SRC:tests/%.c=$(B)/tests/%)
+TEST_HARNESS := $(B)/tests/harness.o
+
+.PHONY: all test asan run bench install uninstall clean deps check-deps
+.DEFAULT_GOAL := all
+
+all: $(B)/sluiced
+ifeq ($(FLAVOUR),normal)
+# ./sluiced is the normal build, so the README's commands work from the root.
+all: sluiced
+sluiced: $(B)/sluiced
+	cp $< $@
+endif
+
+$(B)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(PKG_CFLAGS) -c $< -o $@
+
+# Lua scripts are embedded as byte arrays by a generator built for the host.
+build/embed-lua: tools/embed_lua.c
+	@mkdir -p build
+	$(CC) -std=c11 -Wall -Wextra -O1 $< -o $@
+
+$(B)/gen/scripts_gen.c: build/embed-lua $(LUA)
+	@mkdir -p $(dir $@)
+	build/embed-lua $(LUA) > $@.tmp && mv $@.tmp $@
+
+$(B)/gen/scripts_gen.o: $(B)/gen/scripts_gen.c
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+
+$(B)/libsluice.a: $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(B)/sluiced: $(B)/sluiced/main.o $(B)/sluiced/options.o $(B)/libsluice.a
+	$(CC) $(CFLAGS) $^ $(LDFLAGS) $(LDLIBS) -o $@
+
+# --- tests -----------------------------------------------------------------
+$(B)/tests/%.o: tests/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(PKG_CFLAGS) $(TEST_CFLAGS) -c $< -o $@
+
+$(B)/tests/check_%: $(B)/tests/check_%.o $(TEST_HARNESS) $(B)/sluiced/options.o $(B)/libsluice.a
+	$(CC) $(CFLAGS) $^ $(LDFLAGS) $(TEST_LIBS) $(LDLIBS) -o $@
+
+test: deps
+	@$(MAKE) --no-print-directory check-run
+
+check-run: $(B)/sluiced $(TEST_BIN)
+	@fail=0; for t in $(TEST_BIN); do \
+	  echo "== $$t"; SLUICED=$(B)/sluiced $$t || fail=1; \
+	done; exit $$fail
+
+asan: deps
+	@$(MAKE) --no-print-directory FLAVOUR=asan check-run
+
+# --- running ---------------------------------------------------------------
+run: deps $(B)/sluiced
+	SLUICED=$(B)/sluiced tools/run.sh
+
+bench: deps
+	@$(MAKE) --no-print-directory $(B)/sluiced $(B)/bench/drain_bench
+	SLUICED=$(B)/sluiced DRAIN_BENCH=$(B)/bench/drain_bench bench/bench.sh
+
+$(B)/bench/%.o: bench/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(PKG_CFLAGS) -c $< -o $@
+
+$(B)/bench/drain_bench: $(B)/bench/drain_bench.o $(B)/libsluice.a
+	$(CC) $(CFLAGS) $^ $(LDFLAGS) $(LDLIBS) -o $@
+
+deps:
+	@tools/deps.sh
+
+install: $(B)/sluiced
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/sluice/lua \
+	           $(DESTDIR)$(PREFIX)/share/doc/sluice/examples
+	install -m 0755 $(B)/sluiced $(DESTDIR)$(PREFIX)/bin/sluiced
+	install -m 0644 $(LUA) lua/README.md $(DESTDIR)$(PREFIX)/share/sluice/lua/
+	install -m 0644 examples/*.json $(DESTDIR)$(PREFIX)/share/doc/sluice/examples/
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/sluiced
+	rm -rf $(DESTDIR)$(PREFIX)/share/sluice $(DESTDIR)$(PREFIX)/share/doc/sluice
+
+clean:
+	rm -rf build sluiced
+
+-include $(shell find build -name '*.d' 2>/dev/null)

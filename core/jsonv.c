@@ -1,0 +1,94 @@
+#include "core/jsonv.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int jsonv_int(const cJSON *item, const char *field, int64_t min, int64_t *out, struct sl_error *err)
+{
+	double d;
+
+	if (!cJSON_IsNumber(item))
+		return sl_fail(err, field, "must be an integer");
+	d = item->valuedouble;
+	if (!isfinite(d) || d != floor(d))
+		return sl_fail(err, field, "must be an integer");
+	if (d > (double)JSONV_MAX_EXACT)
+		return sl_fail(err, field, "must be at most 2^53 (9007199254740992)");
+	if (d < (double)min)
+		return sl_fail(err, field, "must be an integer >= %lld", (long long)min);
+	*out = (int64_t)d;
+	return 0;
+}
+
+int jsonv_positive(const cJSON *item, const char *field, int allow_zero, double *out,
+		   struct sl_error *err)
+{
+	double d;
+
+	if (!cJSON_IsNumber(item) || !isfinite(item->valuedouble))
+		return sl_fail(err, field, "must be a number");
+	d = item->valuedouble;
+	if (d < 0 || (!allow_zero && d == 0))
+		return sl_fail(err, field, "must be a number %s 0", allow_zero ? ">=" : ">");
+	if (d > (double)JSONV_MAX_EXACT)
+		return sl_fail(err, field, "must be at most 2^53 (9007199254740992)");
+	*out = d;
+	return 0;
+}
+
+int jsonv_string(const cJSON *item, const char *field, const char **out, struct sl_error *err)
+{
+	if (!cJSON_IsString(item) || !item->valuestring)
+		return sl_fail(err, field, "must be a string");
+	*out = item->valuestring;
+	return 0;
+}
+
+static cJSON *raw_int(int64_t v)
+{
+	char buf[32];
+
+	snprintf(buf, sizeof(buf), "%lld", (long long)v);
+	return cJSON_CreateRaw(buf);
+}
+
+int jsonv_add_int(cJSON *obj, const char *name, int64_t v)
+{
+	cJSON *n = raw_int(v);
+
+	if (!n || !cJSON_AddItemToObject(obj, name, n)) {
+		cJSON_Delete(n);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+int jsonv_push_int(cJSON *arr, int64_t v)
+{
+	cJSON *n = raw_int(v);
+
+	if (!n || !cJSON_AddItemToArray(arr, n)) {
+		cJSON_Delete(n);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+int jsonv_add_strn(cJSON *obj, const char *name, const char *s, size_t len)
+{
+	char *copy = strndup(s, len);
+	cJSON *str;
+
+	if (!copy)
+		return -ENOMEM;
+	str = cJSON_CreateString(copy);
+	free(copy);
+	if (!str || !cJSON_AddItemToObject(obj, name, str)) {
+		cJSON_Delete(str);
+		return -ENOMEM;
+	}
+	return 0;
+}

@@ -1,0 +1,33 @@
+#ifndef SLUICE_JSONV_H
+#define SLUICE_JSONV_H
+/*
+ * Checked reads of cJSON numbers and exact writes of integers.  cJSON keeps
+ * numbers as doubles; an integer field is accepted only when the double is
+ * integral and within [min, 2^53], so every accepted value is exact.
+ */
+#include <cjson/cJSON.h>
+#include <stdint.h>
+
+#include "core/error.h"
+
+#define JSONV_MAX_EXACT 9007199254740992LL /* 2^53 */
+
+/*
+ * Read integer `item` into *out: 0 on success; -EINVAL (with `err` naming
+ * `field`) when it is not a number, not integral, below `min` or above 2^53.
+ */
+int jsonv_int(const cJSON *item, const char *field, int64_t min, int64_t *out, struct sl_error *err);
+/* Read a finite number > 0 (or >= 0 when `allow_zero`) into *out; -EINVAL as above. */
+int jsonv_positive(const cJSON *item, const char *field, int allow_zero, double *out,
+		   struct sl_error *err);
+/* Read a string into *out (borrowed from `item`); -EINVAL when not a string. */
+int jsonv_string(const cJSON *item, const char *field, const char **out, struct sl_error *err);
+
+/* Add integer `v` to `obj` as `name`, printed in full (never in exponent form). 0 or -ENOMEM. */
+int jsonv_add_int(cJSON *obj, const char *name, int64_t v);
+/* Append integer `v` to array `arr`, printed in full. 0 or -ENOMEM. */
+int jsonv_push_int(cJSON *arr, int64_t v);
+/* A binary-safe string: cJSON strings end at NUL, so a value holding NUL bytes is cut there. */
+int jsonv_add_strn(cJSON *obj, const char *name, const char *s, size_t len);
+
+#endif

@@ -1,0 +1,362 @@
+#include "core/rules.h"
+
+#include <errno.h>
+#include <fnmatch.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/jsonv.h"
+
+static const char *const alg_names[ALG__COUNT] = {
+	[ALG_LEAKY_BUCKET] = "leaky_bucket",
+	[ALG_SLIDING_LOG] = "sliding_log",
+	[ALG_SLIDING_COUNTER] = "sliding_counter",
+	[ALG_FIXED_WINDOW] = "fixed_window",
+	[ALG_TOKEN_BUCKET] = "token_bucket",
+};
+
+/* Fields each algorithm takes besides name, match and algorithm. */
+enum { F_CAPACITY = 1, F_RATE = 2, F_LIMIT = 4, F_WINDOW = 8, F_SUB = 16 };
+static const unsigned alg_fields[ALG__COUNT] = {
+	[ALG_LEAKY_BUCKET] = F_CAPACITY | F_RATE,
+	[ALG_SLIDING_LOG] = F_LIMIT | F_WINDOW,
+	[ALG_SLIDING_COUNTER] = F_LIMIT | F_WINDOW | F_SUB,
+	[ALG_FIXED_WINDOW] = F_LIMIT | F_WINDOW,
+	[ALG_TOKEN_BUCKET] = F_CAPACITY | F_RATE,
+};
+static const struct {
+	const char *name;
+	unsigned bit;
+} fields[] = {
+	{ "capacity", F_CAPACITY }, { "rate", F_RATE }, { "limit", F_LIMIT },
+	{ "window_ms", F_WINDOW },  { "sub_windows", F_SUB },
+};
+
+const char *algorithm_name(enum algorithm a)
+{
+	return (unsigned)a < ALG__COUNT ? alg_names[a] : NULL;
+}
+
+int algorithm_parse(const char *s, enum algorithm *out)
+{
+	for (int i = 0; i < ALG__COUNT; i++)
+		if (strcmp(s, alg_names[i]) == 0) {
+			*out = (enum algorithm)i;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+int rule_name_valid(const char *name)
+{
+	size_t n = strlen(name);
+
+	if (n == 0 || n > RULE_NAME_MAX)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		char c = name[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '_' || c == '-' || c == '.'))
+			return 0;
+	}
+	return 1;
+}
+
+static size_t literal_prefix(const char *m, int *is_glob)
+{
+	size_t i;
+
+	for (i = 0; m[i]; i++)
+		if (m[i] == '*' || m[i] == '?' || m[i] == '[' || m[i] == '\\') {
+			*is_glob = 1;
+			return i;
+		}
+	*is_glob = 0;
+	return i;
+}
+
+void rule_free(struct rule *r)
+{
+	if (!r)
+		return;
+	free(r->match);
+	free(r);
+}
+
+static const char *fname(char *buf, size_t cap, const char *where, const char *field)
+{
+	if (where && *where)
+		snprintf(buf, cap, "%s.%s", where, field);
+	else
+		snprintf(buf, cap, "%s", field);
+	return buf;
+}
+
+int rule_from_json(const cJSON *obj, const char *name, const char *where, struct rule **out,
+		   struct sl_error *err)
+{
+	struct rule *r = NULL;
+	const cJSON *it;
+	const char *s;
+	char f[128];
+	unsigned want;
+	int rc;
+
+	if (!cJSON_IsObject(obj))
+		return sl_fail(err, where ? where : "", "a rule must be a JSON object");
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+
+	/* Reject unknown fields first, so a typo is never silently ignored. */
+	cJSON_ArrayForEach(it, obj) {
+		int known = !strcmp(it->string, "name") || !strcmp(it->string, "match") ||
+			    !strcmp(it->string, "algorithm");
+
+		for (size_t i = 0; !known && i < sizeof(fields) / sizeof(fields[0]); i++)
+			known = !strcmp(it->string, fields[i].name);
+		if (!known) {
+			rc = sl_fail(err, fname(f, sizeof(f), where, it->string), "unknown field");
+			goto fail;
+		}
+	}
+
+	it = cJSON_GetObjectItemCaseSensitive(obj, "name");
+	if (it) {
+		if ((rc = jsonv_string(it, fname(f, sizeof(f), where, "name"), &s, err)))
+			goto fail;
+		if (name && strcmp(name, s) != 0) {
+			rc = sl_fail(err, f, "does not match the rule name in the URL (\"%s\")", name);
+			goto fail;
+		}
+		name = s;
+	}
+	if (!name) {
+		rc = sl_fail(err, fname(f, sizeof(f), where, "name"), "is required");
+		goto fail;
+	}
+	if (!rule_name_valid(name)) {
+		rc = sl_fail(err, fname(f, sizeof(f), where, "name"),
+			     "must be 1..%d characters of [A-Za-z0-9_.-]", RULE_NAME_MAX);
+		goto fail;
+	}
+	memcpy(r->name, name, strlen(name) + 1);
+
+	it = cJSON_GetObjectItemCaseSensitive(obj, "match");
+	fname(f, sizeof(f), where, "match");
+	if (!it) {
+		rc = sl_fail(err, f, "is required");
+		goto fail;
+	}
+	if ((rc = jsonv_string(it, f, &s, err)))
+		goto fail;
+	if (!*s || strlen(s) > RULE_MATCH_MAX) {
+		rc = sl_fail(err, f, "must be 1..%d bytes", RULE_MATCH_MAX);
+		goto fail;
+	}
+	if (!(r->match = strdup(s))) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	r->literal_prefix = literal_prefix(r->match, &r->is_glob);
+
+	it = cJSON_GetObjectItemCaseSensitive(obj, "algorithm");
+	fname(f, sizeof(f), where, "algorithm");
+	if (!it) {
+		rc = sl_fail(err, f, "is required");
+		goto fail;
+	}
+	if ((rc = jsonv_string(it, f, &s, err)))
+		goto fail;
+	if (algorithm_parse(s, &r->algorithm)) {
+		rc = sl_fail(err, f,
+			     "must be one of leaky_bucket, sliding_log, sliding_counter, fixed_window, token_bucket");
+		goto fail;
+	}
+
+	want = alg_fields[r->algorithm];
+	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+		it = cJSON_GetObjectItemCaseSensitive(obj, fields[i].name);
+		fname(f, sizeof(f), where, fields[i].name);
+		if (!(want & fields[i].bit)) {
+			if (it) {
+				rc = sl_fail(err, f, "is not a field of algorithm %s",
+					     alg_names[r->algorithm]);
+				goto fail;
+			}
+			continue;
+		}
+		if (!it) {
+			rc = sl_fail(err, f, "is required for algorithm %s", alg_names[r->algorithm]);
+			goto fail;
+		}
+		switch (fields[i].bit) {
+		case F_CAPACITY:
+			rc = jsonv_int(it, f, 1, &r->capacity, err);
+			break;
+		case F_RATE:
+			rc = jsonv_positive(it, f, 0, &r->rate, err);
+			break;
+		case F_LIMIT:
+			rc = jsonv_int(it, f, 1, &r->limit, err);
+			break;
+		case F_WINDOW:
+			rc = jsonv_int(it, f, 1, &r->window_ms, err);
+			break;
+		case F_SUB:
+			rc = jsonv_int(it, f, 1, &r->sub_windows, err);
+			break;
+		}
+		if (rc)
+			goto fail;
+	}
+	if (r->algorithm == ALG_SLIDING_COUNTER && r->sub_windows > r->window_ms) {
+		rc = sl_fail(err, fname(f, sizeof(f), where, "sub_windows"),
+			     "must not exceed window_ms");
+		goto fail;
+	}
+	*out = r;
+	return 0;
+fail:
+	rule_free(r);
+	return rc;
+}
+
+int rule_from_text(const char *text, size_t len, const char *name, struct rule **out,
+		   struct sl_error *err)
+{
+	cJSON *obj = cJSON_ParseWithLength(text, len);
+	int rc;
+
+	if (!obj)
+		return sl_fail(err, "", "not valid JSON");
+	rc = rule_from_json(obj, name, NULL, out, err);
+	cJSON_Delete(obj);
+	return rc;
+}
+
+cJSON *rule_to_json(const struct rule *r)
+{
+	cJSON *o = cJSON_CreateObject();
+	unsigned want = alg_fields[r->algorithm];
+	int bad = !o;
+
+	bad = bad || !cJSON_AddStringToObject(o, "name", r->name);
+	bad = bad || !cJSON_AddStringToObject(o, "match", r->match);
+	bad = bad || !cJSON_AddStringToObject(o, "algorithm", alg_names[r->algorithm]);
+	if (!bad && (want & F_CAPACITY))
+		bad = jsonv_add_int(o, "capacity", r->capacity);
+	if (!bad && (want & F_RATE)) {
+		/* an integral rate prints as an integer, a fraction with 17 digits */
+		if (r->rate == (double)(int64_t)r->rate)
+			bad = jsonv_add_int(o, "rate", (int64_t)r->rate);
+		else
+			bad = !cJSON_AddNumberToObject(o, "rate", r->rate);
+	}
+	if (!bad && (want & F_LIMIT))
+		bad = jsonv_add_int(o, "limit", r->limit);
+	if (!bad && (want & F_WINDOW))
+		bad = jsonv_add_int(o, "window_ms", r->window_ms);
+	if (!bad && (want & F_SUB))
+		bad = jsonv_add_int(o, "sub_windows", r->sub_windows);
+	if (bad) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	return o;
+}
+
+char *rule_to_text(const struct rule *r)
+{
+	cJSON *o = rule_to_json(r);
+	char *s = o ? cJSON_PrintUnformatted(o) : NULL;
+
+	cJSON_Delete(o);
+	return s;
+}
+
+struct rule *rule_dup(const struct rule *r)
+{
+	struct rule *c = malloc(sizeof(*c));
+
+	if (!c)
+		return NULL;
+	*c = *r;
+	c->match = strdup(r->match);
+	if (!c->match) {
+		free(c);
+		return NULL;
+	}
+	return c;
+}
+
+int rule_matches(const struct rule *r, const char *path, size_t len)
+{
+	if (!r->is_glob)
+		return strlen(r->match) == len && memcmp(r->match, path, len) == 0;
+	if (memchr(path, '\0', len))
+		return 0; /* fnmatch cannot see past a NUL */
+	return fnmatch(r->match, path, 0) == 0;
+}
+
+void ruleset_clear(struct ruleset *rs)
+{
+	for (size_t i = 0; i < rs->n; i++)
+		rule_free(rs->v[i]);
+	free(rs->v);
+	rs->v = NULL;
+	rs->n = rs->cap = 0;
+	rs->version = 0;
+}
+
+int ruleset_put(struct ruleset *rs, struct rule *r)
+{
+	for (size_t i = 0; i < rs->n; i++)
+		if (strcmp(rs->v[i]->name, r->name) == 0) {
+			rule_free(rs->v[i]);
+			rs->v[i] = r;
+			return 0;
+		}
+	if (rs->n == rs->cap) {
+		size_t cap = rs->cap ? rs->cap * 2 : 8;
+		struct rule **v = realloc(rs->v, cap * sizeof(*v));
+
+		if (!v) {
+			rule_free(r);
+			return -ENOMEM;
+		}
+		rs->v = v;
+		rs->cap = cap;
+	}
+	rs->v[rs->n++] = r;
+	return 0;
+}
+
+const struct rule *ruleset_get(const struct ruleset *rs, const char *name)
+{
+	for (size_t i = 0; i < rs->n; i++)
+		if (strcmp(rs->v[i]->name, name) == 0)
+			return rs->v[i];
+	return NULL;
+}
+
+const struct rule *ruleset_match(const struct ruleset *rs, const char *path, size_t len)
+{
+	const struct rule *best = NULL;
+
+	for (size_t i = 0; i < rs->n; i++) {
+		const struct rule *r = rs->v[i];
+
+		if (!r->is_glob) {
+			if (rule_matches(r, path, len))
+				return r; /* exact beats any glob; first exact in order */
+			continue;
+		}
+		if (best && r->literal_prefix <= best->literal_prefix)
+			continue; /* an earlier glob with as long a prefix wins */
+		if (rule_matches(r, path, len))
+			best = r;
+	}
+	return best;
+}

@@ -1,0 +1,87 @@
+#ifndef SLUICE_RULES_H
+#define SLUICE_RULES_H
+/*
+ * Rules: which limit applies to which path.  The JSON field names are the
+ * public contract of DESIGN.md ("Rules").  A ruleset answers, for a path, the
+ * rule that governs it:  an exact `match` wins over a glob; among globs the
+ * longest literal prefix wins; then rule order.  Globs are fnmatch(3) patterns
+ * without flags (`*`, `?`, `[...]`; `*` crosses '/'), as Redis's own MATCH.
+ */
+#include <cjson/cJSON.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/error.h"
+
+enum algorithm {
+	ALG_LEAKY_BUCKET = 0,
+	ALG_SLIDING_LOG,
+	ALG_SLIDING_COUNTER,
+	ALG_FIXED_WINDOW,
+	ALG_TOKEN_BUCKET,
+	ALG__COUNT
+};
+
+/* "leaky_bucket", ...; static storage; NULL for an invalid value. */
+const char *algorithm_name(enum algorithm a);
+/* 0 and *out, or -EINVAL for an unknown name. */
+int algorithm_parse(const char *s, enum algorithm *out);
+
+#define RULE_NAME_MAX 64     /* [A-Za-z0-9_.-], 1..64 bytes */
+#define RULE_MATCH_MAX 1024  /* bytes */
+
+struct rule {
+	char name[RULE_NAME_MAX + 1];
+	char *match;             /* owned */
+	enum algorithm algorithm;
+	int64_t capacity;        /* leaky/token bucket: entries or tokens, >= 1 */
+	double rate;             /* leaky: entries leaked per second; token: tokens added per second */
+	int64_t limit;           /* windows: requests per window, >= 1 */
+	int64_t window_ms;       /* windows: ms, >= 1 */
+	int64_t sub_windows;     /* sliding_counter: parts of the window, >= 1 */
+	/* derived from match */
+	int is_glob;
+	size_t literal_prefix;   /* bytes before the first glob metacharacter */
+};
+
+/*
+ * Parse and validate one rule object.  `name` (may be NULL) is the name from
+ * the URL or config key; when the body also has "name" they must agree.
+ * Unknown fields, missing fields and bad values are -EINVAL with `err`
+ * naming the field (prefixed by `where`, e.g. "rules[2]", may be NULL).
+ * On success *out is a new rule the caller frees with rule_free().
+ */
+int rule_from_json(const cJSON *obj, const char *name, const char *where, struct rule **out,
+		   struct sl_error *err);
+/* Parse a rule from JSON text (as stored in Redis); same errors, plus a bad-JSON error. */
+int rule_from_text(const char *text, size_t len, const char *name, struct rule **out,
+		   struct sl_error *err);
+/* JSON object of the rule with only its algorithm's fields; caller owns (cJSON_Delete). NULL on ENOMEM. */
+cJSON *rule_to_json(const struct rule *r);
+/* Compact JSON text of rule_to_json; caller frees with free(). NULL on ENOMEM. */
+char *rule_to_text(const struct rule *r);
+/* A copy; NULL on ENOMEM. */
+struct rule *rule_dup(const struct rule *r);
+/* 1 when `name` is a valid rule name. */
+int rule_name_valid(const char *name);
+void rule_free(struct rule *r);
+
+/* Does rule `r` match path `path` (`len` bytes, may hold NUL: then only exact rules match)? */
+int rule_matches(const struct rule *r, const char *path, size_t len);
+
+struct ruleset {
+	struct rule **v;         /* owned */
+	size_t n, cap;
+	uint64_t version;        /* the Redis version counter it was loaded at; 0 = never loaded */
+};
+
+/* Empty the set (frees every rule) and keep it usable. */
+void ruleset_clear(struct ruleset *rs);
+/* Add `r`, taking ownership; a rule with the same name is replaced in place. 0 or -ENOMEM (r freed). */
+int ruleset_put(struct ruleset *rs, struct rule *r);
+/* The rule named `name`, or NULL; borrowed. */
+const struct rule *ruleset_get(const struct ruleset *rs, const char *name);
+/* The governing rule for `path` by the precedence above, or NULL; borrowed. */
+const struct rule *ruleset_match(const struct ruleset *rs, const char *path, size_t len);
+
+#endif

@@ -1,0 +1,33 @@
+#include "core/scripts.h"
+
+#include <string.h>
+
+static const char *const ids[SCRIPT__COUNT] = {
+	[SCRIPT_LEAKY_BUCKET] = "leaky_bucket",
+	[SCRIPT_LEAKY_BUCKET_DRAIN] = "leaky_bucket_drain",
+	[SCRIPT_LEAKY_BUCKET_STATE] = "leaky_bucket_state",
+	[SCRIPT_SLIDING_LOG] = "sliding_log",
+	[SCRIPT_SLIDING_LOG_PRUNE] = "sliding_log_prune",
+	[SCRIPT_SLIDING_LOG_STATE] = "sliding_log_state",
+	[SCRIPT_RESET] = "reset",
+};
+
+const char *script_name(enum script_id id)
+{
+	return (unsigned)id < SCRIPT__COUNT ? ids[id] : NULL;
+}
+
+const struct script_src *script_find(const char *name)
+{
+	for (size_t i = 0; i < script_srcs_len; i++)
+		if (strcmp(script_srcs[i].name, name) == 0)
+			return &script_srcs[i];
+	return NULL;
+}
+
+const struct script_src *script_get(enum script_id id)
+{
+	const char *name = script_name(id);
+
+	return name ? script_find(name) : NULL;
+}

@@ -1,0 +1,38 @@
+#ifndef SLUICE_SCRIPTS_H
+#define SLUICE_SCRIPTS_H
+/*
+ * The Lua scripts of lua/, embedded at build time by tools/embed_lua.c.
+ * Their KEYS, ARGV and replies are documented in lua/README.md.
+ */
+#include <stddef.h>
+
+struct script_src {
+	const char *name; /* file name without ".lua", e.g. "leaky_bucket_drain" */
+	const char *body; /* NUL-terminated script text, static storage */
+	size_t len;       /* strlen(body) */
+};
+
+/* Generated table, sorted by file name. */
+extern const struct script_src script_srcs[];
+extern const size_t script_srcs_len;
+
+/* The scripts the daemon calls by id (rconn loads them by these names). */
+enum script_id {
+	SCRIPT_LEAKY_BUCKET = 0,   /* client acquire, also used by tests */
+	SCRIPT_LEAKY_BUCKET_DRAIN, /* worker drain, batched */
+	SCRIPT_LEAKY_BUCKET_STATE, /* admin read, no writes */
+	SCRIPT_SLIDING_LOG,        /* client acquire */
+	SCRIPT_SLIDING_LOG_PRUNE,  /* worker prune, batched */
+	SCRIPT_SLIDING_LOG_STATE,  /* admin read, no writes */
+	SCRIPT_RESET,              /* admin: delete one path's keys */
+	SCRIPT__COUNT
+};
+
+/* Name of script `id` ("leaky_bucket", ...); static storage. */
+const char *script_name(enum script_id id);
+/* Source of script `id`; NULL if the build did not embed it (a build error). */
+const struct script_src *script_get(enum script_id id);
+/* Source by file name without ".lua"; NULL when there is none. */
+const struct script_src *script_find(const char *name);
+
+#endif

@@ -1,0 +1,202 @@
+#include "tests/harness.h"
+
+#include <arpa/inet.h>
+#include <check.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+int test_free_port(void)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t len = sizeof(sa);
+	int fd, port = -1;
+
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	if (fd < 0)
+		return -1;
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
+	    getsockname(fd, (struct sockaddr *)&sa, &len) == 0)
+		port = ntohs(sa.sin_port);
+	close(fd);
+	return port;
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+static int ping(int port)
+{
+	struct timeval tv = { 0, 200000 };
+	redisContext *c = redisConnectWithTimeout("127.0.0.1", port, tv);
+	redisReply *r;
+	int ok = 0;
+
+	if (!c)
+		return 0;
+	if (!c->err) {
+		r = redisCommand(c, "PING");
+		ok = r && r->type == REDIS_REPLY_STATUS && strcmp(r->str, "PONG") == 0;
+		freeReplyObject(r);
+	}
+	redisFree(c);
+	return ok;
+}
+
+int test_redis_start(struct test_redis *r)
+{
+	char portstr[16];
+	pid_t parent = getpid();
+
+	memset(r, 0, sizeof(*r));
+	snprintf(r->dir, sizeof(r->dir), "/tmp/sluice-test-XXXXXX");
+	if (!mkdtemp(r->dir)) {
+		perror("mkdtemp");
+		return -1;
+	}
+	for (int attempt = 0; attempt < 5; attempt++) {
+		int status;
+
+		r->port = test_free_port();
+		if (r->port <= 0)
+			continue;
+		snprintf(portstr, sizeof(portstr), "%d", r->port);
+		r->pid = fork();
+		if (r->pid < 0) {
+			perror("fork");
+			return -1;
+		}
+		if (r->pid == 0) {
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			if (getppid() != parent)
+				_exit(1);
+			execlp("redis-server", "redis-server", "--port", portstr, "--bind", "127.0.0.1",
+			       "--save", "", "--appendonly", "no", "--dir", r->dir, "--daemonize", "no",
+			       "--loglevel", "warning", "--logfile", "redis.log", (char *)NULL);
+			fprintf(stderr, "harness: cannot exec redis-server: %s\n", strerror(errno));
+			_exit(127);
+		}
+		for (int i = 0; i < 100; i++) { /* up to 5 s */
+			if (waitpid(r->pid, &status, WNOHANG) == r->pid) {
+				r->pid = 0;
+				break; /* died: port taken or no binary; try again */
+			}
+			if (ping(r->port)) {
+				snprintf(r->url, sizeof(r->url), "redis://127.0.0.1:%d/0", r->port);
+				return 0;
+			}
+			sleep_ms(50);
+		}
+		if (r->pid > 0) {
+			kill(r->pid, SIGKILL);
+			waitpid(r->pid, NULL, 0);
+			r->pid = 0;
+		}
+	}
+	fprintf(stderr, "harness: redis-server did not start (see %s/redis.log)\n", r->dir);
+	return -1;
+}
+
+void test_redis_stop(struct test_redis *r)
+{
+	char cmd[200];
+
+	if (r->pid > 0) {
+		kill(r->pid, SIGTERM);
+		for (int i = 0; i < 40; i++) {
+			if (waitpid(r->pid, NULL, WNOHANG) == r->pid) {
+				r->pid = 0;
+				break;
+			}
+			sleep_ms(50);
+		}
+		if (r->pid > 0) {
+			kill(r->pid, SIGKILL);
+			waitpid(r->pid, NULL, 0);
+			r->pid = 0;
+		}
+	}
+	if (r->dir[0] && strncmp(r->dir, "/tmp/sluice-test-", 17) == 0) {
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", r->dir);
+		if (system(cmd) != 0)
+			fprintf(stderr, "harness: could not remove %s\n", r->dir);
+		r->dir[0] = '\0';
+	}
+}
+
+redisContext *test_redis_connect(const struct test_redis *r)
+{
+	redisContext *c = redisConnect("127.0.0.1", r->port);
+
+	if (!c || c->err) {
+		fprintf(stderr, "harness: connect to port %d: %s\n", r->port, c ? c->errstr : "oom");
+		abort();
+	}
+	return c;
+}
+
+redisReply *test_cmd(redisContext *c, const char *fmt, ...)
+{
+	redisReply *reply;
+	va_list ap;
+
+	va_start(ap, fmt);
+	reply = redisvCommand(c, fmt, ap);
+	va_end(ap);
+	if (!reply) {
+		fprintf(stderr, "harness: redis I/O error: %s\n", c->errstr);
+		abort();
+	}
+	return reply;
+}
+
+long long test_cmd_int(redisContext *c, const char *fmt, ...)
+{
+	redisReply *reply;
+	long long v;
+	va_list ap;
+
+	va_start(ap, fmt);
+	reply = redisvCommand(c, fmt, ap);
+	va_end(ap);
+	if (!reply || reply->type != REDIS_REPLY_INTEGER) {
+		fprintf(stderr, "harness: '%s' did not answer an integer (%s)\n", fmt,
+			reply && reply->type == REDIS_REPLY_ERROR ? reply->str : "other type");
+		abort();
+	}
+	v = reply->integer;
+	freeReplyObject(reply);
+	return v;
+}
+
+void test_redis_flush(redisContext *c)
+{
+	freeReplyObject(test_cmd(c, "FLUSHALL"));
+	freeReplyObject(test_cmd(c, "SCRIPT FLUSH"));
+}
+
+int test_run_suite(Suite *s)
+{
+	SRunner *sr = srunner_create(s);
+	int failed;
+
+	signal(SIGPIPE, SIG_IGN);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,40 @@
+#ifndef SLUICE_TEST_HARNESS_H
+#define SLUICE_TEST_HARNESS_H
+/*
+ * Test harness: a private redis-server on a free loopback port, in a temporary
+ * directory, with no persistence.  Start it from an unchecked fixture (once per
+ * suite process), FLUSHALL from a checked fixture, stop it in teardown.  The
+ * server gets PR_SET_PDEATHSIG, so it dies with the test runner even when the
+ * runner is killed.
+ */
+#include <hiredis/hiredis.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct test_redis {
+	pid_t pid;
+	int port;
+	char dir[128];  /* temporary directory, removed by test_redis_stop */
+	char url[64];   /* "redis://127.0.0.1:<port>/0" */
+};
+
+/* A loopback TCP port that was free a moment ago (bind to port 0, read it back). */
+int test_free_port(void);
+/* Start redis-server; returns 0, or -1 after printing why on stderr. */
+int test_redis_start(struct test_redis *r);
+/* Kill (SIGTERM, then SIGKILL after 2 s), reap, remove the directory.  Idempotent. */
+void test_redis_stop(struct test_redis *r);
+/* New connection to the test server; aborts the test process when it cannot connect. */
+redisContext *test_redis_connect(const struct test_redis *r);
+/* Run a command (printf-style, as redisCommand) and return its reply; aborts on I/O error. */
+redisReply *test_cmd(redisContext *c, const char *fmt, ...);
+/* Integer reply of a command (aborts unless the reply is an integer). */
+long long test_cmd_int(redisContext *c, const char *fmt, ...);
+/* FLUSHALL and SCRIPT FLUSH. */
+void test_redis_flush(redisContext *c);
+
+/* Standard Check runner main: runs `s`, prints Check's summary, returns the exit code. */
+struct Suite;
+int test_run_suite(struct Suite *s);
+
+#endif

@@ -1,0 +1,32 @@
+#!/bin/sh
+# Check that the build, test and run dependencies are present; install the
+# Debian packages when running as root, otherwise print the exact command.
+# Used by `make test`, `make run`, `make bench` and .ci/run.
+set -u
+pkgs=""
+need() { pkg-config --exists "$1" 2>/dev/null || pkgs="$pkgs $2"; }
+command -v pkg-config >/dev/null 2>&1 || pkgs="$pkgs pkg-config"
+command -v cc >/dev/null 2>&1 || pkgs="$pkgs gcc"
+command -v make >/dev/null 2>&1 || pkgs="$pkgs make"
+need hiredis libhiredis-dev
+need libmicrohttpd libmicrohttpd-dev
+need libcjson libcjson-dev
+need check check
+need libcurl libcurl4-openssl-dev
+command -v redis-server >/dev/null 2>&1 || pkgs="$pkgs redis-server"
+command -v redis-cli >/dev/null 2>&1 || pkgs="$pkgs redis-tools"
+command -v curl >/dev/null 2>&1 || pkgs="$pkgs curl"
+[ -z "$pkgs" ] && exit 0
+
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+	echo "deps: installing:$pkgs" >&2
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq >/dev/null && apt-get install -y -qq --no-install-recommends $pkgs >/dev/null || {
+		echo "deps: apt-get install failed; run: apt-get install -y$pkgs" >&2
+		exit 1
+	}
+	exit 0
+fi
+echo "deps: missing packages. Run, as root:" >&2
+echo "  apt-get update && apt-get install -y$pkgs" >&2
+exit 1
