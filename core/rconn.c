@@ -326,6 +326,15 @@ redisReply *rbatch_reply(const struct rbatch *b, size_t i)
 	return i < b->n ? b->v[i].reply : NULL;
 }
 
+redisReply *rbatch_take(struct rbatch *b, size_t i)
+{
+	redisReply *r = rbatch_reply(b, i);
+
+	if (r)
+		b->v[i].reply = NULL;
+	return r;
+}
+
 /* Send commands [0, n) that have no reply yet (all of them, or the NOSCRIPT ones) and read replies. */
 static int send_pending(struct rconn *c, struct rbatch *b)
 {

@@ -59,7 +59,9 @@ int rbatch_eval(struct rbatch *b, enum script_id id, int nkeys, int argc, const 
 size_t rbatch_len(const struct rbatch *b);
 /* Send everything and read every reply; NOSCRIPT replies are retried once after SCRIPT LOAD. */
 int rbatch_run(struct rconn *c, struct rbatch *b);
-/* Reply of command `i` after a successful run, or NULL. */
+/* Reply of command `i` after a successful run, or NULL; owned by the batch. */
 redisReply *rbatch_reply(const struct rbatch *b, size_t i);
+/* Reply of command `i`, handed to the caller (who frees it), or NULL. */
+redisReply *rbatch_take(struct rbatch *b, size_t i);
 
 #endif

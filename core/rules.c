@@ -308,6 +308,7 @@ void ruleset_clear(struct ruleset *rs)
 	rs->v = NULL;
 	rs->n = rs->cap = 0;
 	rs->version = 0;
+	rs->loaded = 0;
 }
 
 int ruleset_put(struct ruleset *rs, struct rule *r)

@@ -72,7 +72,8 @@ int rule_matches(const struct rule *r, const char *path, size_t len);
 struct ruleset {
 	struct rule **v;         /* owned */
 	size_t n, cap;
-	uint64_t version;        /* the Redis version counter it was loaded at; 0 = never loaded */
+	uint64_t version;        /* the Redis version counter it was loaded at */
+	int loaded;              /* 1 once loaded from Redis */
 };
 
 /* Empty the set (frees every rule) and keep it usable. */

@@ -1,0 +1,470 @@
+#include "worker/worker.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/clock.h"
+#include "core/rconn.h"
+#include "core/rulestore.h"
+
+/* What a job does to one layout's paths: which script, and what it needs per path. */
+struct op {
+	enum algorithm algorithm;
+	enum worker_job job;
+	enum script_id script;
+	int meta_key;            /* pass the meta key after the data key */
+};
+
+static const struct op ops[] = {
+	{ ALG_LEAKY_BUCKET, WORKER_DRAIN, SCRIPT_LEAKY_BUCKET_DRAIN, 1 },
+	{ ALG_SLIDING_LOG, WORKER_PRUNE, SCRIPT_SLIDING_LOG_PRUNE, 0 },
+};
+
+struct job_state {
+	const struct layout *layouts[8]; /* the layouts this job walks, in order */
+	const struct op *op[8];
+	size_t nlayouts;
+	size_t layout;           /* index into layouts of the cursor */
+	char cursor[24];         /* SSCAN cursor, "0" at the start of a layout */
+	int in_sweep;
+	int64_t sweep_start_us;
+};
+
+struct worker {
+	struct rconn *conn;
+	char *prefix;
+	size_t batch_size;
+	struct ruleset rules;
+	size_t rules_invalid;
+	struct job_state jobs[WORKER__JOBS];
+	/* per-batch scratch, reused: bounded by batch_size, not by the registry */
+	struct rbatch *batch;
+	struct strbuf keys, args;
+	size_t *koff, *klen, *aoff, *alen;
+	size_t kcap, acap;
+	const char **argv;
+	size_t *lens;
+	size_t argvcap;
+
+	pthread_mutex_t lock;    /* guards st */
+	struct worker_status st;
+};
+
+const char *worker_job_name(enum worker_job j)
+{
+	static const char *const names[WORKER__JOBS] = { "drain", "prune" };
+
+	return (unsigned)j < WORKER__JOBS ? names[j] : NULL;
+}
+
+struct worker *worker_new(const struct worker_config *cfg)
+{
+	struct worker *w;
+
+	if (!cfg->redis || !cfg->prefix || cfg->batch_size == 0)
+		return NULL;
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return NULL;
+	pthread_mutex_init(&w->lock, NULL);
+	w->batch_size = cfg->batch_size;
+	w->conn = rconn_new(cfg->redis, cfg->timeout_ms);
+	w->prefix = strdup(cfg->prefix);
+	w->batch = rbatch_new();
+	if (!w->conn || !w->prefix || !w->batch) {
+		worker_free(w);
+		return NULL;
+	}
+	for (size_t i = 0; i < cfg->nlayouts; i++)
+		for (size_t k = 0; k < sizeof(ops) / sizeof(ops[0]); k++) {
+			struct job_state *js = &w->jobs[ops[k].job];
+
+			if (ops[k].algorithm != cfg->layouts[i].algorithm)
+				continue;
+			if (js->nlayouts == sizeof(js->layouts) / sizeof(js->layouts[0])) {
+				worker_free(w);
+				return NULL;
+			}
+			js->layouts[js->nlayouts] = &cfg->layouts[i];
+			js->op[js->nlayouts++] = &ops[k];
+		}
+	for (int j = 0; j < WORKER__JOBS; j++)
+		strcpy(w->jobs[j].cursor, "0");
+	return w;
+}
+
+void worker_free(struct worker *w)
+{
+	if (!w)
+		return;
+	rconn_free(w->conn);
+	rbatch_free(w->batch);
+	ruleset_clear(&w->rules);
+	strbuf_free(&w->keys);
+	strbuf_free(&w->args);
+	free(w->koff);
+	free(w->klen);
+	free(w->aoff);
+	free(w->alen);
+	free(w->argv);
+	free(w->lens);
+	free(w->prefix);
+	pthread_mutex_destroy(&w->lock);
+	free(w);
+}
+
+/* Grow a pair of offset/length arrays to hold `need` entries. */
+static int grow(size_t **off, size_t **len, size_t *cap, size_t need)
+{
+	size_t *o, *l, c = *cap ? *cap : 64;
+
+	if (need <= *cap)
+		return 0;
+	while (c < need)
+		c *= 2;
+	o = realloc(*off, c * sizeof(*o));
+	if (!o)
+		return -ENOMEM;
+	*off = o;
+	l = realloc(*len, c * sizeof(*l));
+	if (!l)
+		return -ENOMEM;
+	*len = l;
+	*cap = c;
+	return 0;
+}
+
+
+/* Scratch builders: keys and args as offsets into two buffers (they may move while growing). */
+static void batch_reset(struct worker *w, size_t *nk, size_t *na)
+{
+	w->keys.len = 0;
+	w->args.len = 0;
+	*nk = *na = 0;
+}
+
+static int push_key(struct worker *w, size_t *nk, const struct layout *l, const char *path,
+		    size_t len, int meta, const char *raw)
+{
+	size_t start = w->keys.len;
+	int rc;
+
+	if (grow(&w->koff, &w->klen, &w->kcap, *nk + 1))
+		return -ENOMEM;
+	rc = raw ? strbuf_add(&w->keys, raw, strlen(raw)) : layout_key(l, path, len, meta, &w->keys);
+	if (rc)
+		return rc;
+	w->koff[*nk] = start;
+	w->klen[*nk] = w->keys.len - start;
+	(*nk)++;
+	return 0;
+}
+
+static int push_arg(struct worker *w, size_t *na, const char *s, size_t len)
+{
+	size_t start = w->args.len;
+
+	if (grow(&w->aoff, &w->alen, &w->acap, *na + 1) || strbuf_add(&w->args, s, len))
+		return -ENOMEM;
+	w->aoff[*na] = start;
+	w->alen[*na] = len;
+	(*na)++;
+	return 0;
+}
+
+/* Queue the script call for the batch built in the scratch buffers. */
+static int queue_eval(struct worker *w, const struct op *op, size_t nk, size_t na)
+{
+	size_t argc = nk + na;
+
+	if (argc > w->argvcap) {
+		const char **v = realloc(w->argv, argc * sizeof(*v));
+		size_t *l;
+
+		if (!v)
+			return -ENOMEM;
+		w->argv = v;
+		l = realloc(w->lens, argc * sizeof(*l));
+		if (!l)
+			return -ENOMEM;
+		w->lens = l;
+		w->argvcap = argc;
+	}
+	for (size_t i = 0; i < nk; i++) {
+		w->argv[i] = w->keys.p + w->koff[i];
+		w->lens[i] = w->klen[i];
+	}
+	for (size_t i = 0; i < na; i++) {
+		w->argv[nk + i] = w->args.p + w->aoff[i];
+		w->lens[nk + i] = w->alen[i];
+	}
+	return rbatch_eval(w->batch, op->script, (int)nk, (int)argc, w->argv, w->lens);
+}
+
+static int queue_sscan(struct worker *w, const struct layout *l, const char *cursor)
+{
+	char count[24];
+	const char *argv[5] = { "SSCAN", l->registry, cursor, "COUNT", count };
+	size_t lens[5] = { 5, strlen(l->registry), strlen(cursor), 5, 0 };
+
+	lens[4] = (size_t)snprintf(count, sizeof(count), "%zu", w->batch_size);
+	return rbatch_cmd(w->batch, 5, argv, lens);
+}
+
+/* The per-path argument of an op: rate (per second) or window (ms). */
+static int push_param(struct worker *w, size_t *na, const struct rule *r)
+{
+	char num[40];
+	int n;
+
+	if (r->algorithm == ALG_LEAKY_BUCKET || r->algorithm == ALG_TOKEN_BUCKET)
+		n = snprintf(num, sizeof(num), "%.17g", r->rate);
+	else
+		n = snprintf(num, sizeof(num), "%lld", (long long)r->window_ms);
+	return push_arg(w, na, num, (size_t)n);
+}
+
+static void set_error(struct worker *w, const char *fmt, const char *detail)
+{
+	pthread_mutex_lock(&w->lock);
+	snprintf(w->st.last_error, sizeof(w->st.last_error), fmt, detail);
+	pthread_mutex_unlock(&w->lock);
+}
+
+static int valid_sscan(const redisReply *r)
+{
+	return r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+	       r->element[0]->type == REDIS_REPLY_STRING && r->element[0]->len < 24 &&
+	       r->element[1]->type == REDIS_REPLY_ARRAY;
+}
+
+static int refresh_rules(struct worker *w)
+{
+	int changed = 0, rc;
+	size_t invalid = 0;
+
+	rc = rulestore_refresh(w->conn, w->prefix, &w->rules, 0, &changed, &invalid);
+	if (!rc && changed)
+		w->rules_invalid = invalid;
+	return rc;
+}
+
+int worker_step(struct worker *w, enum worker_job job, int64_t budget_us, int64_t now_ms,
+		struct worker_result *res)
+{
+	struct job_state *js = &w->jobs[job];
+	struct worker_result r = { 0 };
+	int64_t start = clock_mono_us();
+	redisReply *page = NULL;
+	char now[24] = "";
+	int rc;
+
+	if ((unsigned)job >= WORKER__JOBS)
+		return -EINVAL;
+	if (now_ms >= 0)
+		snprintf(now, sizeof(now), "%lld", (long long)now_ms);
+	if ((rc = refresh_rules(w))) {
+		set_error(w, "rules: %s", rconn_errstr(w->conn)[0] ? rconn_errstr(w->conn) : "bad reply");
+		goto out;
+	}
+	if (js->nlayouts == 0) {
+		r.sweep_done = 1;
+		goto out;
+	}
+	if (!js->in_sweep) {
+		js->in_sweep = 1;
+		js->sweep_start_us = start;
+	}
+	rbatch_clear(w->batch);
+	if ((rc = queue_sscan(w, js->layouts[js->layout], js->cursor)) ||
+	    (rc = rbatch_run(w->conn, w->batch)))
+		goto fail;
+	page = rbatch_take(w->batch, 0);
+
+	for (;;) {
+		const struct layout *l = js->layouts[js->layout];
+		const struct op *op = js->op[js->layout];
+		const redisReply *members;
+		char next[24];
+		const char *next_cursor = NULL;
+		const struct layout *next_layout = NULL;
+		size_t nk, na, eligible = 0;
+		int more, over, has_eval = 0, has_scan = 0;
+
+		if (!valid_sscan(page)) {
+			rc = -EPROTO;
+			set_error(w, "SSCAN: %s", page && page->type == REDIS_REPLY_ERROR ? page->str : "unexpected reply");
+			goto fail_noerr;
+		}
+		memcpy(next, page->element[0]->str, page->element[0]->len + 1);
+		members = page->element[1];
+		more = strcmp(next, "0") != 0;
+
+		/* Build the script call: KEYS = registry, per path data[, meta]; ARGV = now, per path path, param. */
+		batch_reset(w, &nk, &na);
+		if ((rc = push_key(w, &nk, l, NULL, 0, 0, l->registry)) ||
+		    (rc = push_arg(w, &na, now, strlen(now))))
+			goto fail;
+		for (size_t i = 0; i < members->elements; i++) {
+			const redisReply *m = members->element[i];
+			const struct rule *rule;
+
+			if (m->type != REDIS_REPLY_STRING)
+				continue;
+			r.paths++;
+			rule = ruleset_match(&w->rules, m->str, m->len);
+			if (!rule || rule->algorithm != l->algorithm) {
+				r.unmatched++;
+				continue;
+			}
+			if ((rc = push_key(w, &nk, l, m->str, m->len, 0, NULL)) ||
+			    (op->meta_key && (rc = push_key(w, &nk, l, m->str, m->len, 1, NULL))) ||
+			    (rc = push_arg(w, &na, m->str, m->len)) || (rc = push_param(w, &na, rule)))
+				goto fail;
+			eligible++;
+		}
+		freeReplyObject(page);
+		page = NULL;
+
+		/* Where the cursor goes after this page. */
+		if (more) {
+			next_layout = l;
+			next_cursor = next;
+		} else if (js->layout + 1 < js->nlayouts) {
+			next_layout = js->layouts[js->layout + 1];
+			next_cursor = "0";
+		}
+		over = clock_mono_us() - start >= budget_us;
+
+		rbatch_clear(w->batch);
+		if (eligible) {
+			if ((rc = queue_eval(w, op, nk, na)))
+				goto fail;
+			has_eval = 1;
+		}
+		if (next_layout && !over) {
+			if ((rc = queue_sscan(w, next_layout, next_cursor)))
+				goto fail;
+			has_scan = 1;
+		}
+		if (rbatch_len(w->batch) && (rc = rbatch_run(w->conn, w->batch)))
+			goto fail;
+		if (has_eval) {
+			const redisReply *e = rbatch_reply(w->batch, 0);
+
+			if (!e || e->type != REDIS_REPLY_ARRAY || e->elements < 2 ||
+			    e->element[0]->type != REDIS_REPLY_INTEGER ||
+			    e->element[1]->type != REDIS_REPLY_INTEGER) {
+				rc = -EPROTO;
+				set_error(w, "script: %s", e && e->type == REDIS_REPLY_ERROR ? e->str : "unexpected reply");
+				goto fail_noerr;
+			}
+			r.entries += (uint64_t)e->element[0]->integer;
+			r.emptied += (uint64_t)e->element[1]->integer;
+			r.batches++;
+		}
+
+		/* Commit the cursor only once the page's work is done. */
+		if (more) {
+			snprintf(js->cursor, sizeof(js->cursor), "%s", next);
+		} else {
+			strcpy(js->cursor, "0");
+			if (++js->layout == js->nlayouts) {
+				js->layout = 0;
+				js->in_sweep = 0;
+				r.sweep_done = 1;
+				break;
+			}
+		}
+		if (!has_scan)
+			break; /* over budget: resume from the cursor next step */
+		page = rbatch_take(w->batch, has_eval ? 1 : 0);
+	}
+	rc = 0;
+	goto out;
+fail:
+	if (rc == -EIO || rc == -EAGAIN)
+		set_error(w, "redis: %s", rconn_errstr(w->conn));
+	else if (rc == -ENOMEM)
+		set_error(w, "%s", "out of memory");
+fail_noerr:
+	if (page)
+		freeReplyObject(page);
+out:
+	rbatch_clear(w->batch);
+	pthread_mutex_lock(&w->lock);
+	{
+		struct worker_job_status *s = &w->st.job[job];
+		int64_t end = clock_mono_us();
+
+		s->steps++;
+		s->paths += r.paths;
+		s->entries += r.entries;
+		s->emptied += r.emptied;
+		s->unmatched += r.unmatched;
+		s->batches += r.batches;
+		s->last_step_us = end - start;
+		if (rc)
+			s->errors++;
+		if (r.sweep_done && !rc) {
+			s->sweeps++;
+			s->last_sweep_us = end - js->sweep_start_us;
+		}
+		s->in_sweep = js->in_sweep;
+		if (!rc)
+			w->st.last_error[0] = '\0';
+		w->st.redis_up = rconn_is_up(w->conn);
+		w->st.connects = rconn_connects(w->conn);
+		w->st.rules_version = w->rules.version;
+		w->st.rules = w->rules.n;
+		w->st.rules_invalid = w->rules_invalid;
+	}
+	pthread_mutex_unlock(&w->lock);
+	if (res)
+		*res = r;
+	return rc;
+}
+
+int worker_sweep(struct worker *w, enum worker_job job, int64_t now_ms, struct worker_result *res)
+{
+	struct worker_result total = { 0 }, r;
+	int rc;
+
+	/* start from the top: a whole sweep, whatever a budgeted step left part-way */
+	w->jobs[job].layout = 0;
+	w->jobs[job].in_sweep = 0;
+	strcpy(w->jobs[job].cursor, "0");
+	do {
+		if ((rc = worker_step(w, job, INT64_MAX, now_ms, &r)))
+			return rc;
+		total.paths += r.paths;
+		total.entries += r.entries;
+		total.emptied += r.emptied;
+		total.unmatched += r.unmatched;
+		total.batches += r.batches;
+	} while (!r.sweep_done);
+	total.sweep_done = 1;
+	if (res)
+		*res = total;
+	return 0;
+}
+
+void worker_note_schedule(struct worker *w, enum worker_job job, int64_t lag_us, uint64_t overruns)
+{
+	pthread_mutex_lock(&w->lock);
+	w->st.job[job].lag_us = lag_us;
+	if (lag_us > w->st.job[job].max_lag_us)
+		w->st.job[job].max_lag_us = lag_us;
+	w->st.job[job].overruns = overruns;
+	pthread_mutex_unlock(&w->lock);
+}
+
+void worker_status(struct worker *w, struct worker_status *out)
+{
+	pthread_mutex_lock(&w->lock);
+	*out = w->st;
+	pthread_mutex_unlock(&w->lock);
+}
