@@ -18,8 +18,9 @@
 -- code is in leaky_bucket_drain.lua and leaky_bucket_state.lua: keep the three
 -- identical.  An empty bucket earns no credit (its meta is deleted).
 
--- rate * ms / 1000 is not exact in binary (10/60 per s over 6000 ms gives
--- 0.99999999999999989); EPS makes such a sum count as the whole entry it is.
+-- rate * ms / 1000 + carry is not exact in binary: at 10/60 per s, a leak at
+-- 6007 ms then one at 12000 ms sums to 0.9999999999999998 for the second
+-- entry.  EPS makes such a sum count as the whole entry it stands for.
 local EPS = 1e-9
 -- 2^53: the largest range where a Lua number (a double) holds every integer.
 local MAX_INT = 9007199254740992
@@ -28,11 +29,12 @@ local function fail(field, what)
   return redis.error_reply('ERR sluice: ' .. field .. ' must be ' .. what)
 end
 
--- Decimal digits only (no sign, exponent, hex or blanks), min <= v <= 2^53.
+-- Decimal digits only (no sign, exponent, hex or blanks), min <= v < 2^53
+-- (a longer number would round: 2^53 + 1 reads as 2^53).
 local function int_arg(s, min)
   if type(s) ~= 'string' or not s:find('^%d+$') then return nil end
   local v = tonumber(s)
-  if v < min or v > MAX_INT then return nil end
+  if v < min or v >= MAX_INT then return nil end
   return v
 end
 
@@ -60,13 +62,13 @@ local bucket, meta, registry = KEYS[1], KEYS[2], KEYS[3]
 local path = ARGV[1]
 if type(path) ~= 'string' or path == '' then return fail('path', 'a non-empty string') end
 local capacity = int_arg(ARGV[2], 1)
-if not capacity then return fail('capacity', 'an integer >= 1') end
+if not capacity then return fail('capacity', 'an integer from 1 to 2^53-1') end
 local rate = rate_arg(ARGV[3])
 if not rate then return fail('rate', 'a finite number > 0 (entries per second)') end
 local n = 1
 if ARGV[4] ~= nil and ARGV[4] ~= '' then
   n = int_arg(ARGV[4], 1)
-  if not n then return fail('n', 'an integer >= 1') end
+  if not n then return fail('n', 'an integer from 1 to 2^53-1') end
 end
 local now
 if ARGV[5] == nil or ARGV[5] == '' then
@@ -74,7 +76,7 @@ if ARGV[5] == nil or ARGV[5] == '' then
   now = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
 else
   now = int_arg(ARGV[5], 0)
-  if not now then return fail('now', 'an integer >= 0 (ms)') end
+  if not now then return fail('now', 'an integer from 0 to 2^53-1 (ms)') end
 end
 
 -- ---- leak (identical in leaky_bucket_drain.lua, leaky_bucket_state.lua) ----

@@ -23,10 +23,10 @@ local function fail(field, what)
   return redis.error_reply('ERR sluice: ' .. field .. ' must be ' .. what)
 end
 
-local function int_arg(s, min)
+local function int_arg(s, min) -- digits only, min <= v < 2^53
   if type(s) ~= 'string' or not s:find('^%d+$') then return nil end
   local v = tonumber(s)
-  if v < min or v > MAX_INT then return nil end
+  if v < min or v >= MAX_INT then return nil end
   return v
 end
 
@@ -64,7 +64,7 @@ if ARGV[1] == nil or ARGV[1] == '' then
   now = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
 else
   now = int_arg(ARGV[1], 0)
-  if not now then return fail('now', 'an integer >= 0 (ms)') end
+  if not now then return fail('now', 'an integer from 0 to 2^53-1 (ms)') end
 end
 
 local registry = KEYS[1]

@@ -19,10 +19,10 @@ local function fail(field, what)
   return redis.error_reply('ERR sluice: ' .. field .. ' must be ' .. what)
 end
 
-local function int_arg(s, min)
+local function int_arg(s, min) -- digits only, min <= v < 2^53
   if type(s) ~= 'string' or not s:find('^%d+$') then return nil end
   local v = tonumber(s)
-  if v < min or v > MAX_INT then return nil end
+  if v < min or v >= MAX_INT then return nil end
   return v
 end
 
@@ -44,7 +44,7 @@ if #KEYS ~= 2 then
 end
 local bucket, meta = KEYS[1], KEYS[2]
 local capacity = int_arg(ARGV[1], 1)
-if not capacity then return fail('capacity', 'an integer >= 1') end
+if not capacity then return fail('capacity', 'an integer from 1 to 2^53-1') end
 local rate = rate_arg(ARGV[2])
 if not rate then return fail('rate', 'a finite number > 0 (entries per second)') end
 local now
@@ -53,7 +53,7 @@ if ARGV[3] == nil or ARGV[3] == '' then
   now = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
 else
   now = int_arg(ARGV[3], 0)
-  if not now then return fail('now', 'an integer >= 0 (ms)') end
+  if not now then return fail('now', 'an integer from 0 to 2^53-1 (ms)') end
 end
 
 local level = redis.call('ZCARD', bucket)

@@ -1,0 +1,660 @@
+#include "admin/api.h"
+
+#include <errno.h>
+#include <microhttpd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "admin/pathstate.h"
+#include "core/jsonv.h"
+#include "core/rconn.h"
+#include "core/rulestore.h"
+
+#define MAX_SEGMENTS 6
+#define PATHS_COUNT_DEFAULT 100
+#define PATHS_COUNT_MAX 1000
+
+struct api {
+	struct rconn *conn;
+	char *prefix;
+	const struct layout *layouts;
+	size_t nlayouts;
+	struct worker *worker;
+	struct ruleset rules;    /* cache, refreshed by version before use */
+};
+
+struct api *api_new(const struct api_config *cfg)
+{
+	struct api *a = calloc(1, sizeof(*a));
+
+	if (!a)
+		return NULL;
+	a->conn = rconn_new(cfg->redis, cfg->timeout_ms);
+	a->prefix = strdup(cfg->prefix);
+	a->layouts = cfg->layouts;
+	a->nlayouts = cfg->nlayouts;
+	a->worker = cfg->worker;
+	if (!a->conn || !a->prefix) {
+		api_free(a);
+		return NULL;
+	}
+	return a;
+}
+
+void api_free(struct api *a)
+{
+	if (!a)
+		return;
+	rconn_free(a->conn);
+	ruleset_clear(&a->rules);
+	free(a->prefix);
+	free(a);
+}
+
+cJSON *api_error(const char *code, const char *message, const char *field)
+{
+	cJSON *root = cJSON_CreateObject(), *e = cJSON_CreateObject();
+
+	if (!root || !e || !cJSON_AddStringToObject(e, "code", code) ||
+	    !cJSON_AddStringToObject(e, "message", message) ||
+	    (field && *field && !cJSON_AddStringToObject(e, "field", field)) ||
+	    !cJSON_AddItemToObject(root, "error", e)) {
+		cJSON_Delete(root);
+		cJSON_Delete(e);
+		return NULL;
+	}
+	return root;
+}
+
+static void reply(struct api_response *res, int status, cJSON *body)
+{
+	res->status = body ? status : 500;
+	res->body = body;
+}
+
+static void fail(struct api_response *res, int status, const char *code, const char *message,
+		 const char *field)
+{
+	reply(res, status, api_error(code, message, field));
+}
+
+/* Map an rconn/rulestore error to the response. */
+static void fail_redis(struct api *a, struct api_response *res, int rc)
+{
+	char msg[300];
+
+	if (rc == -EIO || rc == -EAGAIN) {
+		snprintf(msg, sizeof(msg), "redis unavailable: %s",
+			 rconn_errstr(a->conn)[0] ? rconn_errstr(a->conn) : "not connected");
+		fail(res, 503, "redis_unavailable", msg, NULL);
+	} else if (rc == -ENOMEM) {
+		fail(res, 500, "internal", "out of memory", NULL);
+	} else {
+		fail(res, 500, "internal", "unexpected reply from redis", NULL);
+	}
+}
+
+/* A path split into percent-decoded segments (each NUL-terminated, with its length). */
+struct segs {
+	char *s[MAX_SEGMENTS];
+	size_t len[MAX_SEGMENTS];
+	int n;
+	int too_many;
+	int bad_escape;
+};
+
+static int hexval(char c)
+{
+	return (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'f');
+}
+
+static void segs_free(struct segs *g)
+{
+	for (int i = 0; i < g->n; i++)
+		free(g->s[i]);
+}
+
+/* 0, or -ENOMEM.  "/a/b%2Fc" -> ["a", "b/c"]; a trailing '/' adds an empty segment. */
+static int segs_split(const char *path, struct segs *g)
+{
+	const char *p = path;
+
+	memset(g, 0, sizeof(*g));
+	if (*p != '/')
+		return 0;
+	p++;
+	for (;;) {
+		const char *end = strchr(p, '/');
+		size_t n = end ? (size_t)(end - p) : strlen(p);
+		char *copy;
+
+		if (g->n == MAX_SEGMENTS) {
+			g->too_many = 1;
+			return 0;
+		}
+		for (size_t i = 0; i < n; i++)
+			if (p[i] == '%' && !(i + 2 < n && hexval(p[i + 1]) && hexval(p[i + 2])))
+				g->bad_escape = 1;
+		copy = strndup(p, n);
+		if (!copy)
+			return -ENOMEM;
+		/* libmicrohttpd's decoder; returns the decoded length (NUL bytes kept) */
+		g->len[g->n] = MHD_http_unescape(copy);
+		g->s[g->n++] = copy;
+		if (!end)
+			return 0;
+		p = end + 1;
+	}
+}
+
+static int seg_is(const struct segs *g, int i, const char *lit)
+{
+	return i < g->n && strlen(lit) == g->len[i] && memcmp(g->s[i], lit, g->len[i]) == 0;
+}
+
+static int refresh(struct api *a, struct api_response *res)
+{
+	int rc = rulestore_refresh(a->conn, a->prefix, &a->rules, 0, NULL, NULL);
+
+	if (rc)
+		fail_redis(a, res, rc);
+	return rc;
+}
+
+/* ---- handlers -------------------------------------------------------- */
+
+static void h_healthz(struct api_response *res)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	if (o && !cJSON_AddStringToObject(o, "status", "ok")) {
+		cJSON_Delete(o);
+		o = NULL;
+	}
+	reply(res, 200, o);
+}
+
+static void h_readyz(struct api *a, struct api_response *res)
+{
+	const char *argv[1] = { "PING" };
+	size_t lens[1] = { 4 };
+	redisReply *r = NULL;
+	int rc = rconn_command(a->conn, 1, argv, lens, &r);
+	cJSON *o;
+
+	if (!rc && r->type == REDIS_REPLY_STATUS) {
+		freeReplyObject(r);
+		o = cJSON_CreateObject();
+		if (o && (!cJSON_AddStringToObject(o, "status", "ready") ||
+			  !cJSON_AddStringToObject(o, "redis", "up"))) {
+			cJSON_Delete(o);
+			o = NULL;
+		}
+		reply(res, 200, o);
+		return;
+	}
+	if (r)
+		freeReplyObject(r);
+	fail_redis(a, res, rc ? rc : -EIO);
+}
+
+static void h_rules_list(struct api *a, struct api_response *res)
+{
+	cJSON *o, *arr;
+
+	if (refresh(a, res))
+		return;
+	o = cJSON_CreateObject();
+	arr = cJSON_AddArrayToObject(o, "rules");
+	if (!arr || jsonv_add_int(o, "version", (int64_t)a->rules.version)) {
+		cJSON_Delete(o);
+		reply(res, 500, NULL);
+		return;
+	}
+	for (size_t i = 0; i < a->rules.n; i++) {
+		cJSON *r = rule_to_json(a->rules.v[i]);
+
+		if (!r || !cJSON_AddItemToArray(arr, r)) {
+			cJSON_Delete(r);
+			cJSON_Delete(o);
+			reply(res, 500, NULL);
+			return;
+		}
+	}
+	reply(res, 200, o);
+}
+
+static void not_found_rule(struct api_response *res, const char *name)
+{
+	char msg[128];
+
+	snprintf(msg, sizeof(msg), "no rule named \"%.64s\"", name);
+	fail(res, 404, "not_found", msg, NULL);
+}
+
+static void h_rule_get(struct api *a, const struct segs *g, struct api_response *res)
+{
+	const struct rule *r;
+
+	if (refresh(a, res))
+		return;
+	r = rule_name_valid(g->s[2]) && strlen(g->s[2]) == g->len[2] ? ruleset_get(&a->rules, g->s[2]) : NULL;
+	if (!r) {
+		not_found_rule(res, g->s[2]);
+		return;
+	}
+	reply(res, 200, rule_to_json(r));
+}
+
+/* Parse a request body as one JSON value with nothing after it. NULL and a 400 otherwise. */
+static cJSON *parse_body(const struct api_request *req, struct api_response *res)
+{
+	const char *end = NULL;
+	cJSON *v;
+	char *copy;
+
+	if (!req->body || req->body_len == 0) {
+		fail(res, 400, "invalid_json", "request body is empty; a JSON object is required", NULL);
+		return NULL;
+	}
+	/* cJSON wants a terminated buffer to reject trailing bytes */
+	copy = malloc(req->body_len + 1);
+	if (!copy) {
+		reply(res, 500, NULL);
+		return NULL;
+	}
+	memcpy(copy, req->body, req->body_len);
+	copy[req->body_len] = '\0';
+	v = cJSON_ParseWithLengthOpts(copy, req->body_len + 1, &end, 1);
+	if (v && end != copy + req->body_len) {
+		cJSON_Delete(v);
+		v = NULL;
+	}
+	if (!v) {
+		char msg[96];
+
+		snprintf(msg, sizeof(msg), "request body is not valid JSON (near byte %zu)",
+			 end ? (size_t)(end - copy) : (size_t)0);
+		fail(res, 400, "invalid_json", msg, NULL);
+	}
+	free(copy);
+	return v;
+}
+
+static void h_rule_put(struct api *a, const struct api_request *req, const struct segs *g,
+		       struct api_response *res)
+{
+	struct sl_error err = { 0 };
+	struct rule *r = NULL;
+	int created = 0, rc;
+	cJSON *body;
+
+	if (strlen(g->s[2]) != g->len[2] || !rule_name_valid(g->s[2])) {
+		fail(res, 400, "invalid_rule", "rule name must be 1..64 characters of [A-Za-z0-9_.-]", "name");
+		return;
+	}
+	if (!(body = parse_body(req, res)))
+		return;
+	rc = rule_from_json(body, g->s[2], NULL, &r, &err);
+	cJSON_Delete(body);
+	if (rc) {
+		char msg[400];
+
+		if (rc == -ENOMEM) {
+			reply(res, 500, NULL);
+			return;
+		}
+		snprintf(msg, sizeof(msg), "%s%s%s", err.field, err.field[0] ? ": " : "", err.message);
+		fail(res, 400, "invalid_rule", msg, err.field);
+		return;
+	}
+	if ((rc = rulestore_put(a->conn, a->prefix, r, &created, NULL))) {
+		fail_redis(a, res, rc);
+		rule_free(r);
+		return;
+	}
+	reply(res, created ? 201 : 200, rule_to_json(r));
+	rule_free(r);
+}
+
+static void h_rule_delete(struct api *a, const struct segs *g, struct api_response *res)
+{
+	int deleted = 0, rc;
+	cJSON *o;
+
+	if (strlen(g->s[2]) != g->len[2] || !rule_name_valid(g->s[2])) {
+		not_found_rule(res, g->s[2]);
+		return;
+	}
+	if ((rc = rulestore_delete(a->conn, a->prefix, g->s[2], &deleted))) {
+		fail_redis(a, res, rc);
+		return;
+	}
+	if (!deleted) {
+		not_found_rule(res, g->s[2]);
+		return;
+	}
+	o = cJSON_CreateObject();
+	if (o && !cJSON_AddStringToObject(o, "deleted", g->s[2])) {
+		cJSON_Delete(o);
+		o = NULL;
+	}
+	reply(res, 200, o);
+}
+
+/* Cursor of GET /v1/paths: "0" (start) or "<layout>-<sscan cursor>". */
+static int parse_cursor(const char *s, size_t nlayouts, size_t *layout, char *sscan, size_t cap)
+{
+	const char *dash;
+	char *end;
+	unsigned long l;
+
+	if (!s || strcmp(s, "0") == 0) {
+		*layout = 0;
+		snprintf(sscan, cap, "0");
+		return 0;
+	}
+	dash = strchr(s, '-');
+	if (!dash || dash == s || !dash[1] || strlen(dash + 1) >= cap || s[0] < '0' || s[0] > '9')
+		return -EINVAL;
+	l = strtoul(s, &end, 10);
+	if (end != dash || l >= nlayouts)
+		return -EINVAL;
+	for (const char *p = dash + 1; *p; p++)
+		if (*p < '0' || *p > '9')
+			return -EINVAL;
+	*layout = l;
+	snprintf(sscan, cap, "%s", dash + 1);
+	return 0;
+}
+
+static void h_paths_list(struct api *a, const struct api_request *req, struct api_response *res)
+{
+	char sscan[24], count[16], next[48];
+	size_t layout, n = 0;
+	long cnt = PATHS_COUNT_DEFAULT;
+	const char *argv[7];
+	size_t lens[7];
+	const char **paths = NULL;
+	size_t *plens = NULL;
+	redisReply *r = NULL;
+	cJSON *o = NULL, *arr;
+	int argc = 0, rc;
+
+	if (req->query_count) {
+		char *end;
+
+		cnt = strtol(req->query_count, &end, 10);
+		if (!*req->query_count || *end || cnt < 1 || cnt > PATHS_COUNT_MAX) {
+			fail(res, 400, "invalid_query", "count must be an integer 1..1000", "count");
+			return;
+		}
+	}
+	if (parse_cursor(req->query_cursor, a->nlayouts, &layout, sscan, sizeof(sscan))) {
+		fail(res, 400, "invalid_query", "cursor must be \"0\" or a cursor this API returned", "cursor");
+		return;
+	}
+	if (a->nlayouts == 0) {
+		o = cJSON_CreateObject();
+		if (o && (!cJSON_AddArrayToObject(o, "paths") || !cJSON_AddStringToObject(o, "cursor", "0"))) {
+			cJSON_Delete(o);
+			o = NULL;
+		}
+		reply(res, 200, o);
+		return;
+	}
+	if (refresh(a, res))
+		return;
+	snprintf(count, sizeof(count), "%ld", cnt);
+	argv[argc] = "SSCAN", lens[argc++] = 5;
+	argv[argc] = a->layouts[layout].registry, lens[argc] = strlen(argv[argc]), argc++;
+	argv[argc] = sscan, lens[argc++] = strlen(sscan);
+	if (req->query_match && *req->query_match) {
+		argv[argc] = "MATCH", lens[argc++] = 5;
+		argv[argc] = req->query_match, lens[argc] = strlen(req->query_match), argc++;
+	}
+	argv[argc] = "COUNT", lens[argc++] = 5;
+	argv[argc] = count, lens[argc++] = strlen(count);
+	if ((rc = rconn_command(a->conn, argc, argv, lens, &r))) {
+		fail_redis(a, res, rc);
+		return;
+	}
+	if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+	    r->element[0]->type != REDIS_REPLY_STRING || r->element[1]->type != REDIS_REPLY_ARRAY) {
+		freeReplyObject(r);
+		fail_redis(a, res, -EPROTO);
+		return;
+	}
+	if (strcmp(r->element[0]->str, "0") != 0)
+		snprintf(next, sizeof(next), "%zu-%s", layout, r->element[0]->str);
+	else if (layout + 1 < a->nlayouts)
+		snprintf(next, sizeof(next), "%zu-0", layout + 1);
+	else
+		snprintf(next, sizeof(next), "0");
+	n = r->element[1]->elements;
+	paths = calloc(n + 1, sizeof(*paths));
+	plens = calloc(n + 1, sizeof(*plens));
+	o = cJSON_CreateObject();
+	arr = cJSON_CreateArray();
+	if (!paths || !plens || !o || !arr || !cJSON_AddItemToObject(o, "paths", arr)) {
+		cJSON_Delete(arr);
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		paths[i] = r->element[1]->element[i]->str;
+		plens[i] = r->element[1]->element[i]->len;
+	}
+	if ((rc = pathstate_list(a->conn, &a->layouts[layout], &a->rules, paths, plens, n, arr)))
+		goto out;
+	if (!cJSON_AddStringToObject(o, "cursor", next))
+		rc = -ENOMEM;
+out:
+	freeReplyObject(r);
+	free(paths);
+	free(plens);
+	if (rc) {
+		cJSON_Delete(o);
+		fail_redis(a, res, rc);
+		return;
+	}
+	reply(res, 200, o);
+}
+
+static void h_path_get(struct api *a, const struct segs *g, struct api_response *res)
+{
+	cJSON *o = NULL;
+	int rc;
+
+	if (refresh(a, res))
+		return;
+	rc = pathstate_get(a->conn, a->layouts, a->nlayouts, &a->rules, g->s[2], g->len[2], &o);
+	if (rc) {
+		fail_redis(a, res, rc);
+		return;
+	}
+	if (!o) {
+		fail(res, 404, "not_found", "no rule matches this path and it has no state", NULL);
+		return;
+	}
+	reply(res, 200, o);
+}
+
+static void h_path_reset(struct api *a, const struct segs *g, struct api_response *res)
+{
+	cJSON *o = NULL;
+	int rc = pathstate_reset(a->conn, a->layouts, a->nlayouts, g->s[2], g->len[2], &o);
+
+	if (rc) {
+		fail_redis(a, res, rc);
+		return;
+	}
+	reply(res, 200, o);
+}
+
+static int add_job(cJSON *jobs, const char *name, const char *entries, const struct worker_job_status *j)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	if (!o || !cJSON_AddItemToObject(jobs, name, o)) {
+		cJSON_Delete(o);
+		return -ENOMEM;
+	}
+	return jsonv_add_int(o, "ticks", (int64_t)j->steps) || jsonv_add_int(o, "sweeps", (int64_t)j->sweeps) ||
+	       jsonv_add_int(o, "batches", (int64_t)j->batches) || jsonv_add_int(o, "paths", (int64_t)j->paths) ||
+	       jsonv_add_int(o, entries, (int64_t)j->entries) || jsonv_add_int(o, "emptied", (int64_t)j->emptied) ||
+	       jsonv_add_int(o, "unmatched", (int64_t)j->unmatched) || jsonv_add_int(o, "errors", (int64_t)j->errors) ||
+	       jsonv_add_int(o, "last_duration_us", j->last_step_us) ||
+	       jsonv_add_int(o, "last_sweep_us", j->last_sweep_us) || jsonv_add_int(o, "lag_us", j->lag_us) ||
+	       jsonv_add_int(o, "max_lag_us", j->max_lag_us) || jsonv_add_int(o, "overruns", (int64_t)j->overruns) ||
+	       !cJSON_AddBoolToObject(o, "in_sweep", j->in_sweep)
+		       ? -ENOMEM : 0;
+}
+
+static void h_worker(struct api *a, struct api_response *res)
+{
+	struct worker_status st;
+	cJSON *o, *jobs, *rules;
+	int bad;
+
+	if (!a->worker) {
+		fail(res, 503, "no_worker", "this process runs no worker", NULL);
+		return;
+	}
+	worker_status(a->worker, &st);
+	o = cJSON_CreateObject();
+	jobs = cJSON_CreateObject();
+	rules = cJSON_CreateObject();
+	bad = !o || !jobs || !rules;
+	bad = bad || !cJSON_AddItemToObject(o, "jobs", jobs);
+	if (bad) {
+		cJSON_Delete(o);
+		cJSON_Delete(jobs);
+		cJSON_Delete(rules);
+		reply(res, 500, NULL);
+		return;
+	}
+	bad = !cJSON_AddItemToObject(o, "rules", rules);
+	if (bad)
+		cJSON_Delete(rules);
+	bad = bad || !cJSON_AddBoolToObject(o, "redis_up", st.redis_up) ||
+	      jsonv_add_int(o, "connects", (int64_t)st.connects) ||
+	      jsonv_add_int(o, "ticks", (int64_t)(st.job[WORKER_DRAIN].steps + st.job[WORKER_PRUNE].steps)) ||
+	      jsonv_add_int(o, "drained", (int64_t)st.job[WORKER_DRAIN].entries) ||
+	      jsonv_add_int(o, "pruned", (int64_t)st.job[WORKER_PRUNE].entries) ||
+	      jsonv_add_int(o, "errors", (int64_t)(st.job[WORKER_DRAIN].errors + st.job[WORKER_PRUNE].errors)) ||
+	      !(st.last_error[0] ? cJSON_AddStringToObject(o, "last_error", st.last_error)
+				 : cJSON_AddNullToObject(o, "last_error")) ||
+	      jsonv_add_int(rules, "version", (int64_t)st.rules_version) ||
+	      jsonv_add_int(rules, "loaded", (int64_t)st.rules) ||
+	      jsonv_add_int(rules, "invalid", (int64_t)st.rules_invalid) ||
+	      add_job(jobs, "drain", "drained", &st.job[WORKER_DRAIN]) ||
+	      add_job(jobs, "prune", "pruned", &st.job[WORKER_PRUNE]);
+	if (bad) {
+		cJSON_Delete(o);
+		o = NULL;
+	}
+	reply(res, 200, o);
+}
+
+/* ---- routing ------------------------------------------------------------ */
+
+static int method_is(const struct api_request *req, const char *m)
+{
+	return strcmp(req->method, m) == 0;
+}
+
+static void not_allowed(struct api_response *res, const char *allow)
+{
+	char msg[96];
+
+	snprintf(msg, sizeof(msg), "method not allowed; allowed: %s", allow);
+	fail(res, 405, "method_not_allowed", msg, NULL);
+	res->allow = allow;
+}
+
+void api_handle(struct api *a, const struct api_request *req, struct api_response *res)
+{
+	struct segs g;
+
+	memset(res, 0, sizeof(*res));
+	if (segs_split(req->path, &g)) {
+		reply(res, 500, NULL);
+		return;
+	}
+	if (g.bad_escape) {
+		fail(res, 400, "invalid_path", "path has an invalid percent-encoding", NULL);
+		goto out;
+	}
+	if (g.too_many || g.n == 0)
+		goto not_found;
+	if (g.n == 1 && seg_is(&g, 0, "healthz")) {
+		if (!method_is(req, "GET"))
+			not_allowed(res, "GET");
+		else
+			h_healthz(res);
+		goto out;
+	}
+	if (g.n == 1 && seg_is(&g, 0, "readyz")) {
+		if (!method_is(req, "GET"))
+			not_allowed(res, "GET");
+		else
+			h_readyz(a, res);
+		goto out;
+	}
+	if (!seg_is(&g, 0, "v1") || g.n < 2)
+		goto not_found;
+	if (seg_is(&g, 1, "rules")) {
+		if (g.n == 2) {
+			if (!method_is(req, "GET"))
+				not_allowed(res, "GET");
+			else
+				h_rules_list(a, res);
+		} else if (g.n == 3 && g.len[2] > 0) {
+			if (method_is(req, "GET"))
+				h_rule_get(a, &g, res);
+			else if (method_is(req, "PUT"))
+				h_rule_put(a, req, &g, res);
+			else if (method_is(req, "DELETE"))
+				h_rule_delete(a, &g, res);
+			else
+				not_allowed(res, "GET, PUT, DELETE");
+		} else {
+			goto not_found;
+		}
+		goto out;
+	}
+	if (seg_is(&g, 1, "paths")) {
+		if (g.n == 2) {
+			if (!method_is(req, "GET"))
+				not_allowed(res, "GET");
+			else
+				h_paths_list(a, req, res);
+		} else if (g.n == 3 && g.len[2] > 0) {
+			if (!method_is(req, "GET"))
+				not_allowed(res, "GET");
+			else
+				h_path_get(a, &g, res);
+		} else if (g.n == 4 && g.len[2] > 0 && seg_is(&g, 3, "reset")) {
+			if (!method_is(req, "POST"))
+				not_allowed(res, "POST");
+			else
+				h_path_reset(a, &g, res);
+		} else {
+			goto not_found;
+		}
+		goto out;
+	}
+	if (g.n == 2 && seg_is(&g, 1, "worker")) {
+		if (!method_is(req, "GET"))
+			not_allowed(res, "GET");
+		else
+			h_worker(a, res);
+		goto out;
+	}
+not_found:
+	fail(res, 404, "not_found", "no such route", NULL);
+out:
+	segs_free(&g);
+}

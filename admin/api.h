@@ -1,0 +1,54 @@
+#ifndef SLUICE_API_H
+#define SLUICE_API_H
+/*
+ * The admin API without sockets: (method, raw path, query, body) in,
+ * (status, JSON) out.  admin/server.c puts it behind libmicrohttpd; tests
+ * call it directly.  Routes and bodies are DESIGN.md's "Admin API".
+ * Errors are {"error": {"code": "...", "message": "...", "field": "..."?}}.
+ *
+ * Threads: one api object per thread (it owns a Redis connection).
+ */
+#include <cjson/cJSON.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/config.h"
+#include "core/layout.h"
+#include "worker/worker.h"
+
+struct api_config {
+	const struct redis_target *redis; /* copied */
+	int64_t timeout_ms;
+	const char *prefix;               /* copied */
+	const struct layout *layouts;     /* borrowed; outlive the api */
+	size_t nlayouts;
+	struct worker *worker;            /* borrowed, for GET /v1/worker (worker_status is thread-safe); may be NULL */
+};
+
+struct api_request {
+	const char *method;        /* "GET", ... */
+	const char *path;          /* raw (still percent-encoded), without the query */
+	const char *query_match;   /* decoded query values, or NULL when absent */
+	const char *query_cursor;
+	const char *query_count;
+	const char *body;          /* may be NULL when body_len is 0 */
+	size_t body_len;
+};
+
+struct api_response {
+	int status;                /* HTTP status */
+	cJSON *body;               /* owned by the caller after api_handle; NULL for no body */
+	const char *allow;         /* for 405: the Allow header value (static), else NULL */
+};
+
+struct api;
+
+/* New api; does not connect yet.  NULL on ENOMEM. */
+struct api *api_new(const struct api_config *cfg);
+void api_free(struct api *a);
+/* Handle one request; always fills `res` (500 with an error body when out of memory). */
+void api_handle(struct api *a, const struct api_request *req, struct api_response *res);
+/* A JSON error body {"error": {"code", "message"[, "field"]}}; caller owns; NULL on ENOMEM. */
+cJSON *api_error(const char *code, const char *message, const char *field);
+
+#endif

@@ -1,0 +1,256 @@
+#include "admin/server.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/log.h"
+
+struct server {
+	struct MHD_Daemon *d;
+	struct api *api;
+	size_t max_body;
+	int port;
+};
+
+/* Per-request state, kept in *req_cls between calls of the access handler. */
+struct req {
+	char *body;
+	size_t len, cap;
+	int too_large;
+};
+
+/* Leave the URL and arguments percent-encoded: the API decodes path segments one by one. */
+static size_t keep_escapes(void *cls, struct MHD_Connection *c, char *s)
+{
+	(void)cls;
+	(void)c;
+	return strlen(s);
+}
+
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	char msg[256], q[300];
+	size_t n;
+
+	(void)cls;
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	n = strlen(msg);
+	while (n && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
+		msg[--n] = '\0';
+	log_event(LOG_WARN, "http_error", "message=%s", log_quote(q, sizeof(q), msg, n));
+}
+
+static void completed(void *cls, struct MHD_Connection *c, void **req_cls,
+		      enum MHD_RequestTerminationCode toe)
+{
+	struct req *r = *req_cls;
+
+	(void)cls;
+	(void)c;
+	(void)toe;
+	if (r) {
+		free(r->body);
+		free(r);
+		*req_cls = NULL;
+	}
+}
+
+static enum MHD_Result send_json(struct MHD_Connection *c, int status, cJSON *body, const char *allow)
+{
+	char *text = body ? cJSON_PrintUnformatted(body) : NULL;
+	struct MHD_Response *resp;
+	enum MHD_Result ret;
+
+	if (body && !text) {
+		status = 500;
+		text = strdup("{\"error\":{\"code\":\"internal\",\"message\":\"out of memory\"}}");
+	}
+	resp = MHD_create_response_from_buffer(text ? strlen(text) : 0, text, MHD_RESPMEM_MUST_FREE);
+	if (!resp) {
+		free(text);
+		return MHD_NO;
+	}
+	MHD_add_response_header(resp, "Content-Type", "application/json");
+	if (allow)
+		MHD_add_response_header(resp, "Allow", allow);
+	ret = MHD_queue_response(c, (unsigned)status, resp);
+	MHD_destroy_response(resp);
+	return ret;
+}
+
+static enum MHD_Result send_error(struct MHD_Connection *c, int status, const char *code, const char *msg)
+{
+	cJSON *e = api_error(code, msg, NULL);
+	enum MHD_Result ret = send_json(c, status, e, NULL);
+
+	cJSON_Delete(e);
+	return ret;
+}
+
+/* A query argument, percent-decoded into a new string; NULL when absent. Sets *oom. */
+static char *query_arg(struct MHD_Connection *c, const char *name, int *oom)
+{
+	const char *v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, name);
+	char *copy;
+
+	if (!v)
+		return NULL;
+	copy = strdup(v);
+	if (!copy) {
+		*oom = 1;
+		return NULL;
+	}
+	for (char *p = copy; *p; p++)
+		if (*p == '+')
+			*p = ' ';
+	MHD_http_unescape(copy);
+	return copy;
+}
+
+static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+			      const char *version, const char *upload_data, size_t *upload_size,
+			      void **req_cls)
+{
+	struct server *s = cls;
+	struct req *r = *req_cls;
+	struct api_request req = { 0 };
+	struct api_response res;
+	char *match, *cursor, *count;
+	enum MHD_Result ret;
+	int oom = 0;
+
+	(void)version;
+	if (!r) {
+		const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+
+		if (!(r = calloc(1, sizeof(*r))))
+			return MHD_NO;
+		*req_cls = r;
+		/* refuse an announced oversized body before reading any of it */
+		if (cl && strtoull(cl, NULL, 10) > s->max_body) {
+			char msg[96];
+
+			r->too_large = 1;
+			snprintf(msg, sizeof(msg), "request body larger than %zu bytes", s->max_body);
+			return send_error(c, 413, "payload_too_large", msg);
+		}
+		return MHD_YES;
+	}
+	if (*upload_size) {
+		if (!r->too_large && r->len + *upload_size > s->max_body)
+			r->too_large = 1;
+		if (!r->too_large) {
+			if (r->len + *upload_size > r->cap) {
+				size_t cap = r->cap ? r->cap : 1024;
+				char *b;
+
+				while (cap < r->len + *upload_size)
+					cap *= 2;
+				if (!(b = realloc(r->body, cap)))
+					return MHD_NO;
+				r->body = b;
+				r->cap = cap;
+			}
+			memcpy(r->body + r->len, upload_data, *upload_size);
+			r->len += *upload_size;
+		}
+		*upload_size = 0; /* consumed (or discarded when too large) */
+		return MHD_YES;
+	}
+	if (r->too_large) {
+		char msg[96];
+
+		snprintf(msg, sizeof(msg), "request body larger than %zu bytes", s->max_body);
+		return send_error(c, 413, "payload_too_large", msg);
+	}
+	match = query_arg(c, "match", &oom);
+	cursor = query_arg(c, "cursor", &oom);
+	count = query_arg(c, "count", &oom);
+	if (oom) {
+		ret = send_error(c, 500, "internal", "out of memory");
+		goto out;
+	}
+	req.method = method;
+	req.path = url;
+	req.query_match = match;
+	req.query_cursor = cursor;
+	req.query_count = count;
+	req.body = r->body;
+	req.body_len = r->len;
+	api_handle(s->api, &req, &res);
+	ret = send_json(c, res.status, res.body, res.allow);
+	cJSON_Delete(res.body);
+out:
+	free(match);
+	free(cursor);
+	free(count);
+	return ret;
+}
+
+struct server *server_start(const struct server_config *cfg, struct api *api, char *err, size_t cap)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE }, *ai = NULL;
+	const union MHD_DaemonInfo *info;
+	struct server *s = calloc(1, sizeof(*s));
+	char port[8];
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ERROR_LOG;
+	int rc;
+
+	if (!s) {
+		snprintf(err, cap, "out of memory");
+		api_free(api);
+		return NULL;
+	}
+	s->api = api;
+	s->max_body = cfg->max_body_bytes;
+	snprintf(port, sizeof(port), "%d", cfg->port);
+	rc = getaddrinfo(cfg->host, port, &hints, &ai);
+	if (rc) {
+		snprintf(err, cap, "listen address %s: %s", cfg->host, gai_strerror(rc));
+		goto fail;
+	}
+	if (ai->ai_family == AF_INET6)
+		flags |= MHD_USE_IPv6;
+	s->d = MHD_start_daemon(flags, (uint16_t)cfg->port, NULL, NULL, handle, s,
+				MHD_OPTION_SOCK_ADDR, ai->ai_addr,
+				MHD_OPTION_CONNECTION_LIMIT, cfg->max_connections,
+				MHD_OPTION_CONNECTION_TIMEOUT, cfg->idle_timeout_s,
+				MHD_OPTION_UNESCAPE_CALLBACK, keep_escapes, NULL,
+				MHD_OPTION_NOTIFY_COMPLETED, completed, NULL,
+				MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+				MHD_OPTION_END);
+	freeaddrinfo(ai);
+	if (!s->d) {
+		snprintf(err, cap, "cannot listen on %s:%d (address in use, or not permitted)", cfg->host,
+			 cfg->port);
+		goto fail;
+	}
+	info = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
+	s->port = info ? info->port : cfg->port;
+	return s;
+fail:
+	api_free(s->api);
+	free(s);
+	return NULL;
+}
+
+int server_port(const struct server *s)
+{
+	return s->port;
+}
+
+void server_stop(struct server *s)
+{
+	if (!s)
+		return;
+	if (s->d)
+		MHD_stop_daemon(s->d);
+	api_free(s->api);
+	free(s);
+}

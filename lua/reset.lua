@@ -1,0 +1,37 @@
+-- sluice: reset one path, an admin write.  Contract: lua/README.md.
+--
+-- ARGV[1] registry_count R (integer >= 0), ARGV[2] path
+-- KEYS[1..R] registry sets the path is taken out of;
+-- KEYS[R+1..] the path's data keys (any type), deleted
+-- Reply {registries_removed_from, {key, entries}, {key, entries}, ...}:
+--   one pair per data key that existed, in KEYS order; entries = ZCARD, HLEN,
+--   SCARD, LLEN or XLEN by type, 1 for a string.
+-- One script so the admin sees exactly what it removed, atomically.
+
+if type(ARGV[1]) ~= 'string' or not ARGV[1]:find('^%d+$') or tonumber(ARGV[1]) > #KEYS then
+  return redis.error_reply('ERR sluice: registry_count must be an integer >= 0 and <= the number of KEYS')
+end
+local nreg = tonumber(ARGV[1])
+local path = ARGV[2]
+if type(path) ~= 'string' or path == '' then
+  return redis.error_reply('ERR sluice: path must be a non-empty string')
+end
+
+local size_of = { zset = 'ZCARD', hash = 'HLEN', set = 'SCARD', list = 'LLEN', stream = 'XLEN' }
+local removed = {}
+for i = nreg + 1, #KEYS do
+  local key = KEYS[i]
+  local kind = redis.call('TYPE', key).ok
+  if kind ~= 'none' then
+    local entries = 1
+    if size_of[kind] then entries = redis.call(size_of[kind], key) end
+    redis.call('DEL', key)
+    removed[#removed + 1] = { key, entries }
+  end
+end
+local registries = 0
+for i = 1, nreg do
+  registries = registries + redis.call('SREM', KEYS[i], path)
+end
+table.insert(removed, 1, registries)
+return removed
