@@ -43,11 +43,11 @@ TEST_HARNESS := $(B)/tests/harness.o
 .PHONY: all test asan run bench install uninstall clean deps check-deps
 .DEFAULT_GOAL := all
 
-all: $(B)/sluiced
+all: $(B)/bin/sluiced
 ifeq ($(FLAVOUR),normal)
 # ./sluiced is the normal build, so the README's commands work from the root.
 all: sluiced
-sluiced: $(B)/sluiced
+sluiced: $(B)/bin/sluiced
 	cp $< $@
 endif
 
@@ -71,7 +71,8 @@ $(B)/libsluice.a: $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(B)/sluiced: $(B)/sluiced/main.o $(B)/sluiced/options.o $(B)/libsluice.a
+$(B)/bin/sluiced: $(B)/daemon/main.o $(B)/daemon/options.o $(B)/libsluice.a
+	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $^ $(LDFLAGS) $(LDLIBS) -o $@
 
 # --- tests -----------------------------------------------------------------
@@ -79,27 +80,27 @@ $(B)/tests/%.o: tests/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(PKG_CFLAGS) $(TEST_CFLAGS) -c $< -o $@
 
-$(B)/tests/check_%: $(B)/tests/check_%.o $(TEST_HARNESS) $(B)/sluiced/options.o $(B)/libsluice.a
+$(B)/tests/check_%: $(B)/tests/check_%.o $(TEST_HARNESS) $(B)/daemon/options.o $(B)/libsluice.a
 	$(CC) $(CFLAGS) $^ $(LDFLAGS) $(TEST_LIBS) $(LDLIBS) -o $@
 
 test: deps
 	@$(MAKE) --no-print-directory check-run
 
-check-run: $(B)/sluiced $(TEST_BIN)
+check-run: $(B)/bin/sluiced $(TEST_BIN)
 	@fail=0; for t in $(TEST_BIN); do \
-	  echo "== $$t"; SLUICED=$(B)/sluiced $$t || fail=1; \
+	  echo "== $$t"; SLUICED=$(B)/bin/sluiced $$t || fail=1; \
 	done; exit $$fail
 
 asan: deps
 	@$(MAKE) --no-print-directory FLAVOUR=asan check-run
 
 # --- running ---------------------------------------------------------------
-run: deps $(B)/sluiced
-	SLUICED=$(B)/sluiced tools/run.sh
+run: deps $(B)/bin/sluiced
+	SLUICED=$(B)/bin/sluiced tools/run.sh
 
 bench: deps
-	@$(MAKE) --no-print-directory $(B)/sluiced $(B)/bench/drain_bench
-	SLUICED=$(B)/sluiced DRAIN_BENCH=$(B)/bench/drain_bench bench/bench.sh
+	@$(MAKE) --no-print-directory $(B)/bin/sluiced $(B)/bench/drain_bench
+	SLUICED=$(B)/bin/sluiced DRAIN_BENCH=$(B)/bench/drain_bench bench/bench.sh
 
 $(B)/bench/%.o: bench/%.c
 	@mkdir -p $(dir $@)
@@ -111,10 +112,10 @@ $(B)/bench/drain_bench: $(B)/bench/drain_bench.o $(B)/libsluice.a
 deps:
 	@tools/deps.sh
 
-install: $(B)/sluiced
+install: $(B)/bin/sluiced
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/sluice/lua \
 	           $(DESTDIR)$(PREFIX)/share/doc/sluice/examples
-	install -m 0755 $(B)/sluiced $(DESTDIR)$(PREFIX)/bin/sluiced
+	install -m 0755 $(B)/bin/sluiced $(DESTDIR)$(PREFIX)/bin/sluiced
 	install -m 0644 $(LUA) lua/README.md $(DESTDIR)$(PREFIX)/share/sluice/lua/
 	install -m 0644 examples/*.json $(DESTDIR)$(PREFIX)/share/doc/sluice/examples/
 

@@ -524,21 +524,11 @@ static void h_worker(struct api *a, struct api_response *res)
 	}
 	worker_status(a->worker, &st);
 	o = cJSON_CreateObject();
-	jobs = cJSON_CreateObject();
-	rules = cJSON_CreateObject();
-	bad = !o || !jobs || !rules;
-	bad = bad || !cJSON_AddItemToObject(o, "jobs", jobs);
-	if (bad) {
-		cJSON_Delete(o);
-		cJSON_Delete(jobs);
-		cJSON_Delete(rules);
+	if (!o) {
 		reply(res, 500, NULL);
 		return;
 	}
-	bad = !cJSON_AddItemToObject(o, "rules", rules);
-	if (bad)
-		cJSON_Delete(rules);
-	bad = bad || !cJSON_AddBoolToObject(o, "redis_up", st.redis_up) ||
+	bad = !cJSON_AddBoolToObject(o, "redis_up", st.redis_up) ||
 	      jsonv_add_int(o, "connects", (int64_t)st.connects) ||
 	      jsonv_add_int(o, "ticks", (int64_t)(st.job[WORKER_DRAIN].steps + st.job[WORKER_PRUNE].steps)) ||
 	      jsonv_add_int(o, "drained", (int64_t)st.job[WORKER_DRAIN].entries) ||
@@ -546,9 +536,11 @@ static void h_worker(struct api *a, struct api_response *res)
 	      jsonv_add_int(o, "errors", (int64_t)(st.job[WORKER_DRAIN].errors + st.job[WORKER_PRUNE].errors)) ||
 	      !(st.last_error[0] ? cJSON_AddStringToObject(o, "last_error", st.last_error)
 				 : cJSON_AddNullToObject(o, "last_error")) ||
+	      !(rules = cJSON_AddObjectToObject(o, "rules")) ||
 	      jsonv_add_int(rules, "version", (int64_t)st.rules_version) ||
 	      jsonv_add_int(rules, "loaded", (int64_t)st.rules) ||
 	      jsonv_add_int(rules, "invalid", (int64_t)st.rules_invalid) ||
+	      !(jobs = cJSON_AddObjectToObject(o, "jobs")) ||
 	      add_job(jobs, "drain", "drained", &st.job[WORKER_DRAIN]) ||
 	      add_job(jobs, "prune", "pruned", &st.job[WORKER_PRUNE]);
 	if (bad) {

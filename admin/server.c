@@ -218,12 +218,12 @@ struct server *server_start(const struct server_config *cfg, struct api *api, ch
 	if (ai->ai_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
 	s->d = MHD_start_daemon(flags, (uint16_t)cfg->port, NULL, NULL, handle, s,
+				MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, /* first, to catch every message */
 				MHD_OPTION_SOCK_ADDR, ai->ai_addr,
 				MHD_OPTION_CONNECTION_LIMIT, cfg->max_connections,
 				MHD_OPTION_CONNECTION_TIMEOUT, cfg->idle_timeout_s,
 				MHD_OPTION_UNESCAPE_CALLBACK, keep_escapes, NULL,
 				MHD_OPTION_NOTIFY_COMPLETED, completed, NULL,
-				MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
 				MHD_OPTION_END);
 	freeaddrinfo(ai);
 	if (!s->d) {

@@ -1,0 +1,275 @@
+/*
+ * sluiced: the rate-limit maintenance daemon.
+ *
+ * main owns everything: the config, the layouts, the worker (driven from this
+ * thread by the scheduler), and the admin server (its own thread, its own
+ * Redis connection).  Signals are blocked and read from a signalfd in the
+ * loop, so no handler runs inside a batch.  Shutdown order: stop the admin
+ * server, stop scheduling (the batch in flight has finished by then: it runs
+ * on this thread), free everything.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include "admin/api.h"
+#include "admin/server.h"
+#include "core/clock.h"
+#include "core/config.h"
+#include "core/layout.h"
+#include "core/log.h"
+#include "core/rconn.h"
+#include "core/rulestore.h"
+#include "scheduler/sched.h"
+#include "daemon/options.h"
+#include "worker/worker.h"
+
+struct daemon;
+
+struct job_ctx {
+	struct daemon *d;
+	enum worker_job job;
+	int sched_idx;
+	int64_t budget_us;
+	int failing;             /* last step failed: log only the transitions */
+};
+
+struct daemon {
+	struct config cfg;
+	struct layout *layouts;
+	size_t nlayouts;
+	struct worker *worker;
+	struct rconn *seed_conn; /* until the config's rules are stored */
+	struct sched *sched;
+	struct job_ctx jobs[WORKER__JOBS];
+};
+
+static int64_t mono_us(void *arg)
+{
+	(void)arg;
+	return clock_mono_us();
+}
+
+/* Store the config file's rules in Redis (once Redis answers). 0 when done. */
+static int seed_rules(struct daemon *d)
+{
+	int rc = 0, created = 0, unchanged = 0;
+
+	if (!d->seed_conn)
+		return 0;
+	for (size_t i = 0; i < d->cfg.nrules; i++) {
+		rc = rulestore_put(d->seed_conn, d->cfg.prefix, d->cfg.rules[i], &created, &unchanged);
+		if (rc)
+			return rc;
+		log_event(LOG_INFO, "rule_loaded", "rule=%s algorithm=%s change=%s", d->cfg.rules[i]->name,
+			  algorithm_name(d->cfg.rules[i]->algorithm),
+			  unchanged ? "none" : created ? "created" : "replaced");
+	}
+	rconn_free(d->seed_conn);
+	d->seed_conn = NULL;
+	return 0;
+}
+
+static int run_job(void *arg)
+{
+	struct job_ctx *j = arg;
+	struct daemon *d = j->d;
+	struct worker_result res;
+	struct sched_stats st;
+	int rc;
+
+	if (d->seed_conn && seed_rules(d)) {
+		if (!j->failing)
+			log_event(LOG_WARN, "rules_seed_failed", "reason=\"redis unavailable\" retry=next_tick");
+		j->failing = 1;
+		return -EAGAIN;
+	}
+	if (!sched_get_stats(d->sched, (size_t)j->sched_idx, &st))
+		worker_note_schedule(d->worker, j->job, st.last_lag_us, st.overruns);
+	rc = worker_step(d->worker, j->job, j->budget_us, -1, &res);
+	if (rc) {
+		if (!j->failing) {
+			struct worker_status ws;
+			char q[200];
+
+			worker_status(d->worker, &ws);
+			log_event(LOG_WARN, "job_failed", "job=%s error=%s", worker_job_name(j->job),
+				  log_quote(q, sizeof(q), ws.last_error, strlen(ws.last_error)));
+		}
+		j->failing = 1;
+		return rc;
+	}
+	if (j->failing)
+		log_event(LOG_INFO, "job_recovered", "job=%s", worker_job_name(j->job));
+	j->failing = 0;
+	if (res.sweep_done && (res.entries || res.emptied))
+		log_event(LOG_DEBUG, "sweep_done", "job=%s paths=%llu entries=%llu emptied=%llu unmatched=%llu",
+			  worker_job_name(j->job), (unsigned long long)res.paths,
+			  (unsigned long long)res.entries, (unsigned long long)res.emptied,
+			  (unsigned long long)res.unmatched);
+	return 0;
+}
+
+static int setup_signals(void)
+{
+	sigset_t set;
+
+	signal(SIGPIPE, SIG_IGN);
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	/* blocked before any thread starts, so every thread inherits the mask */
+	if (pthread_sigmask(SIG_BLOCK, &set, NULL))
+		return -1;
+	return signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+}
+
+static int64_t budget_us(const struct config *cfg, int64_t interval_ms)
+{
+	int64_t ms = cfg->sweep_budget_ms ? cfg->sweep_budget_ms : interval_ms * 8 / 10;
+
+	return (ms > 0 ? ms : 1) * 1000;
+}
+
+int main(int argc, char **argv)
+{
+	struct daemon d = { 0 };
+	struct sl_error err = { 0 };
+	enum options_action action;
+	struct server *srv = NULL;
+	struct api *api = NULL;
+	char errbuf[256], where[160];
+	int sfd = -1, status = 1, stop = 0;
+
+	if (config_defaults(&d.cfg)) {
+		fprintf(stderr, "sluiced: out of memory\n");
+		return 1;
+	}
+	if (options_parse(argc, argv, &d.cfg, &action, NULL, &err)) {
+		fprintf(stderr, "sluiced: %s: %s\n", err.field, err.message);
+		config_free(&d.cfg);
+		return 2;
+	}
+	if (action == OPT_HELP) {
+		options_usage(stdout);
+		config_free(&d.cfg);
+		return 0;
+	}
+	if (action == OPT_VERSION) {
+		printf("sluiced %s\n", SLUICE_VERSION);
+		config_free(&d.cfg);
+		return 0;
+	}
+	log_set_level(d.cfg.log_level);
+
+	if ((sfd = setup_signals()) < 0) {
+		fprintf(stderr, "sluiced: signalfd: %s\n", strerror(errno));
+		goto out;
+	}
+	if (layouts_default(d.cfg.prefix, &d.layouts, &d.nlayouts))
+		goto oom;
+	{
+		struct worker_config wc = {
+			.redis = &d.cfg.redis, .timeout_ms = d.cfg.redis_timeout_ms, .prefix = d.cfg.prefix,
+			.batch_size = (size_t)d.cfg.batch_size, .layouts = d.layouts, .nlayouts = d.nlayouts,
+		};
+		struct api_config ac = {
+			.redis = &d.cfg.redis, .timeout_ms = d.cfg.redis_timeout_ms, .prefix = d.cfg.prefix,
+			.layouts = d.layouts, .nlayouts = d.nlayouts,
+		};
+
+		if (!(d.worker = worker_new(&wc)))
+			goto oom;
+		ac.worker = d.worker;
+		if (!(api = api_new(&ac)))
+			goto oom;
+	}
+	if (d.cfg.nrules && !(d.seed_conn = rconn_new(&d.cfg.redis, d.cfg.redis_timeout_ms)))
+		goto oom;
+	{
+		struct server_config sc = {
+			.host = d.cfg.listen_host, .port = d.cfg.listen_port,
+			.max_body_bytes = (size_t)d.cfg.max_body_bytes,
+			.max_connections = (unsigned)d.cfg.max_connections, .idle_timeout_s = 30,
+		};
+
+		srv = server_start(&sc, api, errbuf, sizeof(errbuf));
+		api = NULL; /* owned by the server now, even on failure */
+		if (!srv) {
+			fprintf(stderr, "sluiced: admin server: %s\n", errbuf);
+			goto out;
+		}
+	}
+	if (!(d.sched = sched_new(mono_us, NULL)))
+		goto oom;
+	{
+		static const char *const names[WORKER__JOBS] = { "drain", "prune" };
+		int64_t now = clock_mono_us(), interval[WORKER__JOBS] = { d.cfg.drain_interval_ms,
+									   d.cfg.prune_interval_ms };
+
+		for (int j = 0; j < WORKER__JOBS; j++) {
+			d.jobs[j] = (struct job_ctx){ .d = &d, .job = (enum worker_job)j,
+						      .budget_us = budget_us(&d.cfg, interval[j]) };
+			d.jobs[j].sched_idx = sched_add(d.sched, names[j], interval[j] * 1000, now, run_job, &d.jobs[j]);
+			if (d.jobs[j].sched_idx < 0)
+				goto oom;
+		}
+	}
+	log_event(LOG_INFO, "started",
+		  "version=%s redis=%s listen=%s:%d drain_interval_ms=%lld prune_interval_ms=%lld rules=%zu",
+		  SLUICE_VERSION, redis_target_describe(&d.cfg.redis, where, sizeof(where)),
+		  d.cfg.listen_host, server_port(srv), (long long)d.cfg.drain_interval_ms,
+		  (long long)d.cfg.prune_interval_ms, d.cfg.nrules);
+
+	while (!stop) {
+		int64_t wait_us = sched_next_due(d.sched) - clock_mono_us();
+		struct pollfd pfd = { .fd = sfd, .events = POLLIN };
+		int n;
+
+		if (wait_us < 0)
+			wait_us = 0;
+		n = poll(&pfd, 1, (int)((wait_us + 999) / 1000));
+		if (n < 0 && errno != EINTR) {
+			log_event(LOG_ERROR, "poll_failed", "errno=%d", errno);
+			goto out;
+		}
+		if (n > 0) {
+			struct signalfd_siginfo si;
+
+			while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+				if (si.ssi_signo == SIGHUP) {
+					log_event(LOG_INFO, "sighup_ignored", "reason=\"config reload is not supported yet\"");
+					continue;
+				}
+				log_event(LOG_INFO, "stopping", "signal=%s", strsignal((int)si.ssi_signo));
+				stop = 1;
+			}
+			if (stop)
+				break;
+		}
+		sched_run_due(d.sched, clock_mono_us());
+	}
+	status = 0;
+	goto out;
+oom:
+	fprintf(stderr, "sluiced: out of memory\n");
+out:
+	server_stop(srv);          /* 1. no more admin requests */
+	sched_free(d.sched);       /* 2. no more ticks; none is in flight on this thread */
+	api_free(api);
+	worker_free(d.worker);
+	rconn_free(d.seed_conn);
+	layouts_free(d.layouts, d.nlayouts);
+	if (sfd >= 0)
+		close(sfd);
+	if (status == 0)
+		log_event(LOG_INFO, "stopped", NULL);
+	config_free(&d.cfg);
+	return status;
+}

@@ -1,0 +1,151 @@
+#include "daemon/options.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum {
+	O_CONFIG = 'c',
+	O_HELP = 'h',
+	O_VERSION = 'V',
+	O_REDIS = 256,
+	O_LISTEN,
+	O_DRAIN,
+	O_PRUNE,
+	O_LOG_LEVEL,
+	O_BATCH,
+	O_BUDGET,
+};
+
+static const struct option longopts[] = {
+	{ "config", required_argument, NULL, O_CONFIG },
+	{ "redis", required_argument, NULL, O_REDIS },
+	{ "listen", required_argument, NULL, O_LISTEN },
+	{ "drain-interval-ms", required_argument, NULL, O_DRAIN },
+	{ "prune-interval-ms", required_argument, NULL, O_PRUNE },
+	{ "batch-size", required_argument, NULL, O_BATCH },
+	{ "sweep-budget-ms", required_argument, NULL, O_BUDGET },
+	{ "log-level", required_argument, NULL, O_LOG_LEVEL },
+	{ "help", no_argument, NULL, O_HELP },
+	{ "version", no_argument, NULL, O_VERSION },
+	{ NULL, 0, NULL, 0 },
+};
+
+void options_usage(FILE *out)
+{
+	fputs("Usage: sluiced [--config FILE] [OPTIONS]\n"
+	      "\n"
+	      "Rate-limit maintenance daemon for Redis: drains leaky buckets and prunes\n"
+	      "sliding logs across a registry of paths, and serves an admin JSON API.\n"
+	      "\n"
+	      "Options (flags override the config file):\n"
+	      "  -c, --config FILE            JSON config file (see README.md)\n"
+	      "      --redis URL              redis://[[user]:password@]host[:port][/db] or\n"
+	      "                               unix:///path/to/socket[?db=N]\n"
+	      "                               (default redis://127.0.0.1:6379/0)\n"
+	      "      --listen HOST:PORT       admin API address (default 127.0.0.1:8080;\n"
+	      "                               port 0 picks a free port)\n"
+	      "      --drain-interval-ms N    leaky-bucket drain period (default 100)\n"
+	      "      --prune-interval-ms N    sliding-log prune period (default 1000)\n"
+	      "      --batch-size N           paths per SSCAN and per script call (default 500)\n"
+	      "      --sweep-budget-ms N      time budget of one tick (default 80% of the period)\n"
+	      "      --log-level LEVEL        debug, info, warn or error (default info)\n"
+	      "  -h, --help                   this text\n"
+	      "  -V, --version                print the version\n"
+	      "\n"
+	      "Exit status: 0 after SIGTERM/SIGINT, 1 on a start-up failure, 2 on a bad\n"
+	      "flag or config.\n",
+	      out);
+}
+
+static int parse_int(const char *s, const char *flag, long long min, long long max, int64_t *out,
+		     struct sl_error *err)
+{
+	char *end;
+	long long v;
+
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (!*s || *end || errno || v < min || v > max)
+		return sl_fail(err, flag, "must be an integer %lld..%lld (got \"%.32s\")", min, max, s);
+	*out = v;
+	return 0;
+}
+
+int options_parse(int argc, char **argv, struct config *cfg, enum options_action *action,
+		  const char **config_path, struct sl_error *err)
+{
+	const char *config = NULL;
+	int c, rc;
+
+	*action = OPT_RUN;
+	/* pass 1: --config, --help, --version, and unknown flags */
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":c:hV", longopts, NULL)) != -1) {
+		if (c == O_CONFIG)
+			config = optarg;
+		else if (c == O_HELP)
+			*action = OPT_HELP;
+		else if (c == O_VERSION && *action != OPT_HELP)
+			*action = OPT_VERSION;
+		else if (c == ':')
+			return sl_fail(err, argv[optind - 1], "needs a value");
+		else if (c == '?')
+			return sl_fail(err, optopt ? (char[]){ '-', (char)optopt, 0 } : argv[optind - 1],
+				       "unknown option (see --help)");
+	}
+	if (optind < argc)
+		return sl_fail(err, argv[optind], "unexpected argument (see --help)");
+	if (*action != OPT_RUN)
+		return 0;
+	if (config && (rc = config_apply_file(cfg, config, err)))
+		return rc;
+	if (config_path)
+		*config_path = config;
+
+	/* pass 2: the flags, over the file */
+	optind = 1;
+	while ((c = getopt_long(argc, argv, ":c:hV", longopts, NULL)) != -1) {
+		switch (c) {
+		case O_REDIS:
+			rc = config_set_redis(cfg, optarg, "--redis", err);
+			break;
+		case O_LISTEN: {
+			char *host = NULL;
+			int port;
+
+			rc = listen_parse(optarg, "--listen", &host, &port, err);
+			if (!rc) {
+				free(cfg->listen_host);
+				cfg->listen_host = host;
+				cfg->listen_port = port;
+			}
+			break;
+		}
+		case O_DRAIN:
+			rc = parse_int(optarg, "--drain-interval-ms", 1, 3600000, &cfg->drain_interval_ms, err);
+			break;
+		case O_PRUNE:
+			rc = parse_int(optarg, "--prune-interval-ms", 1, 3600000, &cfg->prune_interval_ms, err);
+			break;
+		case O_BATCH:
+			rc = parse_int(optarg, "--batch-size", 1, 100000, &cfg->batch_size, err);
+			break;
+		case O_BUDGET:
+			rc = parse_int(optarg, "--sweep-budget-ms", 0, 3600000, &cfg->sweep_budget_ms, err);
+			break;
+		case O_LOG_LEVEL:
+			rc = log_level_parse(optarg, &cfg->log_level)
+				     ? sl_fail(err, "--log-level", "must be debug, info, warn or error")
+				     : 0;
+			break;
+		default:
+			rc = 0;
+		}
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
