@@ -1,0 +1,664 @@
+/*
+ * Unit suites without Redis: config and URL parsing, flags, rule validation
+ * and matching, scheduler arithmetic in virtual time, JSON numbers, key layout.
+ */
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/config.h"
+#include "core/jsonv.h"
+#include "core/layout.h"
+#include "core/log.h"
+#include "core/rules.h"
+#include "daemon/options.h"
+#include "scheduler/sched.h"
+#include "tests/harness.h"
+
+/* ---- Redis URL ------------------------------------------------------------ */
+
+START_TEST(url_tcp_full)
+{
+	struct redis_target t;
+
+	ck_assert_int_eq(redis_url_parse("redis://:s3cret@10.0.0.5:6380/3", &t, NULL), 0);
+	ck_assert_str_eq(t.host, "10.0.0.5");
+	ck_assert_int_eq(t.port, 6380);
+	ck_assert_int_eq(t.db, 3);
+	ck_assert_ptr_null(t.user);
+	ck_assert_str_eq(t.password, "s3cret");
+	ck_assert_ptr_null(t.socket);
+	redis_target_clear(&t);
+}
+END_TEST
+
+START_TEST(url_defaults_and_user)
+{
+	struct redis_target t;
+
+	ck_assert_int_eq(redis_url_parse("redis://localhost", &t, NULL), 0);
+	ck_assert_str_eq(t.host, "localhost");
+	ck_assert_int_eq(t.port, 6379);
+	ck_assert_int_eq(t.db, 0);
+	ck_assert_ptr_null(t.password);
+	redis_target_clear(&t);
+
+	ck_assert_int_eq(redis_url_parse("redis://alice:p@ss@h:1/0", &t, NULL), 0);
+	ck_assert_str_eq(t.user, "alice");
+	ck_assert_str_eq(t.password, "p@ss"); /* the last '@' ends the userinfo */
+	ck_assert_str_eq(t.host, "h");
+	ck_assert_int_eq(t.port, 1);
+	redis_target_clear(&t);
+
+	ck_assert_int_eq(redis_url_parse("redis://[::1]:7000", &t, NULL), 0);
+	ck_assert_str_eq(t.host, "::1");
+	ck_assert_int_eq(t.port, 7000);
+	redis_target_clear(&t);
+}
+END_TEST
+
+START_TEST(url_unix)
+{
+	struct redis_target t;
+
+	ck_assert_int_eq(redis_url_parse("unix:///run/redis/redis.sock", &t, NULL), 0);
+	ck_assert_str_eq(t.socket, "/run/redis/redis.sock");
+	ck_assert_ptr_null(t.host);
+	ck_assert_int_eq(t.db, 0);
+	redis_target_clear(&t);
+	ck_assert_int_eq(redis_url_parse("unix:///tmp/r.sock?db=2", &t, NULL), 0);
+	ck_assert_str_eq(t.socket, "/tmp/r.sock");
+	ck_assert_int_eq(t.db, 2);
+	redis_target_clear(&t);
+}
+END_TEST
+
+static const char *const bad_urls[] = {
+	"", "localhost:6379", "http://h:1", "redis://", "redis://h:0", "redis://h:65536",
+	"redis://h:12x", "redis://h:1/x", "redis://h/-1", "redis://[::1", "redis://[::1]x",
+	"unix://relative.sock", "unix:///s?db=x", "unix:///s?foo=1", "redis://:pw@:1",
+};
+
+START_TEST(url_bad)
+{
+	struct redis_target t = { 0 };
+	struct sl_error err = { 0 };
+
+	ck_assert_int_eq(redis_url_parse(bad_urls[_i], &t, &err), -EINVAL);
+	ck_assert_str_eq(err.field, "redis");
+	ck_assert(strlen(err.message) > 0);
+}
+END_TEST
+
+/* ---- listen ------------------------------------------------------------- */
+
+START_TEST(listen_good_and_bad)
+{
+	struct sl_error err;
+	char *host = NULL;
+	int port = -1;
+
+	ck_assert_int_eq(listen_parse("0.0.0.0:9000", "listen", &host, &port, &err), 0);
+	ck_assert_str_eq(host, "0.0.0.0");
+	ck_assert_int_eq(port, 9000);
+	free(host);
+	ck_assert_int_eq(listen_parse("[::1]:0", "listen", &host, &port, &err), 0);
+	ck_assert_str_eq(host, "::1");
+	ck_assert_int_eq(port, 0);
+	free(host);
+	ck_assert_int_eq(listen_parse("127.0.0.1", "listen", &host, &port, &err), -EINVAL);
+	ck_assert_str_eq(err.field, "listen");
+	ck_assert_int_eq(listen_parse(":80", "--listen", &host, &port, &err), -EINVAL);
+	ck_assert_str_eq(err.field, "--listen");
+	ck_assert_int_eq(listen_parse("h:70000", "listen", &host, &port, &err), -EINVAL);
+	ck_assert_int_eq(listen_parse("::1:80", "listen", &host, &port, &err), -EINVAL);
+}
+END_TEST
+
+/* ---- config file ------------------------------------------------------------ */
+
+START_TEST(config_defaults_values)
+{
+	struct config c;
+
+	ck_assert_int_eq(config_defaults(&c), 0);
+	ck_assert_str_eq(c.redis_url, "redis://127.0.0.1:6379/0");
+	ck_assert_str_eq(c.listen_host, "127.0.0.1");
+	ck_assert_int_eq(c.listen_port, 8080);
+	ck_assert_str_eq(c.prefix, "sluice:");
+	ck_assert_int_eq(c.drain_interval_ms, 100);
+	ck_assert_int_eq(c.prune_interval_ms, 1000);
+	ck_assert_int_eq(c.batch_size, 500);
+	ck_assert_int_eq(c.max_body_bytes, 65536);
+	ck_assert_int_eq(c.log_level, LOG_INFO);
+	ck_assert_uint_eq(c.nrules, 0);
+	config_free(&c);
+}
+END_TEST
+
+START_TEST(config_full_file)
+{
+	const char *text =
+		"{\"redis\":\"redis://r:6390/1\",\"listen\":\"127.0.0.1:9999\",\"prefix\":\"rl:\","
+		"\"drain_interval_ms\":50,\"prune_interval_ms\":2000,\"batch_size\":64,"
+		"\"log_level\":\"debug\",\"rules\":["
+		"{\"name\":\"a\",\"match\":\"/a/*\",\"algorithm\":\"leaky_bucket\",\"capacity\":10,\"rate\":0.5},"
+		"{\"name\":\"b\",\"match\":\"/b\",\"algorithm\":\"sliding_log\",\"limit\":5,\"window_ms\":1000}]}";
+	struct sl_error err = { 0 };
+	struct config c;
+
+	config_defaults(&c);
+	ck_assert_int_eq(config_apply_json(&c, text, strlen(text), &err), 0);
+	ck_assert_str_eq(c.redis.host, "r");
+	ck_assert_int_eq(c.redis.port, 6390);
+	ck_assert_int_eq(c.redis.db, 1);
+	ck_assert_int_eq(c.listen_port, 9999);
+	ck_assert_str_eq(c.prefix, "rl:");
+	ck_assert_int_eq(c.drain_interval_ms, 50);
+	ck_assert_int_eq(c.prune_interval_ms, 2000);
+	ck_assert_int_eq(c.batch_size, 64);
+	ck_assert_int_eq(c.log_level, LOG_DEBUG);
+	ck_assert_uint_eq(c.nrules, 2);
+	ck_assert_str_eq(c.rules[0]->name, "a");
+	ck_assert_int_eq(c.rules[0]->capacity, 10);
+	ck_assert(c.rules[0]->rate == 0.5);
+	ck_assert_int_eq(c.rules[1]->limit, 5);
+	ck_assert_int_eq(c.rules[1]->window_ms, 1000);
+	config_free(&c);
+}
+END_TEST
+
+static const struct {
+	const char *json, *field;
+} bad_configs[] = {
+	{ "", "config" },
+	{ "[1]", "config" },
+	{ "{\"drain_interval_ms\":0}", "drain_interval_ms" },
+	{ "{\"drain_interval_ms\":1.5}", "drain_interval_ms" },
+	{ "{\"drain_interval_ms\":\"100\"}", "drain_interval_ms" },
+	{ "{\"prune_interval_ms\":-1}", "prune_interval_ms" },
+	{ "{\"batch_size\":1000000}", "batch_size" },
+	{ "{\"redis\":\"tcp://x\"}", "redis" },
+	{ "{\"redis\":5}", "redis" },
+	{ "{\"listen\":\"nowhere\"}", "listen" },
+	{ "{\"log_level\":\"loud\"}", "log_level" },
+	{ "{\"prefix\":\"a{b\"}", "prefix" },
+	{ "{\"prefix\":\"\"}", "prefix" },
+	{ "{\"drain_interval\":100}", "drain_interval" },
+	{ "{\"rules\":{}}", "rules" },
+	{ "{\"rules\":[{\"name\":\"a\",\"match\":\"/a\",\"algorithm\":\"leaky_bucket\",\"capacity\":0,\"rate\":1}]}", "rules[0].capacity" },
+	{ "{\"rules\":[{\"name\":\"a\",\"match\":\"/a\",\"algorithm\":\"sliding_log\",\"limit\":1,\"window_ms\":1},"
+	  "{\"name\":\"b\",\"match\":\"/b\",\"algorithm\":\"leaky_bucket\",\"capacity\":1,\"rate\":-2}]}", "rules[1].rate" },
+	{ "{\"rules\":[{\"name\":\"a\",\"match\":\"/a\",\"algorithm\":\"sliding_log\",\"limit\":1,\"window_ms\":1},"
+	  "{\"name\":\"a\",\"match\":\"/b\",\"algorithm\":\"sliding_log\",\"limit\":1,\"window_ms\":1}]}", "rules[1]" },
+};
+
+START_TEST(config_bad_changes_nothing)
+{
+	struct sl_error err = { 0 };
+	struct config c;
+
+	config_defaults(&c);
+	ck_assert_int_eq(config_apply_json(&c, bad_configs[_i].json, strlen(bad_configs[_i].json), &err), -EINVAL);
+	ck_assert_str_eq(err.field, bad_configs[_i].field);
+	/* nothing changed */
+	ck_assert_int_eq(c.drain_interval_ms, 100);
+	ck_assert_int_eq(c.prune_interval_ms, 1000);
+	ck_assert_str_eq(c.redis_url, "redis://127.0.0.1:6379/0");
+	ck_assert_str_eq(c.prefix, "sluice:");
+	ck_assert_uint_eq(c.nrules, 0);
+	config_free(&c);
+}
+END_TEST
+
+START_TEST(config_file_missing)
+{
+	struct sl_error err = { 0 };
+	struct config c;
+
+	config_defaults(&c);
+	ck_assert_int_eq(config_apply_file(&c, "/nonexistent/sluice.json", &err), -ENOENT);
+	ck_assert_str_eq(err.field, "/nonexistent/sluice.json");
+	config_free(&c);
+}
+END_TEST
+
+/* ---- flags ------------------------------------------------------------------ */
+
+static int parse_argv(struct config *c, enum options_action *act, struct sl_error *err, int argc,
+		      const char **argv)
+{
+	return options_parse(argc, (char **)argv, c, act, NULL, err);
+}
+
+START_TEST(flags_override_file)
+{
+	char path[] = "/tmp/sluice-unit-XXXXXX";
+	const char *text = "{\"drain_interval_ms\":50,\"listen\":\"127.0.0.1:7000\",\"log_level\":\"warn\"}";
+	int fd = mkstemp(path);
+	struct sl_error err = { 0 };
+	enum options_action act;
+	struct config c;
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, text, strlen(text)), (int)strlen(text));
+	close(fd);
+	config_defaults(&c);
+	{
+		/* the flag comes before --config on the line and still wins */
+		const char *argv[] = { "sluiced", "--drain-interval-ms", "25", "--config", path,
+				       "--redis", "unix:///tmp/x.sock", NULL };
+
+		ck_assert_int_eq(parse_argv(&c, &act, &err, 7, argv), 0);
+	}
+	ck_assert_int_eq(act, OPT_RUN);
+	ck_assert_int_eq(c.drain_interval_ms, 25);
+	ck_assert_int_eq(c.listen_port, 7000);
+	ck_assert_int_eq(c.log_level, LOG_WARN);
+	ck_assert_str_eq(c.redis.socket, "/tmp/x.sock");
+	config_free(&c);
+	unlink(path);
+}
+END_TEST
+
+START_TEST(flags_help_version_and_errors)
+{
+	struct sl_error err = { 0 };
+	enum options_action act;
+	struct config c;
+
+	config_defaults(&c);
+	{
+		const char *argv[] = { "sluiced", "--help", NULL };
+
+		ck_assert_int_eq(parse_argv(&c, &act, &err, 2, argv), 0);
+		ck_assert_int_eq(act, OPT_HELP);
+	}
+	{
+		const char *argv[] = { "sluiced", "-V", NULL };
+
+		ck_assert_int_eq(parse_argv(&c, &act, &err, 2, argv), 0);
+		ck_assert_int_eq(act, OPT_VERSION);
+	}
+	{
+		const char *argv[] = { "sluiced", "--prune-interval-ms", "10x", NULL };
+
+		ck_assert_int_eq(parse_argv(&c, &act, &err, 3, argv), -EINVAL);
+		ck_assert_str_eq(err.field, "--prune-interval-ms");
+	}
+	{
+		const char *argv[] = { "sluiced", "--frobnicate", NULL };
+
+		ck_assert_int_eq(parse_argv(&c, &act, &err, 2, argv), -EINVAL);
+		ck_assert_str_eq(err.field, "--frobnicate");
+	}
+	{
+		const char *argv[] = { "sluiced", "--log-level", "chatty", NULL };
+
+		ck_assert_int_eq(parse_argv(&c, &act, &err, 3, argv), -EINVAL);
+		ck_assert_str_eq(err.field, "--log-level");
+	}
+	{
+		const char *argv[] = { "sluiced", "--redis", NULL };
+
+		ck_assert_int_eq(parse_argv(&c, &act, &err, 2, argv), -EINVAL);
+		ck_assert_str_eq(err.field, "--redis");
+	}
+	{
+		const char *argv[] = { "sluiced", "stray", NULL };
+
+		ck_assert_int_eq(parse_argv(&c, &act, &err, 2, argv), -EINVAL);
+		ck_assert_str_eq(err.field, "stray");
+	}
+	ck_assert_int_eq(c.prune_interval_ms, 1000);
+	config_free(&c);
+}
+END_TEST
+
+/* ---- rules ---------------------------------------------------------------- */
+
+static struct rule *rule_of(const char *json, struct sl_error *err)
+{
+	cJSON *o = cJSON_Parse(json);
+	struct rule *r = NULL;
+
+	ck_assert_ptr_nonnull(o);
+	if (rule_from_json(o, NULL, NULL, &r, err))
+		r = NULL;
+	cJSON_Delete(o);
+	return r;
+}
+
+START_TEST(rule_valid_roundtrip)
+{
+	const char *in[] = {
+		"{\"name\":\"api\",\"match\":\"/api/*\",\"algorithm\":\"leaky_bucket\",\"capacity\":10,\"rate\":2}",
+		"{\"name\":\"slow\",\"match\":\"/x\",\"algorithm\":\"leaky_bucket\",\"capacity\":9007199254740992,\"rate\":0.16666666666666666}",
+		"{\"name\":\"login\",\"match\":\"/login\",\"algorithm\":\"sliding_log\",\"limit\":5,\"window_ms\":60000}",
+		"{\"name\":\"c\",\"match\":\"/c\",\"algorithm\":\"sliding_counter\",\"limit\":5,\"window_ms\":60000,\"sub_windows\":6}",
+		"{\"name\":\"f\",\"match\":\"/f\",\"algorithm\":\"fixed_window\",\"limit\":100,\"window_ms\":1000}",
+		"{\"name\":\"t\",\"match\":\"/t\",\"algorithm\":\"token_bucket\",\"capacity\":20,\"rate\":5}",
+	};
+
+	for (size_t i = 0; i < sizeof(in) / sizeof(in[0]); i++) {
+		struct rule *r = rule_of(in[i], NULL);
+		char *out;
+
+		ck_assert_ptr_nonnull(r);
+		out = rule_to_text(r);
+		ck_assert_str_eq(out, in[i]); /* exact, integers never in exponent form */
+		free(out);
+		rule_free(r);
+	}
+}
+END_TEST
+
+static const struct {
+	const char *json, *field;
+} bad_rules[] = {
+	{ "{\"match\":\"/a\",\"algorithm\":\"leaky_bucket\",\"capacity\":1,\"rate\":1}", "name" },
+	{ "{\"name\":\"a b\",\"match\":\"/a\",\"algorithm\":\"leaky_bucket\",\"capacity\":1,\"rate\":1}", "name" },
+	{ "{\"name\":\"a\",\"algorithm\":\"leaky_bucket\",\"capacity\":1,\"rate\":1}", "match" },
+	{ "{\"name\":\"a\",\"match\":\"\",\"algorithm\":\"leaky_bucket\",\"capacity\":1,\"rate\":1}", "match" },
+	{ "{\"name\":\"a\",\"match\":\"/a\",\"capacity\":1,\"rate\":1}", "algorithm" },
+	{ "{\"name\":\"a\",\"match\":\"/a\",\"algorithm\":\"gcra\",\"capacity\":1,\"rate\":1}", "algorithm" },
+	{ "{\"name\":\"a\",\"match\":\"/a\",\"algorithm\":\"leaky_bucket\",\"rate\":1}", "capacity" },
+	{ "{\"name\":\"a\",\"match\":\"/a\",\"algorithm\":\"leaky_bucket\",\"capacity\":0,\"rate\":1}", "capacity" },
+	{ "{\"name\":\"a\",\"match\":\"/a\",\"algorithm\":\"leaky_bucket\",\"capacity\":-3,\"rate\":1}", "capacity" },
+	{ "{\"name\":\"a\",\"match\":\"/a\",\"algorithm\":\"leaky_bucket\",\"capacity\":2.5,\"rate\":1}", "capacity" },
+	{ "{\"name\":\"a\",\"match\":\"/a\",\"algorithm\":\"leaky_bucket\",\"capacity\":\"5\",\"rate\":1}", "capacity" },
+	{ "{\"name\":\"a\",\"match\":\"/a\",\"algorithm\":\"leaky_bucket\",\"capacity\":1e300,\"rate\":1}", "capacity" },
+	{ "{\"name\":\"a\",\"match\":\"/a\",\"algorithm\":\"leaky_bucket\",\"capacity\":9007199254740994,\"rate\":1}", "capacity" },
+	{ "{\"name\":\"a\",\"match\":\"/a\",\"algorithm\":\"leaky_bucket\",\"capacity\":1,\"rate\":0}", "rate" },
+	{ "{\"name\":\"a\",\"match\":\"/a\",\"algorithm\":\"leaky_bucket\",\"capacity\":1,\"rate\":null}", "rate" },
+	{ "{\"name\":\"a\",\"match\":\"/a\",\"algorithm\":\"leaky_bucket\",\"capacity\":1,\"rate\":1,\"limit\":3}", "limit" },
+	{ "{\"name\":\"a\",\"match\":\"/a\",\"algorithm\":\"leaky_bucket\",\"capacity\":1,\"rate\":1,\"burst\":3}", "burst" },
+	{ "{\"name\":\"a\",\"match\":\"/a\",\"algorithm\":\"sliding_log\",\"limit\":1}", "window_ms" },
+	{ "{\"name\":\"a\",\"match\":\"/a\",\"algorithm\":\"sliding_log\",\"limit\":true,\"window_ms\":1}", "limit" },
+	{ "{\"name\":\"a\",\"match\":\"/a\",\"algorithm\":\"sliding_counter\",\"limit\":1,\"window_ms\":10,\"sub_windows\":11}", "sub_windows" },
+	{ "{\"name\":\"a\",\"match\":\"/a\",\"algorithm\":\"sliding_counter\",\"limit\":1,\"window_ms\":10,\"sub_windows\":0}", "sub_windows" },
+};
+
+START_TEST(rule_invalid_names_field)
+{
+	struct sl_error err = { 0 };
+
+	ck_assert_ptr_null(rule_of(bad_rules[_i].json, &err));
+	ck_assert_str_eq(err.field, bad_rules[_i].field);
+	ck_assert(strlen(err.message) > 0);
+}
+END_TEST
+
+START_TEST(rule_url_name_must_agree)
+{
+	cJSON *o = cJSON_Parse("{\"name\":\"b\",\"match\":\"/a\",\"algorithm\":\"sliding_log\",\"limit\":1,\"window_ms\":1}");
+	struct sl_error err = { 0 };
+	struct rule *r = NULL;
+
+	ck_assert_int_eq(rule_from_json(o, "a", NULL, &r, &err), -EINVAL);
+	ck_assert_str_eq(err.field, "name");
+	cJSON_DeleteItemFromObject(o, "name");
+	ck_assert_int_eq(rule_from_json(o, "a", NULL, &r, &err), 0);
+	ck_assert_str_eq(r->name, "a");
+	rule_free(r);
+	cJSON_Delete(o);
+}
+END_TEST
+
+static struct rule *mk(const char *name, const char *match)
+{
+	char json[256];
+
+	snprintf(json, sizeof(json),
+		 "{\"name\":\"%s\",\"match\":\"%s\",\"algorithm\":\"sliding_log\",\"limit\":1,\"window_ms\":1}",
+		 name, match);
+	return rule_of(json, NULL);
+}
+
+START_TEST(ruleset_precedence)
+{
+	struct ruleset rs = { 0 };
+	const struct rule *r;
+
+	ruleset_put(&rs, mk("all", "*"));
+	ruleset_put(&rs, mk("api", "/api/*"));
+	ruleset_put(&rs, mk("users", "/api/users*"));
+	ruleset_put(&rs, mk("exact", "/api/users/42"));
+	ruleset_put(&rs, mk("q", "/api/?"));
+	ruleset_put(&rs, mk("cls", "/v[12]/*"));
+
+	r = ruleset_match(&rs, "/api/users/42", 13);
+	ck_assert_str_eq(r->name, "exact");                 /* exact beats any glob */
+	ck_assert_str_eq(ruleset_match(&rs, "/api/users/7", 12)->name, "users"); /* longest literal prefix */
+	ck_assert_str_eq(ruleset_match(&rs, "/api/orders", 11)->name, "api");
+	ck_assert_str_eq(ruleset_match(&rs, "/api/x", 6)->name, "api");  /* "/api/" == "/api/" prefix: first in order */
+	ck_assert_str_eq(ruleset_match(&rs, "/v2/a", 5)->name, "cls");
+	ck_assert_str_eq(ruleset_match(&rs, "/other", 6)->name, "all");
+	/* a NUL byte in the path: globs cannot see past it, only exact rules match */
+	ck_assert_ptr_null(ruleset_match(&rs, "/api/x\0y", 8));
+
+	/* replace by name keeps the position */
+	ruleset_put(&rs, mk("api", "/apx/*"));
+	ck_assert_uint_eq(rs.n, 6);
+	ck_assert_str_eq(ruleset_get(&rs, "api")->match, "/apx/*");
+	ck_assert_str_eq(ruleset_match(&rs, "/api/orders", 11)->name, "all");
+	ruleset_clear(&rs);
+	ck_assert_uint_eq(rs.n, 0);
+}
+END_TEST
+
+/* ---- scheduler in virtual time ------------------------------------------------ */
+
+struct vclock {
+	int64_t now;      /* µs */
+	int64_t cost;     /* µs each job run advances the clock by */
+	int runs;
+};
+
+static int64_t vnow(void *arg)
+{
+	return ((struct vclock *)arg)->now;
+}
+
+static int vjob(void *arg)
+{
+	struct vclock *v = arg;
+
+	v->runs++;
+	v->now += v->cost;
+	return 0;
+}
+
+static int vjob_fail(void *arg)
+{
+	vjob(arg);
+	return -EIO;
+}
+
+START_TEST(sched_on_time)
+{
+	struct vclock v = { .now = 1000, .cost = 10 };
+	struct sched *s = sched_new(vnow, &v);
+	struct sched_stats st;
+
+	ck_assert_int_eq(sched_add(s, "a", 100, 1000, vjob, &v), 0);
+	ck_assert_int_eq(sched_next_due(s), 1000);
+	ck_assert_int_eq(sched_run_due(s, 1000), 1);
+	ck_assert_int_eq(sched_next_due(s), 1100);
+	ck_assert_int_eq(sched_run_due(s, 1050), 0); /* not due */
+	v.now = 1103;                                 /* woke 3 µs late */
+	ck_assert_int_eq(sched_run_due(s, v.now), 1);
+	sched_get_stats(s, 0, &st);
+	ck_assert_int_eq(st.runs, 2);
+	ck_assert_int_eq(st.last_lag_us, 3);
+	ck_assert_int_eq(st.max_lag_us, 3);
+	ck_assert_int_eq(st.last_duration_us, 10);
+	ck_assert_int_eq(st.overruns, 0);
+	ck_assert_int_eq(st.next_due_us, 1200); /* the grid keeps its phase */
+	sched_free(s);
+}
+END_TEST
+
+START_TEST(sched_overrun_skips_slots)
+{
+	struct vclock v = { .now = 0, .cost = 350 };
+	struct sched *s = sched_new(vnow, &v);
+	struct sched_stats st;
+
+	sched_add(s, "slow", 100, 0, vjob, &v);
+	ck_assert_int_eq(sched_run_due(s, 0), 1); /* runs 0..350: slots 100, 200, 300 missed */
+	sched_get_stats(s, 0, &st);
+	ck_assert_int_eq(st.overruns, 3);
+	ck_assert_int_eq(st.next_due_us, 400);
+	v.cost = 100;                             /* ends exactly at the next due: no overrun */
+	v.now = 400;
+	sched_run_due(s, 400);
+	sched_get_stats(s, 0, &st);
+	ck_assert_int_eq(st.overruns, 3);
+	ck_assert_int_eq(st.next_due_us, 500);
+	sched_free(s);
+}
+END_TEST
+
+START_TEST(sched_two_jobs_and_failures)
+{
+	struct vclock v = { .now = 0, .cost = 0 };
+	struct sched *s = sched_new(vnow, &v);
+	struct sched_stats a, b;
+
+	ck_assert_int_eq(sched_add(s, "drain", 100, 0, vjob, &v), 0);
+	ck_assert_int_eq(sched_add(s, "prune", 1000, 0, vjob_fail, &v), 1);
+	ck_assert_int_eq(sched_add(s, "bad", 0, 0, vjob, &v), -EINVAL);
+	for (int64_t t = 0; t < 2000; t += 100)
+		sched_run_due(s, t);
+	sched_get_stats(s, 0, &a);
+	sched_get_stats(s, 1, &b);
+	ck_assert_int_eq(a.runs, 20);
+	ck_assert_int_eq(b.runs, 2);
+	ck_assert_int_eq(b.failures, 2);
+	ck_assert_int_eq(sched_next_due(s), 2000);
+	ck_assert_int_eq(sched_set_period(s, 0, 250), 0);
+	ck_assert_int_eq(sched_set_period(s, 5, 250), -EINVAL);
+	sched_run_due(s, 2000);
+	sched_get_stats(s, 0, &a);
+	ck_assert_int_eq(a.next_due_us, 2250);
+	sched_free(s);
+}
+END_TEST
+
+/* ---- JSON numbers and layout keys ---------------------------------------------- */
+
+START_TEST(jsonv_numbers)
+{
+	cJSON *o = cJSON_CreateObject();
+	char *s;
+	int64_t v;
+
+	jsonv_add_int(o, "big", 9007199254740992LL);
+	jsonv_add_int(o, "ten16", 10000000000000000LL);
+	jsonv_add_int(o, "neg", -5);
+	s = cJSON_PrintUnformatted(o);
+	ck_assert_str_eq(s, "{\"big\":9007199254740992,\"ten16\":10000000000000000,\"neg\":-5}");
+	free(s);
+	cJSON_Delete(o);
+
+	o = cJSON_Parse("[1, 1.5, -1, 9007199254740993e0, \"1\", 1e308]");
+	ck_assert_int_eq(jsonv_int(cJSON_GetArrayItem(o, 0), "x", 1, &v, NULL), 0);
+	ck_assert_int_eq(v, 1);
+	ck_assert_int_eq(jsonv_int(cJSON_GetArrayItem(o, 1), "x", 1, &v, NULL), -EINVAL);
+	ck_assert_int_eq(jsonv_int(cJSON_GetArrayItem(o, 2), "x", 1, &v, NULL), -EINVAL);
+	ck_assert_int_eq(jsonv_int(cJSON_GetArrayItem(o, 2), "x", -1, &v, NULL), 0);
+	ck_assert_int_eq(jsonv_int(cJSON_GetArrayItem(o, 4), "x", 1, &v, NULL), -EINVAL);
+	ck_assert_int_eq(jsonv_int(cJSON_GetArrayItem(o, 5), "x", 1, &v, NULL), -EINVAL);
+	cJSON_Delete(o);
+}
+END_TEST
+
+START_TEST(layout_keys)
+{
+	struct layout *l;
+	struct strbuf b = { 0 };
+	size_t n;
+
+	ck_assert_int_eq(layouts_default("sluice:", &l, &n), 0);
+	ck_assert_uint_eq(n, 2);
+	ck_assert_str_eq(l[0].name, "leaky_bucket");
+	ck_assert_str_eq(l[0].registry, "sluice:registry:leaky_bucket");
+	ck_assert_str_eq(l[1].registry, "sluice:registry:sliding_log");
+	ck_assert_int_eq(layout_key(&l[0], "/api/users", 10, 0, &b), 0);
+	ck_assert_str_eq(b.p, "sluice:{/api/users}:leaky_bucket");
+	b.len = 0;
+	layout_key(&l[0], "/api/users", 10, 1, &b);
+	ck_assert_str_eq(b.p, "sluice:{/api/users}:leaky_bucket:meta");
+	b.len = 0;
+	layout_key(&l[1], "a b\"c", 5, 0, &b);
+	ck_assert_str_eq(b.p, "sluice:{a b\"c}:sliding_log");
+	/* a layout without hash tag: the meta key tags the whole data key (same slot) */
+	free(l[0].key_prefix);
+	free(l[0].key_suffix);
+	l[0].key_prefix = strdup("LeakyBucket:");
+	l[0].key_suffix = strdup("");
+	b.len = 0;
+	layout_key(&l[0], "/p", 2, 1, &b);
+	ck_assert_str_eq(b.p, "{LeakyBucket:/p}:meta");
+	strbuf_free(&b);
+	layouts_free(l, n);
+}
+END_TEST
+
+START_TEST(log_quote_escapes)
+{
+	char buf[64];
+
+	ck_assert_str_eq(log_quote(buf, sizeof(buf), "a \"b\"\n\\", 7), "\"a \\\"b\\\"\\x0a\\\\\"");
+	ck_assert_str_eq(log_quote(buf, 8, "abcdefghij", 10), "\"abcde\"");
+	ck_assert_str_eq(log_quote(buf, sizeof(buf), "x\0y", 3), "\"x\\x00y\"");
+}
+END_TEST
+
+static Suite *unit_suite(void)
+{
+	Suite *s = suite_create("unit");
+	TCase *tc = tcase_create("config");
+
+	tcase_add_test(tc, url_tcp_full);
+	tcase_add_test(tc, url_defaults_and_user);
+	tcase_add_test(tc, url_unix);
+	tcase_add_loop_test(tc, url_bad, 0, sizeof(bad_urls) / sizeof(bad_urls[0]));
+	tcase_add_test(tc, listen_good_and_bad);
+	tcase_add_test(tc, config_defaults_values);
+	tcase_add_test(tc, config_full_file);
+	tcase_add_loop_test(tc, config_bad_changes_nothing, 0, sizeof(bad_configs) / sizeof(bad_configs[0]));
+	tcase_add_test(tc, config_file_missing);
+	tcase_add_test(tc, flags_override_file);
+	tcase_add_test(tc, flags_help_version_and_errors);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("rules");
+	tcase_add_test(tc, rule_valid_roundtrip);
+	tcase_add_loop_test(tc, rule_invalid_names_field, 0, sizeof(bad_rules) / sizeof(bad_rules[0]));
+	tcase_add_test(tc, rule_url_name_must_agree);
+	tcase_add_test(tc, ruleset_precedence);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("scheduler");
+	tcase_add_test(tc, sched_on_time);
+	tcase_add_test(tc, sched_overrun_skips_slots);
+	tcase_add_test(tc, sched_two_jobs_and_failures);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("json_and_keys");
+	tcase_add_test(tc, jsonv_numbers);
+	tcase_add_test(tc, layout_keys);
+	tcase_add_test(tc, log_quote_escapes);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return test_run_suite(unit_suite());
+}
