@@ -1,0 +1,506 @@
+/*
+ * Integration suites of the worker against a real redis-server: drain
+ * exactness (DESIGN.md: floor(rate x busy time) +-1, whatever the tick,
+ * idempotent at one instant, no credit while empty), prune at the window
+ * boundary, registry clean-up, budgets and cursors, rule changes from the next
+ * tick, NOSCRIPT and reconnection.  Client state is written with the client
+ * scripts at explicit times, exactly as an application would.
+ */
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/config.h"
+#include "core/layout.h"
+#include "core/rulestore.h"
+#include "core/scripts.h"
+#include "tests/harness.h"
+#include "worker/worker.h"
+
+static struct test_redis R;
+static redisContext *C;
+static struct redis_target T;
+static struct layout *L;
+static size_t NL;
+static struct rconn *RC;
+
+static void suite_up(void)
+{
+	ck_assert_int_eq(test_redis_start(&R), 0);
+	C = test_redis_connect(&R);
+	ck_assert_int_eq(redis_url_parse(R.url, &T, NULL), 0);
+	ck_assert_int_eq(layouts_default("sluice:", &L, &NL), 0);
+	RC = rconn_new(&T, 1000);
+}
+
+static void suite_down(void)
+{
+	rconn_free(RC);
+	layouts_free(L, NL);
+	redis_target_clear(&T);
+	if (C)
+		redisFree(C);
+	test_redis_stop(&R);
+}
+
+static void flush(void)
+{
+	test_redis_flush(C);
+}
+
+static struct worker *new_worker(size_t batch)
+{
+	struct worker_config wc = { .redis = &T, .timeout_ms = 1000, .prefix = "sluice:",
+				    .batch_size = batch, .layouts = L, .nlayouts = NL };
+	struct worker *w = worker_new(&wc);
+
+	ck_assert_ptr_nonnull(w);
+	return w;
+}
+
+static void put_rule(const char *json)
+{
+	cJSON *o = cJSON_Parse(json);
+	struct rule *r = NULL;
+	struct sl_error err;
+
+	ck_assert_int_eq(rule_from_json(o, NULL, NULL, &r, &err), 0);
+	ck_assert_int_eq(rulestore_put(RC, "sluice:", r, NULL, NULL), 0);
+	rule_free(r);
+	cJSON_Delete(o);
+}
+
+static void leaky_rule(const char *name, const char *match, long cap, const char *rate)
+{
+	char json[256];
+
+	snprintf(json, sizeof(json),
+		 "{\"name\":\"%s\",\"match\":\"%s\",\"algorithm\":\"leaky_bucket\",\"capacity\":%ld,\"rate\":%s}",
+		 name, match, cap, rate);
+	put_rule(json);
+}
+
+static void log_rule(const char *name, const char *match, long limit, long window)
+{
+	char json[256];
+
+	snprintf(json, sizeof(json),
+		 "{\"name\":\"%s\",\"match\":\"%s\",\"algorithm\":\"sliding_log\",\"limit\":%ld,\"window_ms\":%ld}",
+		 name, match, limit, window);
+	put_rule(json);
+}
+
+/* Client acquire of a leaky bucket at an explicit time; returns `allowed`. */
+static long long lb_acquire(const char *path, long cap, const char *rate, long n, long long now)
+{
+	const struct script_src *s = script_get(SCRIPT_LEAKY_BUCKET);
+	char k1[256], k2[256], capb[24], nb[24], nowb[24];
+	const char *argv[] = { "EVAL", s->body, "3", k1, k2, "sluice:registry:leaky_bucket", path, capb, rate, nb, nowb };
+	size_t lens[11];
+	redisReply *r;
+	long long allowed;
+
+	snprintf(k1, sizeof(k1), "sluice:{%s}:leaky_bucket", path);
+	snprintf(k2, sizeof(k2), "sluice:{%s}:leaky_bucket:meta", path);
+	snprintf(capb, sizeof(capb), "%ld", cap);
+	snprintf(nb, sizeof(nb), "%ld", n);
+	snprintf(nowb, sizeof(nowb), "%lld", now);
+	for (int i = 0; i < 11; i++)
+		lens[i] = strlen(argv[i]);
+	r = redisCommandArgv(C, 11, argv, lens);
+	ck_assert_ptr_nonnull(r);
+	ck_assert_msg(r->type == REDIS_REPLY_ARRAY, "leaky_bucket.lua: %s", r->type == REDIS_REPLY_ERROR ? r->str : "?");
+	allowed = r->element[0]->integer;
+	freeReplyObject(r);
+	return allowed;
+}
+
+static long long sl_acquire(const char *path, long limit, long window, long long now)
+{
+	const struct script_src *s = script_get(SCRIPT_SLIDING_LOG);
+	char k1[256], lb[24], wb[24], nowb[24];
+	const char *argv[] = { "EVAL", s->body, "2", k1, "sluice:registry:sliding_log", path, lb, wb, nowb };
+	size_t lens[9];
+	redisReply *r;
+	long long allowed;
+
+	snprintf(k1, sizeof(k1), "sluice:{%s}:sliding_log", path);
+	snprintf(lb, sizeof(lb), "%ld", limit);
+	snprintf(wb, sizeof(wb), "%ld", window);
+	snprintf(nowb, sizeof(nowb), "%lld", now);
+	for (int i = 0; i < 9; i++)
+		lens[i] = strlen(argv[i]);
+	r = redisCommandArgv(C, 9, argv, lens);
+	ck_assert_ptr_nonnull(r);
+	ck_assert_msg(r->type == REDIS_REPLY_ARRAY, "sliding_log.lua: %s", r->type == REDIS_REPLY_ERROR ? r->str : "?");
+	allowed = r->element[0]->integer;
+	freeReplyObject(r);
+	return allowed;
+}
+
+static long long level(const char *path)
+{
+	return test_cmd_int(C, "ZCARD sluice:{%s}:leaky_bucket", path);
+}
+
+static long long log_count(const char *path)
+{
+	return test_cmd_int(C, "ZCARD sluice:{%s}:sliding_log", path);
+}
+
+static void fill(const char *path, long cap, const char *rate, long entries, long long now)
+{
+	for (long i = 0; i < entries; i++)
+		ck_assert_int_eq(lb_acquire(path, cap, rate, 1, now), 1);
+}
+
+static uint64_t drain_at(struct worker *w, long long now)
+{
+	struct worker_result res;
+
+	ck_assert_int_eq(worker_sweep(w, WORKER_DRAIN, now, &res), 0);
+	ck_assert_int_eq(res.sweep_done, 1);
+	return res.entries;
+}
+
+/* ---- drain exactness --------------------------------------------------------- */
+
+/* (capacity, rate, entries at t=0, drain every `tick` ms until `until`) -> entries left */
+static const struct {
+	long cap;
+	const char *rate;
+	long entries;
+	long tick, until;
+	long left;
+} table[] = {
+	{ 10, "1", 10, 1000, 3000, 7 },       /* 1/s for 3 s */
+	{ 10, "1", 10, 100, 3000, 7 },        /* same, ten times finer ticks */
+	{ 10, "1", 10, 3000, 3000, 7 },       /* same, one tick */
+	{ 10, "2", 10, 250, 2000, 6 },        /* 2/s, 250 ms ticks */
+	{ 10, "2", 10, 333, 2000, 7 },        /* 2/s, ticks that do not divide the period: 1998 ms -> 3 */
+	{ 100, "0.16666666666666666", 100, 100, 30000, 95 }, /* 10 per minute at 100 ms ticks: 5 per 30 s */
+	{ 100, "0.16666666666666666", 100, 30000, 30000, 95 },
+	{ 5, "3.5", 5, 100, 1000, 2 },        /* 3.5/s for 1 s: floor(3.5) = 3 */
+	{ 5, "3.5", 5, 100, 2000, 0 },        /* 7 due, 5 there: empty */
+	{ 20, "1000", 20, 1, 15, 5 },         /* 1 per ms */
+	{ 3, "0.001", 3, 1000, 999000, 3 },   /* 1 per 1000 s, not yet */
+	{ 3, "0.001", 3, 1000, 1000000, 2 },
+};
+
+START_TEST(drain_table)
+{
+	struct worker *w = new_worker(500);
+	const long long t0 = 1000000;
+
+	leaky_rule("b", "/b", table[_i].cap, table[_i].rate);
+	fill("/b", table[_i].cap, table[_i].rate, table[_i].entries, t0);
+	ck_assert_int_eq(level("/b"), table[_i].entries);
+	for (long t = table[_i].tick; t <= table[_i].until; t += table[_i].tick)
+		drain_at(w, t0 + t);
+	ck_assert_msg(level("/b") == table[_i].left, "row %d: %lld left, want %ld", _i, level("/b"),
+		      table[_i].left);
+	worker_free(w);
+}
+END_TEST
+
+START_TEST(drain_twice_same_instant)
+{
+	struct worker *w = new_worker(500);
+
+	leaky_rule("b", "/b", 10, "1");
+	fill("/b", 10, "1", 10, 5000);
+	ck_assert_int_eq(drain_at(w, 7500), 2);
+	ck_assert_int_eq(drain_at(w, 7500), 0);
+	ck_assert_int_eq(level("/b"), 8);
+	ck_assert_int_eq(drain_at(w, 8000), 1); /* the half entry carried: 2.5 + 0.5 */
+	ck_assert_int_eq(level("/b"), 7);
+	worker_free(w);
+}
+END_TEST
+
+START_TEST(drain_empty_bucket_earns_no_credit)
+{
+	struct worker *w = new_worker(500);
+
+	leaky_rule("b", "/b", 10, "1");
+	fill("/b", 10, "1", 2, 0);
+	ck_assert_int_eq(drain_at(w, 2000), 2); /* empty at 2 s */
+	ck_assert_int_eq(test_cmd_int(C, "EXISTS sluice:{/b}:leaky_bucket:meta"), 0);
+	ck_assert_int_eq(test_cmd_int(C, "SISMEMBER sluice:registry:leaky_bucket /b"), 0);
+	ck_assert_int_eq(drain_at(w, 12000), 0); /* ten idle seconds */
+	fill("/b", 10, "1", 5, 12000);
+	ck_assert_int_eq(drain_at(w, 12000), 0); /* no credit from the idle time */
+	ck_assert_int_eq(drain_at(w, 12999), 0);
+	ck_assert_int_eq(drain_at(w, 13000), 1);
+	ck_assert_int_eq(level("/b"), 4);
+	worker_free(w);
+}
+END_TEST
+
+START_TEST(drain_older_now_is_stored_time)
+{
+	struct worker *w = new_worker(500);
+
+	leaky_rule("b", "/b", 10, "1");
+	fill("/b", 10, "1", 5, 10000);
+	ck_assert_int_eq(drain_at(w, 12000), 2);
+	ck_assert_int_eq(drain_at(w, 11000), 0); /* a clock behind the state leaks nothing */
+	ck_assert_int_eq(drain_at(w, 13000), 1);
+	ck_assert_int_eq(level("/b"), 2);
+	worker_free(w);
+}
+END_TEST
+
+START_TEST(drain_many_buckets_exact)
+{
+	struct worker *w = new_worker(7); /* many small batches */
+	char path[32];
+	struct worker_status st;
+
+	leaky_rule("m", "/m/*", 5, "1");
+	for (int i = 0; i < 100; i++) {
+		snprintf(path, sizeof(path), "/m/%d", i);
+		fill(path, 5, "1", 3, 0);
+	}
+	ck_assert_int_eq(drain_at(w, 1000), 100);
+	ck_assert_int_eq(drain_at(w, 1000), 0);
+	ck_assert_int_eq(drain_at(w, 3000), 200);
+	ck_assert_int_eq(test_cmd_int(C, "SCARD sluice:registry:leaky_bucket"), 0);
+	ck_assert_int_eq(test_cmd_int(C, "DBSIZE"), 2); /* only the rules hash and version remain */
+	worker_status(w, &st);
+	ck_assert_int_eq(st.job[WORKER_DRAIN].entries, 300);
+	ck_assert_int_eq(st.job[WORKER_DRAIN].emptied, 100);
+	ck_assert_int_eq(st.job[WORKER_DRAIN].sweeps, 3);
+	ck_assert_int_eq(st.job[WORKER_DRAIN].paths, 300);
+	ck_assert_int_eq(st.job[WORKER_DRAIN].errors, 0);
+	worker_free(w);
+}
+END_TEST
+
+START_TEST(drain_leaves_unruled_paths)
+{
+	struct worker *w = new_worker(500);
+	struct worker_result res;
+
+	leaky_rule("b", "/b", 10, "1");
+	log_rule("l", "/other", 5, 1000);
+	fill("/b", 10, "1", 3, 0);
+	fill("/norule", 10, "1", 3, 0);
+	fill("/other", 10, "1", 3, 0); /* a leaky bucket at a path whose rule is a sliding log */
+	ck_assert_int_eq(worker_sweep(w, WORKER_DRAIN, 2000, &res), 0);
+	ck_assert_int_eq(res.entries, 2);
+	ck_assert_int_eq(res.paths, 3);
+	ck_assert_int_eq(res.unmatched, 2);
+	ck_assert_int_eq(level("/b"), 1);
+	ck_assert_int_eq(level("/norule"), 3);
+	ck_assert_int_eq(level("/other"), 3);
+	worker_free(w);
+}
+END_TEST
+
+START_TEST(drain_rule_change_next_tick)
+{
+	struct worker *w = new_worker(500);
+
+	leaky_rule("b", "/b", 100, "1");
+	fill("/b", 100, "1", 50, 0);
+	ck_assert_int_eq(drain_at(w, 1000), 1);
+	leaky_rule("b", "/b", 100, "10"); /* an operator raises the rate */
+	ck_assert_int_eq(drain_at(w, 2000), 10);
+	ck_assert_int_eq(level("/b"), 39);
+	worker_free(w);
+}
+END_TEST
+
+START_TEST(drain_budget_resumes_from_cursor)
+{
+	struct worker *w = new_worker(10);
+	struct worker_result res;
+	struct worker_status st;
+	char path[32];
+	uint64_t total = 0;
+	int steps = 0;
+
+	leaky_rule("m", "/m/*", 5, "1");
+	for (int i = 0; i < 200; i++) {
+		snprintf(path, sizeof(path), "/m/%d", i);
+		fill(path, 5, "1", 2, 0);
+	}
+	/* a 1 us budget: one page per step, then stop and resume */
+	do {
+		ck_assert_int_eq(worker_step(w, WORKER_DRAIN, 1, 1000, &res), 0);
+		total += res.entries;
+		if (!res.sweep_done) {
+			worker_status(w, &st);
+			ck_assert_int_eq(st.job[WORKER_DRAIN].in_sweep, 1);
+		}
+		steps++;
+	} while (!res.sweep_done && steps < 1000);
+	ck_assert_int_gt(steps, 5);
+	ck_assert_int_eq(total, 200); /* every bucket drained once, none twice */
+	worker_status(w, &st);
+	ck_assert_int_eq(st.job[WORKER_DRAIN].sweeps, 1);
+	ck_assert_int_eq(st.job[WORKER_DRAIN].in_sweep, 0);
+	worker_free(w);
+}
+END_TEST
+
+/* ---- prune ------------------------------------------------------------------- */
+
+static uint64_t prune_at(struct worker *w, long long now)
+{
+	struct worker_result res;
+
+	ck_assert_int_eq(worker_sweep(w, WORKER_PRUNE, now, &res), 0);
+	return res.entries;
+}
+
+START_TEST(prune_window_boundary)
+{
+	struct worker *w = new_worker(500);
+
+	log_rule("l", "/l", 10, 1000);
+	ck_assert_int_eq(sl_acquire("/l", 10, 1000, 5000), 1);
+	ck_assert_int_eq(sl_acquire("/l", 10, 1000, 5000), 1); /* same millisecond: counted twice */
+	ck_assert_int_eq(sl_acquire("/l", 10, 1000, 5400), 1);
+	ck_assert_int_eq(log_count("/l"), 3);
+	ck_assert_int_eq(prune_at(w, 5999), 0); /* 5000 + 1000 - 1: still inside */
+	ck_assert_int_eq(prune_at(w, 6000), 2); /* at s + window it is out */
+	ck_assert_int_eq(log_count("/l"), 1);
+	ck_assert_int_eq(test_cmd_int(C, "SISMEMBER sluice:registry:sliding_log /l"), 1);
+	ck_assert_int_eq(prune_at(w, 6400), 1);
+	ck_assert_int_eq(test_cmd_int(C, "EXISTS sluice:{/l}:sliding_log"), 0);
+	ck_assert_int_eq(test_cmd_int(C, "SISMEMBER sluice:registry:sliding_log /l"), 0);
+	worker_free(w);
+}
+END_TEST
+
+START_TEST(prune_registry_cleanup_of_expired_keys)
+{
+	struct worker *w = new_worker(500);
+	struct worker_result res;
+
+	log_rule("l", "/l/*", 10, 1000);
+	for (int i = 0; i < 20; i++) {
+		char p[16];
+
+		snprintf(p, sizeof(p), "/l/%d", i);
+		sl_acquire(p, 10, 1000, 0);
+	}
+	/* keys that vanished (TTL, manual DEL) leave stale registry members */
+	freeReplyObject(test_cmd(C, "DEL sluice:{/l/3}:sliding_log sluice:{/l/4}:sliding_log"));
+	ck_assert_int_eq(worker_sweep(w, WORKER_PRUNE, 500, &res), 0);
+	ck_assert_int_eq(res.entries, 0);
+	ck_assert_int_eq(res.emptied, 2);
+	ck_assert_int_eq(test_cmd_int(C, "SCARD sluice:registry:sliding_log"), 18);
+	ck_assert_int_eq(worker_sweep(w, WORKER_PRUNE, 1000, &res), 0);
+	ck_assert_int_eq(res.entries, 18);
+	ck_assert_int_eq(res.emptied, 18);
+	ck_assert_int_eq(test_cmd_int(C, "SCARD sluice:registry:sliding_log"), 0);
+	worker_free(w);
+}
+END_TEST
+
+/* ---- Redis restarts, script cache, connection loss ------------------------------ */
+
+START_TEST(noscript_after_script_flush)
+{
+	struct worker *w = new_worker(500);
+	struct worker_status st;
+
+	leaky_rule("b", "/b", 10, "1");
+	fill("/b", 10, "1", 5, 0);
+	ck_assert_int_eq(drain_at(w, 1000), 1);
+	freeReplyObject(test_cmd(C, "SCRIPT FLUSH"));
+	ck_assert_int_eq(drain_at(w, 2000), 1); /* NOSCRIPT -> SCRIPT LOAD -> retried once */
+	ck_assert_int_eq(level("/b"), 3);
+	worker_status(w, &st);
+	ck_assert_int_eq(st.connects, 1);
+	ck_assert_int_eq(st.job[WORKER_DRAIN].errors, 0);
+	worker_free(w);
+}
+END_TEST
+
+START_TEST(reconnect_after_connection_killed)
+{
+	struct worker *w = new_worker(500);
+	struct timespec ts = { 0, 300 * 1000000L };
+	struct worker_status st;
+	struct worker_result res;
+	int rc;
+
+	leaky_rule("b", "/b", 10, "1");
+	fill("/b", 10, "1", 5, 0);
+	ck_assert_int_eq(drain_at(w, 1000), 1);
+	freeReplyObject(test_cmd(C, "CLIENT KILL TYPE normal SKIPME yes"));
+	freeReplyObject(test_cmd(C, "SCRIPT FLUSH"));
+	rc = worker_step(w, WORKER_DRAIN, 1000000, 2000, &res);
+	ck_assert_int_eq(rc, -EIO);
+	worker_status(w, &st);
+	ck_assert_int_eq(st.redis_up, 0);
+	ck_assert_int_eq(st.job[WORKER_DRAIN].errors, 1);
+	ck_assert_str_ne(st.last_error, "");
+	nanosleep(&ts, NULL); /* past the first backoff (100 ms) */
+	ck_assert_int_eq(drain_at(w, 2000), 1);
+	worker_status(w, &st);
+	ck_assert_int_eq(st.redis_up, 1);
+	ck_assert_int_eq(st.connects, 2);
+	ck_assert_str_eq(st.last_error, "");
+	ck_assert_int_eq(level("/b"), 3);
+	worker_free(w);
+}
+END_TEST
+
+START_TEST(redis_down_is_an_error_not_a_crash)
+{
+	struct redis_target dead = { .host = "127.0.0.1", .port = test_free_port() };
+	struct worker_config wc = { .redis = &dead, .timeout_ms = 200, .prefix = "sluice:",
+				    .batch_size = 10, .layouts = L, .nlayouts = NL };
+	struct worker *w = worker_new(&wc);
+	struct worker_status st;
+	int rc;
+
+	ck_assert_ptr_nonnull(w);
+	ck_assert_int_eq(worker_step(w, WORKER_DRAIN, 1000, -1, NULL), -EIO);
+	rc = worker_step(w, WORKER_PRUNE, 1000, -1, NULL);
+	ck_assert(rc == -EAGAIN || rc == -EIO); /* inside the backoff window: not even tried */
+	worker_status(w, &st);
+	ck_assert_int_eq(st.redis_up, 0);
+	ck_assert_int_eq(st.job[WORKER_DRAIN].errors, 1);
+	ck_assert_int_eq(st.job[WORKER_PRUNE].errors, 1);
+	worker_free(w);
+}
+END_TEST
+
+static Suite *worker_suite(void)
+{
+	Suite *s = suite_create("worker");
+	TCase *tc = tcase_create("drain");
+
+	tcase_add_unchecked_fixture(tc, suite_up, suite_down);
+	tcase_add_checked_fixture(tc, flush, NULL);
+	tcase_set_timeout(tc, 60);
+	tcase_add_loop_test(tc, drain_table, 0, sizeof(table) / sizeof(table[0]));
+	tcase_add_test(tc, drain_twice_same_instant);
+	tcase_add_test(tc, drain_empty_bucket_earns_no_credit);
+	tcase_add_test(tc, drain_older_now_is_stored_time);
+	tcase_add_test(tc, drain_many_buckets_exact);
+	tcase_add_test(tc, drain_leaves_unruled_paths);
+	tcase_add_test(tc, drain_rule_change_next_tick);
+	tcase_add_test(tc, drain_budget_resumes_from_cursor);
+	tcase_add_test(tc, prune_window_boundary);
+	tcase_add_test(tc, prune_registry_cleanup_of_expired_keys);
+	tcase_add_test(tc, noscript_after_script_flush);
+	tcase_add_test(tc, reconnect_after_connection_killed);
+	tcase_add_test(tc, redis_down_is_an_error_not_a_crash);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return test_run_suite(worker_suite());
+}
