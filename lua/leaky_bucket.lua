@@ -88,8 +88,9 @@ if carry >= 1 then carry = 0 end
 local t = now
 if last and last > t then t = last end
 
--- Entries leaked dt ms after `last`.  Every decision (the leak, retry_after,
--- reset_ms, the TTL) goes through this one expression, so they agree exactly.
+-- Entries leaked dt ms after `last`: the leak below and every answer derived
+-- from it (retry_after, reset_ms, the TTL) use this same arithmetic, so they
+-- agree to the ms.
 local function leaked(dt)
   return math.floor(rate * dt / 1000 + carry + EPS)
 end
@@ -117,7 +118,8 @@ end
 -- ---- end of leak ----
 
 -- Smallest whole ms x >= 0 after `last` at which `want` entries have leaked.
--- The closed form can be one off through rounding; the steps settle it on
+-- The closed form is a division where the leak multiplies, so it could round
+-- the other way (no case found in a million samples); the steps check it on
 -- leaked() itself, so a client that waits exactly that long is admitted.
 local function ms_until(want)
   local x = math.ceil((want - carry - EPS) * 1000 / rate)

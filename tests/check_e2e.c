@@ -1,0 +1,450 @@
+/*
+ * End-to-end: the real sluiced binary ($SLUICED, else ./sluiced) against a
+ * redis-server the harness starts, driven by the client scripts and read
+ * through the admin API over HTTP (libcurl).
+ */
+#include <check.h>
+#include <curl/curl.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "core/scripts.h"
+#include "tests/harness.h"
+
+static struct test_redis R;
+static redisContext *C;
+
+struct daemon_proc {
+	pid_t pid;
+	int port;
+	char config[64];
+	char log[80];
+};
+
+static const char *binary(void)
+{
+	const char *s = getenv("SLUICED");
+
+	return s && *s ? s : "./sluiced";
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+struct buf {
+	char *p;
+	size_t n;
+};
+
+static size_t collect(char *data, size_t size, size_t nmemb, void *arg)
+{
+	struct buf *b = arg;
+	size_t add = size * nmemb;
+	char *p = realloc(b->p, b->n + add + 1);
+
+	if (!p)
+		return 0;
+	memcpy(p + b->n, data, add);
+	b->p = p;
+	b->n += add;
+	b->p[b->n] = '\0';
+	return add;
+}
+
+/* HTTP request; returns the status (0 when the connection failed), *body (caller frees) if wanted. */
+static long http(const char *method, int port, const char *path, const char *body, char **out)
+{
+	CURL *h = curl_easy_init();
+	struct buf b = { 0 };
+	char url[512];
+	long status = 0;
+
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", port, path);
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, collect);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 3000L);
+	if (body)
+		curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+	if (curl_easy_perform(h) == CURLE_OK)
+		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+	curl_easy_cleanup(h);
+	if (out)
+		*out = b.p ? b.p : strdup("");
+	else
+		free(b.p);
+	return status;
+}
+
+static cJSON *get_json(int port, const char *path, long want_status)
+{
+	char *body = NULL;
+	long st = http("GET", port, path, NULL, &body);
+	cJSON *j;
+
+	ck_assert_msg(st == want_status, "GET %s: %ld (%s), want %ld", path, st, body, want_status);
+	j = cJSON_Parse(body);
+	ck_assert_msg(j != NULL, "GET %s: not JSON: %s", path, body);
+	free(body);
+	return j;
+}
+
+static long long jint(const cJSON *o, const char *dotted)
+{
+	char path[128], *save = NULL, *tok;
+	const cJSON *cur = o;
+
+	snprintf(path, sizeof(path), "%s", dotted);
+	for (tok = strtok_r(path, ".", &save); tok; tok = strtok_r(NULL, ".", &save))
+		cur = cJSON_GetObjectItemCaseSensitive(cur, tok);
+	ck_assert_msg(cJSON_IsNumber(cur), "%s is not a number", dotted);
+	return (long long)cur->valuedouble;
+}
+
+static void write_config(struct daemon_proc *d, const char *redis_url, const char *extra)
+{
+	FILE *f;
+	int fd;
+
+	snprintf(d->config, sizeof(d->config), "/tmp/sluice-e2e-XXXXXX");
+	fd = mkstemp(d->config);
+	ck_assert_int_ge(fd, 0);
+	f = fdopen(fd, "w");
+	fprintf(f,
+		"{\"redis\":\"%s\",\"listen\":\"127.0.0.1:%d\",\"drain_interval_ms\":20,"
+		"\"prune_interval_ms\":50,\"rules\":["
+		"{\"name\":\"e2e-bucket\",\"match\":\"/bucket/*\",\"algorithm\":\"leaky_bucket\",\"capacity\":10,\"rate\":50},"
+		"{\"name\":\"e2e-log\",\"match\":\"/log\",\"algorithm\":\"sliding_log\",\"limit\":3,\"window_ms\":300}]%s}",
+		redis_url, d->port, extra ? extra : "");
+	fclose(f);
+}
+
+/* Start sluiced with the config; wait for /healthz. */
+static void start_daemon(struct daemon_proc *d, const char *redis_url)
+{
+	d->port = test_free_port();
+	write_config(d, redis_url, NULL);
+	snprintf(d->log, sizeof(d->log), "%s.log", d->config);
+	d->pid = fork();
+	ck_assert_int_ge(d->pid, 0);
+	if (d->pid == 0) {
+		FILE *lf = freopen(d->log, "w", stderr);
+
+		(void)lf;
+		execl(binary(), "sluiced", "--config", d->config, (char *)NULL);
+		_exit(127);
+	}
+	for (int i = 0; i < 100; i++) {
+		int status;
+
+		ck_assert_msg(waitpid(d->pid, &status, WNOHANG) == 0, "sluiced exited early (see %s)", d->log);
+		if (http("GET", d->port, "/healthz", NULL, NULL) == 200)
+			return;
+		sleep_ms(50);
+	}
+	ck_abort_msg("sluiced did not answer /healthz");
+}
+
+/* SIGTERM; returns the exit status; asserts it took less than a second. */
+static int stop_daemon(struct daemon_proc *d)
+{
+	int64_t t0 = now_ms();
+	int status = 0;
+
+	kill(d->pid, SIGTERM);
+	while (waitpid(d->pid, &status, WNOHANG) == 0) {
+		ck_assert_msg(now_ms() - t0 < 1000, "sluiced took over 1 s to stop");
+		sleep_ms(5);
+	}
+	unlink(d->config);
+	unlink(d->log);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* Redis's clock in ms, the clock every script and the daemon use. */
+static long long server_ms(void)
+{
+	redisReply *r = test_cmd(C, "TIME");
+	long long ms = atoll(r->element[0]->str) * 1000 + atoll(r->element[1]->str) / 1000;
+
+	freeReplyObject(r);
+	return ms;
+}
+
+/* Client acquire at `now` ms, or at the server's clock when now < 0 (what production clients do). */
+static long long lb_acquire(const char *path, long long now)
+{
+	const struct script_src *s = script_get(SCRIPT_LEAKY_BUCKET);
+	char k1[128], k2[128], nowb[24] = "";
+	redisReply *r;
+	long long allowed;
+
+	snprintf(k1, sizeof(k1), "sluice:{%s}:leaky_bucket", path);
+	snprintf(k2, sizeof(k2), "sluice:{%s}:leaky_bucket:meta", path);
+	if (now >= 0)
+		snprintf(nowb, sizeof(nowb), "%lld", now);
+	r = test_cmd(C, "EVAL %s 3 %s %s sluice:registry:leaky_bucket %s 10 50 1 %s", s->body, k1, k2,
+		     path, nowb);
+	ck_assert_int_eq(r->type, REDIS_REPLY_ARRAY);
+	allowed = r->element[0]->integer;
+	freeReplyObject(r);
+	return allowed;
+}
+
+static void setup(void)
+{
+	ck_assert_int_eq(test_redis_start(&R), 0);
+	C = test_redis_connect(&R);
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+static void teardown(void)
+{
+	redisFree(C);
+	test_redis_stop(&R);
+	curl_global_cleanup();
+}
+
+static void flush(void)
+{
+	test_redis_flush(C);
+}
+
+START_TEST(drain_seen_through_admin_api)
+{
+	struct daemon_proc d;
+	cJSON *j;
+	int64_t t0;
+	int n = 0;
+
+	start_daemon(&d, R.url);
+	/* the config's rules were stored in Redis */
+	j = get_json(d.port, "/v1/rules", 200);
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(j, "rules")), 2);
+	cJSON_Delete(j);
+
+	/* twelve requests in one instant of the server's clock: ten fit, two are refused */
+	t0 = server_ms();
+	for (int i = 0; i < 12; i++)
+		n += (int)lb_acquire("/bucket/a", t0);
+	ck_assert_int_eq(n, 10);
+	/* 10 entries at 50/s drain in 200 ms; wait for the worker to empty the bucket */
+	t0 = now_ms();
+	for (;;) {
+		j = get_json(d.port, "/v1/paths/%2Fbucket%2Fa", 200);
+		if (jint(j, "count") == 0)
+			break;
+		cJSON_Delete(j);
+		ck_assert_msg(now_ms() - t0 < 3000, "bucket not drained after 3 s");
+		sleep_ms(20);
+	}
+	ck_assert_str_eq(cJSON_GetObjectItem(j, "rule")->valuestring, "e2e-bucket");
+	ck_assert_int_eq(jint(j, "remaining"), 10);
+	ck_assert_int_eq(jint(j, "capacity"), 10);
+	cJSON_Delete(j);
+	sleep_ms(100); /* a few more drain ticks */
+	j = get_json(d.port, "/v1/worker", 200);
+	ck_assert_int_eq(jint(j, "drained"), 10); /* each admitted entry leaked exactly once */
+	ck_assert_int_eq(jint(j, "jobs.drain.emptied"), 1);
+	ck_assert_int_eq(jint(j, "errors"), 0);
+	cJSON_Delete(j);
+	ck_assert_int_eq(test_cmd_int(C, "EXISTS sluice:{/bucket/a}:leaky_bucket"), 0);
+	ck_assert_int_eq(test_cmd_int(C, "SCARD sluice:registry:leaky_bucket"), 0);
+	ck_assert_int_eq(stop_daemon(&d), 0);
+}
+END_TEST
+
+START_TEST(prune_and_reset_through_admin_api)
+{
+	const struct script_src *s = script_get(SCRIPT_SLIDING_LOG);
+	struct daemon_proc d;
+	char *body = NULL;
+	redisReply *r;
+	cJSON *j;
+	int64_t t0;
+
+	start_daemon(&d, R.url);
+	for (int i = 0; i < 4; i++) {
+		r = test_cmd(C, "EVAL %s 2 sluice:{/log}:sliding_log sluice:registry:sliding_log /log 3 300",
+			     s->body);
+		ck_assert_int_eq(r->element[0]->integer, i < 3 ? 1 : 0); /* the 4th is over the limit */
+		freeReplyObject(r);
+	}
+	j = get_json(d.port, "/v1/paths/%2Flog", 200);
+	ck_assert_int_eq(jint(j, "count"), 3);
+	ck_assert_int_eq(jint(j, "limit"), 3);
+	ck_assert_int_eq(jint(j, "remaining"), 0);
+	cJSON_Delete(j);
+	/* after the 300 ms window the worker prunes the log away and unregisters it */
+	t0 = now_ms();
+	while (test_cmd_int(C, "SISMEMBER sluice:registry:sliding_log /log") == 1) {
+		ck_assert_msg(now_ms() - t0 < 3000, "log not pruned after 3 s");
+		sleep_ms(20);
+	}
+	ck_assert_int_eq(test_cmd_int(C, "EXISTS sluice:{/log}:sliding_log"), 0);
+	/* the worker unregistered it: it pruned the 3 entries, or found the key expired by its TTL */
+	j = get_json(d.port, "/v1/worker", 200);
+	ck_assert_int_eq(jint(j, "jobs.prune.emptied"), 1);
+	ck_assert(jint(j, "pruned") == 3 || jint(j, "pruned") == 0);
+	cJSON_Delete(j);
+
+	/* manual reset of a bucket */
+	ck_assert_int_eq(lb_acquire("/bucket/r", -1), 1);
+	ck_assert_int_eq(http("POST", d.port, "/v1/paths/%2Fbucket%2Fr/reset", "", &body), 200);
+	j = cJSON_Parse(body);
+	free(body);
+	ck_assert_str_eq(cJSON_GetObjectItem(j, "path")->valuestring, "/bucket/r");
+	ck_assert_int_eq(jint(j, "registries_removed"), 1);
+	cJSON_Delete(j);
+	ck_assert_int_eq(test_cmd_int(C, "EXISTS sluice:{/bucket/r}:leaky_bucket"), 0);
+	ck_assert_int_eq(stop_daemon(&d), 0);
+}
+END_TEST
+
+START_TEST(redis_outage_and_recovery)
+{
+	struct test_redis r2;
+	struct daemon_proc d;
+	char url[64], port[16];
+	cJSON *j;
+	int64_t t0;
+	pid_t pid;
+
+	ck_assert_int_eq(test_redis_start(&r2), 0);
+	start_daemon(&d, r2.url);
+	j = get_json(d.port, "/readyz", 200);
+	cJSON_Delete(j);
+	/* Redis goes away: the daemon stays up, reports it, counts errors */
+	kill(r2.pid, SIGKILL);
+	waitpid(r2.pid, NULL, 0);
+	j = get_json(d.port, "/readyz", 503);
+	ck_assert_str_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "error"), "code")->valuestring,
+			 "redis_unavailable");
+	cJSON_Delete(j);
+	sleep_ms(200);
+	j = get_json(d.port, "/v1/worker", 200);
+	ck_assert_int_gt(jint(j, "errors"), 0);
+	ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(j, "redis_up")));
+	cJSON_Delete(j);
+	ck_assert_int_eq(http("GET", d.port, "/healthz", NULL, NULL), 200);
+
+	/* Redis comes back on the same port, empty: scripts reloaded, rules re-seeded not needed */
+	snprintf(port, sizeof(port), "%d", r2.port);
+	pid = fork();
+	if (pid == 0) {
+		execlp("redis-server", "redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "",
+		       "--appendonly", "no", "--dir", r2.dir, "--logfile", "redis2.log", (char *)NULL);
+		_exit(127);
+	}
+	r2.pid = pid;
+	t0 = now_ms();
+	while (http("GET", d.port, "/readyz", NULL, NULL) != 200) {
+		ck_assert_msg(now_ms() - t0 < 8000, "not ready again after 8 s");
+		sleep_ms(100);
+	}
+	t0 = now_ms();
+	for (;;) {
+		j = get_json(d.port, "/v1/worker", 200);
+		if (cJSON_IsTrue(cJSON_GetObjectItem(j, "redis_up")) &&
+		    cJSON_IsNull(cJSON_GetObjectItem(j, "last_error")))
+			break;
+		cJSON_Delete(j);
+		ck_assert_msg(now_ms() - t0 < 8000, "worker did not recover");
+		sleep_ms(100);
+	}
+	ck_assert_int_ge(jint(j, "connects"), 2);
+	cJSON_Delete(j);
+	snprintf(url, sizeof(url), "%s", r2.url);
+	(void)url;
+	ck_assert_int_eq(stop_daemon(&d), 0);
+	test_redis_stop(&r2);
+}
+END_TEST
+
+START_TEST(bad_config_exits_2_and_touches_nothing)
+{
+	char path[] = "/tmp/sluice-e2e-bad-XXXXXX", cmd[512], line[512] = "";
+	int fd = mkstemp(path), status;
+	const char *text = "{\"rules\":[{\"name\":\"x\",\"match\":\"/x\",\"algorithm\":\"leaky_bucket\",\"capacity\":5,\"rate\":-1}]}";
+	char redis_flag[96];
+	FILE *p;
+
+	ck_assert_int_eq(write(fd, text, strlen(text)), (int)strlen(text));
+	close(fd);
+	snprintf(redis_flag, sizeof(redis_flag), "--redis=%s", R.url);
+	snprintf(cmd, sizeof(cmd), "%s --config %s %s 2>&1; echo \"exit=$?\"", binary(), path, redis_flag);
+	p = popen(cmd, "r");
+	ck_assert_ptr_nonnull(p);
+	ck_assert_ptr_nonnull(fgets(line, sizeof(line), p));
+	ck_assert_str_eq(line, "sluiced: rules[0].rate: must be a number > 0\n");
+	ck_assert_ptr_nonnull(fgets(line, sizeof(line), p));
+	ck_assert_str_eq(line, "exit=2\n");
+	status = pclose(p);
+	ck_assert_int_eq(status, 0);
+	ck_assert_int_eq(test_cmd_int(C, "DBSIZE"), 0);
+	unlink(path);
+}
+END_TEST
+
+START_TEST(help_and_version)
+{
+	char cmd[512], line[512] = "";
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "%s --version", binary());
+	p = popen(cmd, "r");
+	ck_assert_ptr_nonnull(fgets(line, sizeof(line), p));
+	ck_assert_int_eq(strncmp(line, "sluiced ", 8), 0);
+	ck_assert_int_eq(pclose(p), 0);
+	snprintf(cmd, sizeof(cmd), "%s --help", binary());
+	p = popen(cmd, "r");
+	ck_assert_ptr_nonnull(fgets(line, sizeof(line), p));
+	ck_assert_str_eq(line, "Usage: sluiced [--config FILE] [OPTIONS]\n");
+	while (fgets(line, sizeof(line), p))
+		;
+	ck_assert_int_eq(pclose(p), 0);
+}
+END_TEST
+
+static Suite *e2e_suite(void)
+{
+	Suite *s = suite_create("e2e");
+	TCase *tc = tcase_create("sluiced");
+
+	tcase_add_unchecked_fixture(tc, setup, teardown);
+	tcase_add_checked_fixture(tc, flush, NULL);
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, drain_seen_through_admin_api);
+	tcase_add_test(tc, prune_and_reset_through_admin_api);
+	tcase_add_test(tc, redis_outage_and_recovery);
+	tcase_add_test(tc, bad_config_exits_2_and_touches_nothing);
+	tcase_add_test(tc, help_and_version);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return test_run_suite(e2e_suite());
+}

@@ -1,0 +1,1253 @@
+/*
+ * Integration tests of the Lua scripts in lua/, run against a private
+ * redis-server (tests/harness.h) with the text the binary embeds.  Time is
+ * virtual: every call passes an explicit `now` in ms, so the expected values
+ * are exact; a few tests use Redis TIME and allow for the test's own duration.
+ */
+#include "core/scripts.h"
+#include "tests/harness.h"
+
+#include <check.h>
+#include <hiredis/hiredis.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LB_REG "sluice:registry:leaky_bucket"
+#define SL_REG "sluice:registry:sliding_log"
+#define MAX_ARGS 64
+
+static struct test_redis srv;
+static redisContext *c;
+
+static void srv_start(void)
+{
+	if (test_redis_start(&srv) != 0)
+		abort();
+}
+
+static void srv_stop(void)
+{
+	test_redis_stop(&srv);
+}
+
+static void setup(void)
+{
+	c = test_redis_connect(&srv);
+	test_redis_flush(c);
+}
+
+static void teardown(void)
+{
+	redisFree(c);
+	c = NULL;
+}
+
+/* ---- helpers ------------------------------------------------------------ */
+
+/* Decimal text of v in one of 32 rotating buffers (enough for one call's ARGV). */
+static const char *num(long long v)
+{
+	static char buf[32][24];
+	static unsigned next;
+	char *b = buf[next++ % 32];
+
+	snprintf(b, sizeof(buf[0]), "%lld", v);
+	return b;
+}
+
+static const char *lb_key(const char *path)
+{
+	static char buf[4][256];
+	static unsigned next;
+	char *b = buf[next++ % 4];
+
+	snprintf(b, sizeof(buf[0]), "sluice:{%s}:leaky_bucket", path);
+	return b;
+}
+
+static const char *lb_meta(const char *path)
+{
+	static char buf[4][256];
+	static unsigned next;
+	char *b = buf[next++ % 4];
+
+	snprintf(b, sizeof(buf[0]), "sluice:{%s}:leaky_bucket:meta", path);
+	return b;
+}
+
+static const char *sl_key(const char *path)
+{
+	static char buf[4][256];
+	static unsigned next;
+	char *b = buf[next++ % 4];
+
+	snprintf(b, sizeof(buf[0]), "sluice:{%s}:sliding_log", path);
+	return b;
+}
+
+/* EVAL (or EVAL_RO when `ro`) script `id` with argv[0..argc): nkeys KEYS, then ARGV. */
+static redisReply *eval_argv(enum script_id id, int ro, int nkeys, int argc,
+			     const char *const *argv)
+{
+	const struct script_src *src = script_get(id);
+	const char *v[MAX_ARGS + 3];
+	redisReply *r;
+
+	ck_assert_ptr_nonnull(src);
+	ck_assert_int_le(argc, MAX_ARGS);
+	v[0] = ro ? "EVAL_RO" : "EVAL";
+	v[1] = src->body;
+	v[2] = num(nkeys);
+	for (int i = 0; i < argc; i++)
+		v[3 + i] = argv[i];
+	r = redisCommandArgv(c, argc + 3, v, NULL);
+	ck_assert_msg(r != NULL, "redis I/O error: %s", c->errstr);
+	return r;
+}
+
+/* EVAL script `id`: nkeys KEYS then ARGV, as strings up to a NULL (so a NULL
+ * right after the last given argument leaves the optional ones absent). */
+static redisReply *ev(enum script_id id, int nkeys, ...)
+{
+	const char *argv[MAX_ARGS];
+	int argc = 0;
+	const char *a;
+	va_list ap;
+
+	va_start(ap, nkeys);
+	while ((a = va_arg(ap, const char *)) != NULL && argc < MAX_ARGS)
+		argv[argc++] = a;
+	va_end(ap);
+	return eval_argv(id, 0, nkeys, argc, argv);
+}
+
+/* Describe reply r in buf, for failure messages. */
+static const char *show(const redisReply *r, char *buf, size_t cap)
+{
+	size_t n = 0;
+
+	buf[0] = '\0';
+	if (r->type == REDIS_REPLY_ERROR)
+		snprintf(buf, cap, "error \"%s\"", r->str);
+	else if (r->type == REDIS_REPLY_INTEGER)
+		snprintf(buf, cap, "%lld", r->integer);
+	else if (r->type == REDIS_REPLY_ARRAY) {
+		n += snprintf(buf + n, cap - n, "{");
+		for (size_t i = 0; i < r->elements && n < cap; i++) {
+			const redisReply *e = r->element[i];
+
+			if (e->type == REDIS_REPLY_INTEGER)
+				n += snprintf(buf + n, cap - n, "%s%lld", i ? ", " : "", e->integer);
+			else if (e->type == REDIS_REPLY_STRING || e->type == REDIS_REPLY_STATUS)
+				n += snprintf(buf + n, cap - n, "%s\"%s\"", i ? ", " : "", e->str);
+			else
+				n += snprintf(buf + n, cap - n, "%s<type %d>", i ? ", " : "", e->type);
+		}
+		if (n < cap)
+			snprintf(buf + n, cap - n, "}");
+	} else if (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS)
+		snprintf(buf, cap, "\"%s\"", r->str);
+	else
+		snprintf(buf, cap, "<type %d>", r->type);
+	return buf;
+}
+
+/* Assert that r is an array of exactly these integers; frees r. */
+static void check_ints(const char *file, int line, redisReply *r, const long long *want, size_t n)
+{
+	char got[512];
+	int ok = r->type == REDIS_REPLY_ARRAY && r->elements == n;
+
+	for (size_t i = 0; ok && i < n; i++)
+		ok = r->element[i]->type == REDIS_REPLY_INTEGER && r->element[i]->integer == want[i];
+	if (!ok) {
+		char exp[512];
+		size_t k = 0;
+
+		k += snprintf(exp + k, sizeof(exp) - k, "{");
+		for (size_t i = 0; i < n && k < sizeof(exp); i++)
+			k += snprintf(exp + k, sizeof(exp) - k, "%s%lld", i ? ", " : "", want[i]);
+		if (k < sizeof(exp))
+			snprintf(exp + k, sizeof(exp) - k, "}");
+		ck_abort_msg("%s:%d: reply %s, want %s", file, line, show(r, got, sizeof(got)), exp);
+	}
+	freeReplyObject(r);
+}
+
+#define INTS(...) ((const long long[]){ __VA_ARGS__ })
+#define NINTS(...) (sizeof(INTS(__VA_ARGS__)) / sizeof(long long))
+/* ck_reply(reply, 1, 2, 0, 1000): the reply is exactly {1, 2, 0, 1000}; frees it. */
+#define ck_reply(r, ...) check_ints(__FILE__, __LINE__, (r), INTS(__VA_ARGS__), NINTS(__VA_ARGS__))
+
+/* Assert that r is an error starting with `prefix`; frees r. */
+static void check_error(const char *file, int line, redisReply *r, const char *prefix)
+{
+	char got[512];
+
+	ck_assert_msg(r->type == REDIS_REPLY_ERROR && strncmp(r->str, prefix, strlen(prefix)) == 0,
+		      "%s:%d: reply %s, want an error starting \"%s\"", file, line,
+		      show(r, got, sizeof(got)), prefix);
+	freeReplyObject(r);
+}
+#define ck_error(r, prefix) check_error(__FILE__, __LINE__, (r), (prefix))
+
+/* Element i of an array reply as an integer (the reply stays owned by the caller). */
+static long long elem_int(const redisReply *r, size_t i)
+{
+	char got[512];
+
+	ck_assert_msg(r->type == REDIS_REPLY_ARRAY && i < r->elements &&
+			      r->element[i]->type == REDIS_REPLY_INTEGER,
+		      "reply %s has no integer element %zu", show(r, got, sizeof(got)), i);
+	return r->element[i]->integer;
+}
+
+/* A command's reply rendered as text ("{...}" for arrays); for exact comparisons. */
+static void ck_cmd_is(const char *file, int line, const char *want, const char *fmt, ...)
+{
+	char got[2048];
+	redisReply *r;
+	va_list ap;
+
+	va_start(ap, fmt);
+	r = redisvCommand(c, fmt, ap);
+	va_end(ap);
+	ck_assert_msg(r != NULL, "redis I/O error: %s", c->errstr);
+	show(r, got, sizeof(got));
+	freeReplyObject(r);
+	ck_assert_msg(strcmp(got, want) == 0, "%s:%d: %s answered %s, want %s", file, line, fmt, got, want);
+}
+#define ck_cmd(want, ...) ck_cmd_is(__FILE__, __LINE__, (want), __VA_ARGS__)
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/*
+ * The whole keyspace as text: each key (sorted) with its type, content and
+ * whether it has a TTL.  Equal snapshots before and after a call mean the
+ * call wrote nothing (TTL values themselves tick, so only their presence).
+ */
+static char *snapshot(void)
+{
+	redisReply *keys = test_cmd(c, "KEYS *");
+	size_t cap = 1 << 16, n = 0;
+	char *out = malloc(cap), part[2048];
+	char **names = malloc((keys->elements + 1) * sizeof(*names));
+
+	ck_assert_ptr_nonnull(out);
+	ck_assert_ptr_nonnull(names);
+	for (size_t i = 0; i < keys->elements; i++)
+		names[i] = keys->element[i]->str;
+	qsort(names, keys->elements, sizeof(*names), cmp_str);
+	n += snprintf(out + n, cap - n, "dbsize=%zu\n", keys->elements);
+	for (size_t i = 0; i < keys->elements; i++) {
+		redisReply *ty = test_cmd(c, "TYPE %s", names[i]);
+		redisReply *content;
+
+		if (strcmp(ty->str, "zset") == 0)
+			content = test_cmd(c, "ZRANGE %s 0 -1 WITHSCORES", names[i]);
+		else if (strcmp(ty->str, "hash") == 0)
+			content = test_cmd(c, "HGETALL %s", names[i]);
+		else if (strcmp(ty->str, "set") == 0)
+			content = test_cmd(c, "SORT %s ALPHA", names[i]);
+		else
+			content = test_cmd(c, "DUMP %s", names[i]);
+		n += snprintf(out + n, cap - n, "%s %s %s ttl=%s\n", names[i], ty->str,
+			      show(content, part, sizeof(part)),
+			      test_cmd_int(c, "PTTL %s", names[i]) >= 0 ? "yes" : "no");
+		ck_assert_uint_lt(n, cap);
+		freeReplyObject(content);
+		freeReplyObject(ty);
+	}
+	free(names);
+	freeReplyObject(keys);
+	return out;
+}
+
+#define ck_snapshot_same(before)                                                            \
+	do {                                                                                \
+		char *after_ = snapshot();                                                  \
+		ck_assert_msg(strcmp((before), after_) == 0, "keyspace changed:\n%s---\n%s", \
+			      (before), after_);                                            \
+		free(after_);                                                               \
+	} while (0)
+
+/* Redis TIME in ms, the clock the scripts use when no `now` is given. */
+static long long redis_ms(void)
+{
+	redisReply *r = test_cmd(c, "TIME");
+	long long ms = atoll(r->element[0]->str) * 1000 + atoll(r->element[1]->str) / 1000;
+
+	freeReplyObject(r);
+	return ms;
+}
+
+static redisReply *lb_acquire(const char *path, const char *cap, const char *rate, const char *n,
+			      const char *now)
+{
+	return ev(SCRIPT_LEAKY_BUCKET, 3, lb_key(path), lb_meta(path), LB_REG, path, cap, rate, n,
+		  now, NULL);
+}
+
+static redisReply *lb_drain1(const char *path, const char *rate, long long now)
+{
+	return ev(SCRIPT_LEAKY_BUCKET_DRAIN, 3, LB_REG, lb_key(path), lb_meta(path), num(now),
+		  path, rate, NULL);
+}
+
+static redisReply *lb_state(const char *path, const char *cap, const char *rate, const char *now)
+{
+	return ev(SCRIPT_LEAKY_BUCKET_STATE, 2, lb_key(path), lb_meta(path), cap, rate, now, NULL);
+}
+
+static redisReply *sl_acquire(const char *path, const char *limit, const char *window,
+			      const char *now)
+{
+	return ev(SCRIPT_SLIDING_LOG, 2, sl_key(path), SL_REG, path, limit, window, now, NULL);
+}
+
+static redisReply *sl_prune1(const char *path, const char *window, long long now)
+{
+	return ev(SCRIPT_SLIDING_LOG_PRUNE, 2, SL_REG, sl_key(path), num(now), path, window, NULL);
+}
+
+static redisReply *sl_state(const char *path, const char *limit, const char *window,
+			    const char *now)
+{
+	return ev(SCRIPT_SLIDING_LOG_STATE, 1, sl_key(path), limit, window, now, NULL);
+}
+
+static long long zcard(const char *key)
+{
+	return test_cmd_int(c, "ZCARD %s", key);
+}
+
+/* ---- embedding ----------------------------------------------------------- */
+
+START_TEST(test_all_scripts_embedded_and_compile)
+{
+	for (int id = 0; id < SCRIPT__COUNT; id++) {
+		const struct script_src *s = script_get((enum script_id)id);
+		redisReply *r;
+
+		ck_assert_msg(s != NULL, "script %s not embedded", script_name((enum script_id)id));
+		ck_assert_uint_eq(strlen(s->body), s->len);
+		r = test_cmd(c, "SCRIPT LOAD %s", s->body);
+		ck_assert_msg(r->type == REDIS_REPLY_STRING && r->len == 40, "%s does not load: %s",
+			      s->name, r->type == REDIS_REPLY_ERROR ? r->str : "?");
+		freeReplyObject(r);
+	}
+}
+END_TEST
+
+/* ---- leaky bucket: drain exactness ------------------------------------------ */
+
+/*
+ * A bucket filled with `entries` at t = 0 (so last = 0), then drained at the
+ * given times: explicit ones, then step, 2*step, ... up to `until`.  `left` is
+ * entries - floor(rate * T / 1000) for the last drain time T (the meter's
+ * definition), whatever the ticks.
+ */
+struct drain_case {
+	const char *name;
+	const char *rate;
+	long long entries;
+	long long times[8]; /* explicit drain times in ms, -1 ends */
+	long long step, until;
+	long long left;
+};
+
+static const struct drain_case drain_cases[] = {
+	{ "10/min, 100 ms ticks to 30 s (300 calls)", "0.16666666666666666", 10, { -1 }, 100, 30000, 5 },
+	{ "10/min, one call at 30 s", "0.16666666666666666", 10, { 30000, -1 }, 0, 0, 5 },
+	{ "10/min, 1 ms before the first leak", "0.16666666666666666", 10, { 5999, -1 }, 0, 0, 10 },
+	{ "10/min, at the first leak", "0.16666666666666666", 10, { 6000, -1 }, 0, 0, 9 },
+	{ "10/min, carry summing to 0.9999999999999998", "0.16666666666666666", 10, { 6007, 12000, -1 }, 0, 0, 8 },
+	{ "2/s, 250 ms ticks to 2 s", "2", 10, { -1 }, 250, 2000, 6 },
+	{ "2/s, one call at 2 s", "2", 10, { 2000, -1 }, 0, 0, 6 },
+	{ "2/s, 250 ms ticks to 2.25 s", "2", 10, { -1 }, 250, 2250, 6 },
+	{ "1.5/s, irregular ticks", "1.5", 10, { 333, 667, 1000, 1500, 2001, -1 }, 0, 0, 7 },
+	{ "1.5/s, one call at 2001 ms", "1.5", 10, { 2001, -1 }, 0, 0, 7 },
+	{ "3/s, three drains at one instant", "3", 5, { 1000, 1000, 1000, -1 }, 0, 0, 2 },
+	{ "1000/s, 3 ms", "1000", 5, { 3, -1 }, 0, 0, 2 },
+	{ "1000/s, emptied", "1000", 5, { 3, 10, -1 }, 0, 0, 0 },
+	{ "0.001/s, 1000 s", "0.001", 2, { 999999, 1000000, -1 }, 0, 0, 1 },
+	{ "7/s, 1 ms ticks to 1 s", "7", 20, { -1 }, 1, 1000, 13 },
+	{ "0.1/s, 37 ms ticks to 49987 ms", "0.1", 10, { -1 }, 37, 50000, 6 },
+	{ "0.1/s, one call at 49987 ms", "0.1", 10, { 49987, -1 }, 0, 0, 6 },
+	{ "1000/3 per s, 3 ms ticks to 300 ms", "333.33333333333331", 150, { -1 }, 3, 300, 50 },
+	{ "1000/3 per s, one call at 300 ms", "333.33333333333331", 150, { 300, -1 }, 0, 0, 50 },
+};
+
+START_TEST(test_drain_exact)
+{
+	const struct drain_case *dc = &drain_cases[_i];
+	/* Bucket A is drained by the drain script, bucket B by the acquire with
+	 * n > capacity, which is refused but applies the leak: both must agree. */
+	const char *a = "/drain/a", *b = "/drain/b";
+	char cap[24], too_many[24];
+	long long drained = 0, predicted, t, last_t = -1;
+	int calls = 0;
+
+	redisReply *r;
+
+	snprintf(cap, sizeof(cap), "%lld", dc->entries);
+	snprintf(too_many, sizeof(too_many), "%lld", dc->entries + 1);
+	r = lb_acquire(a, cap, dc->rate, cap, "0");
+	ck_assert_int_eq(elem_int(r, 0), 1);
+	ck_assert_int_eq(elem_int(r, 1), 0);
+	freeReplyObject(r);
+	freeReplyObject(lb_acquire(b, cap, dc->rate, cap, "0"));
+	ck_assert_int_eq(zcard(lb_key(a)), dc->entries);
+	ck_assert_int_eq(zcard(lb_key(b)), dc->entries);
+
+	for (int i = 0;; i++) {
+		if (i < 8 && dc->times[i] >= 0 && (i == 0 || dc->times[i - 1] >= 0))
+			t = dc->times[i];
+		else if (dc->step > 0 && (last_t < 0 ? dc->step : last_t + dc->step) <= dc->until)
+			t = last_t < 0 ? dc->step : last_t + dc->step;
+		else
+			break;
+		/* The state script foresees what the drain then does. */
+		r = lb_state(a, cap, dc->rate, num(t));
+		predicted = elem_int(r, 0);
+		freeReplyObject(r);
+		r = lb_drain1(a, dc->rate, t);
+		drained += elem_int(r, 0);
+		ck_assert_int_eq(elem_int(r, 2), 1);
+		freeReplyObject(r);
+		r = lb_acquire(b, cap, dc->rate, too_many, num(t));
+		ck_assert_int_eq(elem_int(r, 0), 0);
+		ck_assert_int_eq(elem_int(r, 2), -1);
+		freeReplyObject(r);
+		ck_assert_int_eq(zcard(lb_key(a)), predicted);
+		ck_assert_int_eq(zcard(lb_key(a)), zcard(lb_key(b)));
+		last_t = t;
+		calls++;
+	}
+	ck_assert_msg(zcard(lb_key(a)) == dc->left, "%s: %lld left after %d drains, want %lld",
+		      dc->name, zcard(lb_key(a)), calls, dc->left);
+	ck_assert_int_eq(drained, dc->entries - dc->left);
+	ck_assert_int_eq(zcard(lb_key(b)), dc->left);
+	if (dc->left > 0) {
+		/* Same leak, same accounting: identical meta (last, carry). */
+		redisReply *ma = test_cmd(c, "HMGET %s last carry", lb_meta(a));
+		redisReply *mb = test_cmd(c, "HMGET %s last carry", lb_meta(b));
+
+		ck_assert_str_eq(ma->element[0]->str, mb->element[0]->str);
+		ck_assert_str_eq(ma->element[1]->str, mb->element[1]->str);
+		freeReplyObject(ma);
+		freeReplyObject(mb);
+		ck_assert_int_eq(test_cmd_int(c, "SISMEMBER %s %s", LB_REG, a), 1);
+	} else {
+		ck_assert_int_eq(test_cmd_int(c, "EXISTS %s %s", lb_key(a), lb_meta(a)), 0);
+		ck_assert_int_eq(test_cmd_int(c, "SISMEMBER %s %s", LB_REG, a), 0);
+	}
+}
+END_TEST
+
+START_TEST(test_drain_twice_same_instant)
+{
+	const char *p = "/twice";
+
+	/* One entry per ms from 0 to 9 (last = 0: the first one opened the bucket). */
+	for (long long t = 0; t < 10; t++)
+		freeReplyObject(lb_acquire(p, "10", "2", "1", num(t)));
+	ck_reply(lb_drain1(p, "2", 1250), 2, 0, 1, 0);
+	ck_cmd("{\"last\", \"1250\", \"carry\", \"0.5\", \"seq\", \"10\"}", "HGETALL %s", lb_meta(p));
+	ck_reply(lb_drain1(p, "2", 1250), 0, 0, 1, 0);
+	ck_cmd("{\"last\", \"1250\", \"carry\", \"0.5\", \"seq\", \"10\"}", "HGETALL %s", lb_meta(p));
+	/* The kept half entry of credit counts: 250 ms more make one. */
+	ck_reply(lb_drain1(p, "2", 1499), 0, 0, 1, 0);
+	ck_reply(lb_drain1(p, "2", 1500), 1, 0, 1, 0);
+	ck_assert_int_eq(zcard(lb_key(p)), 7);
+	/* The oldest entries went first. */
+	ck_cmd("{\"3:4\", \"4:5\"}", "ZRANGE %s 0 1", lb_key(p));
+}
+END_TEST
+
+START_TEST(test_drain_empty_bucket_earns_no_credit)
+{
+	const char *p = "/idle";
+
+	/* Ten seconds of drains over an absent bucket store nothing. */
+	for (long long t = 0; t <= 10000; t += 1000)
+		ck_reply(lb_drain1(p, "1", t), 0, 0, 1, 0);
+	ck_assert_int_eq(test_cmd_int(c, "DBSIZE"), 0);
+	ck_reply(lb_acquire(p, "10", "1", "3", "10000"), 1, 7, 0, 1000);
+	ck_reply(lb_drain1(p, "1", 10000), 0, 0, 1, 0);
+	ck_reply(lb_drain1(p, "1", 10999), 0, 0, 1, 0);
+	ck_reply(lb_drain1(p, "1", 11000), 1, 0, 1, 0);
+	ck_assert_int_eq(zcard(lb_key(p)), 2);
+
+	/* Emptied by the drain at 13000, idle until 20000: the idle time earns nothing. */
+	ck_reply(lb_drain1(p, "1", 13000), 2, 1, 1, 0);
+	ck_reply(lb_acquire(p, "10", "1", "2", "20000"), 1, 8, 0, 1000);
+	ck_cmd("\"20000\"", "HGET %s last", lb_meta(p));
+	ck_reply(lb_drain1(p, "1", 20999), 0, 0, 1, 0);
+	ck_reply(lb_drain1(p, "1", 21000), 1, 0, 1, 0);
+	ck_assert_int_eq(zcard(lb_key(p)), 1);
+}
+END_TEST
+
+START_TEST(test_drain_empties_bucket)
+{
+	const char *p = "/empties";
+
+	freeReplyObject(lb_acquire(p, "5", "1", "2", "0"));
+	ck_assert_int_eq(test_cmd_int(c, "SISMEMBER %s %s", LB_REG, p), 1);
+	ck_reply(lb_drain1(p, "1", 5000), 2, 1, 1, 0);
+	ck_assert_int_eq(test_cmd_int(c, "EXISTS %s %s", lb_key(p), lb_meta(p)), 0);
+	ck_assert_int_eq(test_cmd_int(c, "SISMEMBER %s %s", LB_REG, p), 0);
+	/* Nothing left to do. */
+	ck_reply(lb_drain1(p, "1", 6000), 0, 0, 1, 0);
+}
+END_TEST
+
+START_TEST(test_drain_older_now_is_last)
+{
+	const char *p = "/older";
+
+	freeReplyObject(lb_acquire(p, "10", "2", "10", "0"));
+	ck_reply(lb_drain1(p, "2", 2000), 4, 0, 1, 0);
+	ck_cmd("\"2000\"", "HGET %s last", lb_meta(p));
+	/* A drain whose clock is behind is served at `last`: nothing due, nothing moves back. */
+	ck_reply(lb_drain1(p, "2", 1500), 0, 0, 1, 0);
+	ck_cmd("\"2000\"", "HGET %s last", lb_meta(p));
+	ck_reply(lb_drain1(p, "2", 2500), 1, 0, 1, 0);
+	ck_assert_int_eq(zcard(lb_key(p)), 5);
+}
+END_TEST
+
+START_TEST(test_drain_batch)
+{
+	/* A: 3 entries at rate 1; B: registered, bucket gone (expired) but a stale
+	 * meta left; C: 2 entries at rate 2, emptied; D: registered, its bucket key
+	 * is a string (another layout). */
+	freeReplyObject(lb_acquire("A", "5", "1", "3", "0"));
+	freeReplyObject(lb_acquire("C", "5", "2", "2", "0"));
+	freeReplyObject(test_cmd(c, "SADD %s B D", LB_REG));
+	freeReplyObject(test_cmd(c, "HSET %s last 0 carry 0.5 seq 9", lb_meta("B")));
+	freeReplyObject(test_cmd(c, "SET %s foreign", lb_key("D")));
+	ck_reply(ev(SCRIPT_LEAKY_BUCKET_DRAIN, 9, LB_REG, lb_key("A"), lb_meta("A"), lb_key("B"),
+		    lb_meta("B"), lb_key("C"), lb_meta("C"), lb_key("D"), lb_meta("D"), "1000", "A",
+		    "1", "B", "1", "C", "2", "D", "1", NULL),
+		 3, 2, 4, 1);
+	ck_cmd("{\"A\", \"D\"}", "SORT %s ALPHA", LB_REG);
+	ck_assert_int_eq(zcard(lb_key("A")), 2);
+	ck_assert_int_eq(test_cmd_int(c, "EXISTS %s %s", lb_key("C"), lb_meta("C")), 0);
+	ck_assert_int_eq(test_cmd_int(c, "EXISTS %s", lb_meta("B")), 0);
+	ck_cmd("\"foreign\"", "GET %s", lb_key("D"));
+	/* An empty batch is fine too. */
+	ck_reply(ev(SCRIPT_LEAKY_BUCKET_DRAIN, 1, LB_REG, "1000", NULL), 0, 0, 0, 0);
+	ck_reply(ev(SCRIPT_LEAKY_BUCKET_DRAIN, 1, LB_REG, NULL), 0, 0, 0, 0);
+}
+END_TEST
+
+START_TEST(test_drain_foreign_bucket)
+{
+	/* A bucket written by a limiter that keeps no meta (member = score = ms). */
+	const char *key = "LeakyBucket:/f", *meta = "LeakyBucket:/f:meta";
+
+	freeReplyObject(test_cmd(c, "ZADD %s 100 100 200 200 300 300", key));
+	ck_reply(ev(SCRIPT_LEAKY_BUCKET_DRAIN, 3, "LeakyBucket::pathSet", key, meta, "5000", "/f",
+		    "1", NULL),
+		 0, 0, 1, 0);
+	ck_cmd("{\"last\", \"5000\", \"carry\", \"0\"}", "HGETALL %s", meta);
+	ck_reply(ev(SCRIPT_LEAKY_BUCKET_DRAIN, 3, "LeakyBucket::pathSet", key, meta, "6000", "/f",
+		    "1", NULL),
+		 1, 0, 1, 0);
+	ck_cmd("{\"200\", \"300\"}", "ZRANGE %s 0 -1", key);
+}
+END_TEST
+
+START_TEST(test_drain_uses_redis_time)
+{
+	const char *p = "/clock";
+	long long t0 = redis_ms() - 5000;
+	redisReply *r;
+
+	freeReplyObject(lb_acquire(p, "10", "1", "10", num(t0)));
+	r = ev(SCRIPT_LEAKY_BUCKET_DRAIN, 3, LB_REG, lb_key(p), lb_meta(p), "", p, "1", NULL);
+	/* 5 s (plus the test's own few ms) at 1 per second. */
+	ck_assert_int_ge(elem_int(r, 0), 5);
+	ck_assert_int_le(elem_int(r, 0), 6);
+	freeReplyObject(r);
+}
+END_TEST
+
+/* ---- leaky bucket: acquire --------------------------------------------------- */
+
+START_TEST(test_acquire_capacity_3_rate_1)
+{
+	const char *p = "/api/users";
+	long long ttl, ttl2;
+
+	ck_reply(lb_acquire(p, "3", "1", "1", "1000"), 1, 2, 0, 1000);
+	ttl = test_cmd_int(c, "PTTL %s", lb_key(p));
+	ck_assert_int_gt(ttl, 900); /* 1 entry at 1/s: drained 1000 ms later, + 1 */
+	ck_assert_int_le(ttl, 1001);
+	ck_reply(lb_acquire(p, "3", "1", "1", "1000"), 1, 1, 0, 1000);
+	ck_reply(lb_acquire(p, "3", "1", "1", "1000"), 1, 0, 0, 1000);
+	ttl = test_cmd_int(c, "PTTL %s", lb_key(p));
+	ck_assert_int_gt(ttl, 2900);
+	ck_assert_int_le(ttl, 3001);
+	ck_assert_int_gt(test_cmd_int(c, "PTTL %s", lb_meta(p)), 2900);
+	ck_assert_int_le(test_cmd_int(c, "PTTL %s", lb_meta(p)), 3001);
+	ck_cmd("{\"1000:1\", \"1000\", \"1000:2\", \"1000\", \"1000:3\", \"1000\"}",
+	       "ZRANGE %s 0 -1 WITHSCORES", lb_key(p));
+	ck_cmd("{\"last\", \"1000\", \"carry\", \"0\", \"seq\", \"3\"}", "HGETALL %s", lb_meta(p));
+	ck_assert_int_eq(test_cmd_int(c, "SISMEMBER %s %s", LB_REG, p), 1);
+
+	/* Full: denied, told to come back when one entry has leaked; nothing added,
+	 * TTL not extended. */
+	ck_reply(lb_acquire(p, "3", "1", "1", "1000"), 0, 0, 1000, 1000);
+	ck_assert_int_eq(zcard(lb_key(p)), 3);
+	ck_reply(lb_acquire(p, "3", "1", "1", "1500"), 0, 0, 500, 500);
+	ck_reply(lb_acquire(p, "3", "1", "1", "1999"), 0, 0, 1, 1);
+	ttl2 = test_cmd_int(c, "PTTL %s", lb_key(p));
+	ck_assert_int_le(ttl2, ttl);
+	ck_assert_int_eq(zcard(lb_key(p)), 3);
+	ck_cmd("{\"last\", \"1000\", \"carry\", \"0\", \"seq\", \"3\"}", "HGETALL %s", lb_meta(p));
+
+	/* At 2000 one has leaked: admitted again, next leak 1 s later. */
+	ck_reply(lb_acquire(p, "3", "1", "1", "2000"), 1, 0, 0, 1000);
+	ck_cmd("{\"1000:2\", \"1000:3\", \"2000:4\"}", "ZRANGE %s 0 -1", lb_key(p));
+	ck_cmd("{\"last\", \"2000\", \"carry\", \"0\", \"seq\", \"4\"}", "HGETALL %s", lb_meta(p));
+}
+END_TEST
+
+START_TEST(test_acquire_cost_n)
+{
+	const char *p = "/cost";
+
+	ck_reply(lb_acquire(p, "5", "1", "2", "0"), 1, 3, 0, 1000);
+	ck_reply(lb_acquire(p, "5", "1", "2", "0"), 1, 1, 0, 1000);
+	/* 4 + 2 > 5: one entry must leak first. */
+	ck_reply(lb_acquire(p, "5", "1", "2", "0"), 0, 1, 1000, 1000);
+	ck_reply(lb_acquire(p, "5", "1", "1", "0"), 1, 0, 0, 1000);
+	/* 5 + 2 > 5: two must leak. */
+	ck_reply(lb_acquire(p, "5", "1", "2", "0"), 0, 0, 2000, 1000);
+	ck_assert_int_eq(zcard(lb_key(p)), 5);
+	ck_reply(lb_acquire(p, "5", "1", "2", "2000"), 1, 0, 0, 1000);
+	ck_assert_int_eq(zcard(lb_key(p)), 5);
+}
+END_TEST
+
+START_TEST(test_acquire_n_over_capacity)
+{
+	const char *p = "/huge";
+
+	ck_reply(lb_acquire(p, "3", "1", "4", "0"), 0, 3, -1, 0);
+	ck_assert_int_eq(test_cmd_int(c, "DBSIZE"), 0);
+	ck_reply(lb_acquire(p, "3", "1", "1", "0"), 1, 2, 0, 1000);
+	ck_reply(lb_acquire(p, "3", "1", "4", "0"), 0, 2, -1, 1000);
+	ck_assert_int_eq(zcard(lb_key(p)), 1);
+	ck_cmd("{\"last\", \"0\", \"carry\", \"0\", \"seq\", \"1\"}", "HGETALL %s", lb_meta(p));
+}
+END_TEST
+
+START_TEST(test_acquire_same_ms_counted_apart)
+{
+	const char *p = "/same-ms";
+
+	for (int i = 1; i <= 5; i++)
+		ck_reply(lb_acquire(p, "10", "1", "1", "5000"), 1, 10 - i, 0, 1000);
+	ck_assert_int_eq(zcard(lb_key(p)), 5);
+	ck_cmd("{\"5000:1\", \"5000:2\", \"5000:3\", \"5000:4\", \"5000:5\"}", "ZRANGE %s 0 -1",
+	       lb_key(p));
+}
+END_TEST
+
+START_TEST(test_acquire_default_n)
+{
+	const char *p = "/default-n";
+
+	redisReply *r;
+
+	/* No n (and so no now: Redis TIME, hence reset_ms only in range). */
+	r = ev(SCRIPT_LEAKY_BUCKET, 3, lb_key(p), lb_meta(p), LB_REG, p, "3", "1", NULL);
+	ck_assert_int_ge(elem_int(r, 3), 900);
+	ck_reply(r, 1, 2, 0, elem_int(r, 3));
+	r = ev(SCRIPT_LEAKY_BUCKET, 3, lb_key(p), lb_meta(p), LB_REG, p, "3", "1", "", "", NULL);
+	ck_assert_int_ge(elem_int(r, 3), 900);
+	ck_reply(r, 1, 1, 0, elem_int(r, 3));
+	ck_assert_int_eq(zcard(lb_key(p)), 2);
+	ck_cmd("\"2\"", "HGET %s seq", lb_meta(p));
+}
+END_TEST
+
+START_TEST(test_acquire_uses_redis_time)
+{
+	const char *p = "/clock";
+	long long before = redis_ms(), after, last;
+	redisReply *r;
+
+	ck_reply(lb_acquire(p, "3", "1", "1", NULL), 1, 2, 0, 1000);
+	after = redis_ms();
+	r = test_cmd(c, "HGET %s last", lb_meta(p));
+	last = atoll(r->str);
+	freeReplyObject(r);
+	ck_assert_int_ge(last, before);
+	ck_assert_int_le(last, after);
+}
+END_TEST
+
+/*
+ * retry_after is exact: denied 1 ms before it, admitted at it.  Each rate
+ * with the ms its first leak takes (ceil(1000 / rate), by the leak's own
+ * arithmetic: 10/min needs the epsilon to be 6000 and not 6001).
+ */
+static const struct {
+	const char *rate;
+	long long first_leak_ms;
+} retry_cases[] = {
+	{ "1", 1000 },	    { "0.16666666666666666", 6000 }, { "1.5", 667 },  { "7", 143 },
+	{ "333.33333333333331", 3 }, { "0.001", 1000000 },   { "2.5", 400 }, { "1000", 1 },
+};
+
+START_TEST(test_acquire_retry_after_is_exact)
+{
+	const char *p = "/retry", *rate = retry_cases[_i].rate;
+	long long r = retry_cases[_i].first_leak_ms;
+	redisReply *reply;
+
+	ck_reply(lb_acquire(p, "3", rate, "3", "0"), 1, 0, 0, r);
+	ck_reply(lb_acquire(p, "3", rate, "1", "0"), 0, 0, r, r);
+	ck_reply(lb_acquire(p, "3", rate, "1", num(r - 1)), 0, 0, 1, 1);
+	ck_assert_int_eq(zcard(lb_key(p)), 3);
+	reply = lb_acquire(p, "3", rate, "1", num(r));
+	ck_assert_int_eq(elem_int(reply, 0), 1);
+	ck_assert_int_eq(elem_int(reply, 1), 0);
+	ck_assert_int_eq(elem_int(reply, 2), 0);
+	freeReplyObject(reply);
+	ck_assert_int_eq(zcard(lb_key(p)), 3);
+}
+END_TEST
+
+START_TEST(test_acquire_older_now_is_last)
+{
+	const char *p = "/older";
+	long long ttl;
+
+	ck_reply(lb_acquire(p, "3", "1", "1", "5000"), 1, 2, 0, 1000);
+	/* A client whose clock is 1 s behind is served at 5000. */
+	ck_reply(lb_acquire(p, "3", "1", "1", "4000"), 1, 1, 0, 1000);
+	ck_cmd("{\"5000:1\", \"5000\", \"5000:2\", \"5000\"}", "ZRANGE %s 0 -1 WITHSCORES", lb_key(p));
+	/* Empty at 7000 in its clock, 3000 ms from its 4000 (+1). */
+	ttl = test_cmd_int(c, "PTTL %s", lb_key(p));
+	ck_assert_int_gt(ttl, 2900);
+	ck_assert_int_le(ttl, 3001);
+}
+END_TEST
+
+START_TEST(test_acquire_fractional_carry)
+{
+	const char *p = "/frac";
+
+	/* 1.5/s, capacity 2: at 667 one has leaked with 0.0005 carried. */
+	ck_reply(lb_acquire(p, "2", "1.5", "2", "0"), 1, 0, 0, 667);
+	ck_reply(lb_acquire(p, "2", "1.5", "1", "667"), 1, 0, 0, 667);
+	ck_cmd("{\"last\", \"667\", \"carry\", \"0.00049999999999994493\", \"seq\", \"3\"}",
+	       "HGETALL %s", lb_meta(p));
+	/* Next leak: (1 - 0.0005) / 1.5 s = 666.33 ms -> 667 ms after 667. */
+	ck_reply(lb_acquire(p, "2", "1.5", "1", "1333"), 0, 0, 1, 1);
+	/* At 1334 the carry is 0.001: (1 - 0.001) / 1.5 s is 666 ms exactly. */
+	ck_reply(lb_acquire(p, "2", "1.5", "1", "1334"), 1, 0, 0, 666);
+	ck_cmd("\"0.00099999999999988987\"", "HGET %s carry", lb_meta(p));
+}
+END_TEST
+
+START_TEST(test_acquire_member_collision_with_foreign_entries)
+{
+	const char *p = "/collide";
+
+	/* Left by someone else: our member name, no meta (so no seq). */
+	freeReplyObject(test_cmd(c, "ZADD %s 7000 7000:1", lb_key(p)));
+	ck_reply(lb_acquire(p, "5", "1", "1", "7000"), 1, 3, 0, 1000);
+	ck_cmd("{\"7000:1\", \"7000:2\"}", "ZRANGE %s 0 -1", lb_key(p));
+	ck_cmd("\"2\"", "HGET %s seq", lb_meta(p));
+}
+END_TEST
+
+START_TEST(test_acquire_large_n)
+{
+	const char *p = "/large-n";
+
+	/* 10,003 values: more than Lua 5.1 unpack() returns (about 8,000). */
+	ck_reply(lb_acquire(p, "10000", "1000", "5000", "0"), 1, 5000, 0, 1);
+	ck_assert_int_eq(zcard(lb_key(p)), 5000);
+	ck_cmd("\"5000\"", "HGET %s seq", lb_meta(p));
+	ck_cmd("\"0\"", "ZSCORE %s 0:1", lb_key(p));
+	ck_cmd("\"0\"", "ZSCORE %s 0:5000", lb_key(p));
+}
+END_TEST
+
+START_TEST(test_acquire_tiny_rate_never_expires)
+{
+	const char *p = "/tiny";
+
+	/* Drains in more than 2^53 ms: no TTL at all rather than a short one. */
+	ck_reply(lb_acquire(p, "1", "1e-300", "1", "0"), 1, 0, 0, 9007199254740992LL);
+	ck_assert_int_eq(test_cmd_int(c, "PTTL %s", lb_key(p)), -1);
+	ck_assert_int_eq(test_cmd_int(c, "PTTL %s", lb_meta(p)), -1);
+}
+END_TEST
+
+/* ---- leaky bucket: state ----------------------------------------------------- */
+
+START_TEST(test_leaky_state)
+{
+	const char *p = "/state";
+	char *before;
+	redisReply *r;
+
+	ck_reply(lb_state(p, "5", "2", "0"), 0, 5, 0, -1, -2);
+	freeReplyObject(lb_acquire(p, "5", "2", "4", "0"));
+	before = snapshot();
+	r = lb_state(p, "5", "2", "0");
+	ck_assert_int_gt(elem_int(r, 4), 1900); /* 4 entries at 2/s: 2000 ms (+1) */
+	ck_assert_int_le(elem_int(r, 4), 2001);
+	ck_reply(r, 4, 1, 500, 0, elem_int(r, 4));
+	/* At 1200: 2.4 leaked -> 2 left, 0.4 carried, next leak 300 ms later. */
+	r = lb_state(p, "5", "2", "1200");
+	ck_reply(r, 2, 3, 300, 0, elem_int(r, 4));
+	r = lb_state(p, "5", "2", "5000");
+	ck_reply(r, 0, 5, 0, 0, elem_int(r, 4));
+	ck_snapshot_same(before);
+	free(before);
+
+	/* What the state foresaw is what the drain does. */
+	ck_reply(lb_drain1(p, "2", 1200), 2, 0, 1, 0);
+	r = lb_state(p, "5", "2", "1200");
+	ck_reply(r, 2, 3, 300, 1200, elem_int(r, 4));
+	ck_reply(lb_acquire(p, "5", "2", "1", "1200"), 1, 2, 0, 300);
+}
+END_TEST
+
+START_TEST(test_state_scripts_are_read_only)
+{
+	const char *lb_args[] = { lb_key("/ro"), lb_meta("/ro"), "5", "2", "0" };
+	const char *sl_args[] = { sl_key("/ro"), "3", "1000", "0" };
+	const char *acq_args[] = { lb_key("/ro"), lb_meta("/ro"), LB_REG, "/ro", "5", "2", "1", "0" };
+
+	freeReplyObject(lb_acquire("/ro", "5", "2", "1", "0"));
+	freeReplyObject(sl_acquire("/ro", "3", "1000", "0"));
+	redisReply *r;
+
+	/* Declared no-writes: Redis runs them with EVAL_RO, and refuses writes there. */
+	r = eval_argv(SCRIPT_LEAKY_BUCKET_STATE, 1, 2, 5, lb_args);
+	ck_assert_int_gt(elem_int(r, 4), 400);
+	ck_reply(r, 1, 4, 500, 0, elem_int(r, 4));
+	r = eval_argv(SCRIPT_SLIDING_LOG_STATE, 1, 1, 4, sl_args);
+	ck_assert_int_gt(elem_int(r, 3), 900);
+	ck_reply(r, 1, 2, 1000, elem_int(r, 3));
+	ck_error(eval_argv(SCRIPT_LEAKY_BUCKET, 1, 3, 8, acq_args), "ERR Write commands are not allowed");
+}
+END_TEST
+
+/* ---- sliding log ------------------------------------------------------------- */
+
+START_TEST(test_sliding_limit_3_window_1000)
+{
+	const char *p = "/log";
+	long long ttl;
+
+	ck_reply(sl_acquire(p, "3", "1000", "0"), 1, 2, 0, 1000);
+	ck_reply(sl_acquire(p, "3", "1000", "0"), 1, 1, 0, 1000);
+	ck_reply(sl_acquire(p, "3", "1000", "0"), 1, 0, 0, 1000);
+	ck_assert_int_eq(zcard(sl_key(p)), 3);
+	ck_cmd("{\"0:0\", \"0\", \"0:1\", \"0\", \"0:2\", \"0\"}", "ZRANGE %s 0 -1 WITHSCORES", sl_key(p));
+	ttl = test_cmd_int(c, "PTTL %s", sl_key(p));
+	ck_assert_int_gt(ttl, 900);
+	ck_assert_int_le(ttl, 1000);
+	ck_assert_int_eq(test_cmd_int(c, "SISMEMBER %s %s", SL_REG, p), 1);
+
+	/* Rejected requests are not added and do not extend the TTL. */
+	ck_reply(sl_acquire(p, "3", "1000", "500"), 0, 0, 500, 500);
+	ck_assert_int_eq(zcard(sl_key(p)), 3);
+	ck_reply(sl_acquire(p, "3", "1000", "999"), 0, 0, 1, 1);
+	ck_assert_int_eq(zcard(sl_key(p)), 3);
+	ck_assert_int_le(test_cmd_int(c, "PTTL %s", sl_key(p)), ttl);
+	/* The entries at 0 count for [0, 1000): gone at 1000. */
+	ck_reply(sl_acquire(p, "3", "1000", "1000"), 1, 2, 0, 1000);
+	ck_cmd("{\"1000:0\", \"1000\"}", "ZRANGE %s 0 -1 WITHSCORES", sl_key(p));
+}
+END_TEST
+
+START_TEST(test_sliding_retrying_client_gets_in)
+{
+	const char *p = "/retrying";
+	long long t;
+
+	ck_reply(sl_acquire(p, "2", "1000", "0"), 1, 1, 0, 1000);
+	ck_reply(sl_acquire(p, "2", "1000", "100"), 1, 0, 0, 900);
+	/* A client hammering every 50 ms is told the exact wait, and its
+	 * rejected attempts do not push the window on. */
+	for (t = 150; t < 1000; t += 50) {
+		ck_reply(sl_acquire(p, "2", "1000", num(t)), 0, 0, 1000 - t, 1000 - t);
+		ck_assert_int_eq(zcard(sl_key(p)), 2);
+	}
+	ck_reply(sl_acquire(p, "2", "1000", "1000"), 1, 0, 0, 100);
+	ck_reply(sl_acquire(p, "2", "1000", "1050"), 0, 0, 50, 50);
+	ck_reply(sl_acquire(p, "2", "1000", "1100"), 1, 0, 0, 900);
+}
+END_TEST
+
+START_TEST(test_sliding_older_now_is_newest)
+{
+	const char *p = "/older";
+	long long ttl;
+
+	ck_reply(sl_acquire(p, "3", "1000", "5000"), 1, 2, 0, 1000);
+	ck_reply(sl_acquire(p, "3", "1000", "4000"), 1, 1, 0, 1000);
+	ck_cmd("{\"5000:0\", \"5000\", \"5000:1\", \"5000\"}", "ZRANGE %s 0 -1 WITHSCORES", sl_key(p));
+	/* The newest entry lives until 6000 in its clock: 2000 ms from its 4000. */
+	ttl = test_cmd_int(c, "PTTL %s", sl_key(p));
+	ck_assert_int_gt(ttl, 1900);
+	ck_assert_int_le(ttl, 2000);
+}
+END_TEST
+
+START_TEST(test_sliding_members_stay_unique)
+{
+	const char *p = "/unique";
+
+	for (int i = 0; i < 3; i++)
+		freeReplyObject(sl_acquire(p, "10", "1000", "0"));
+	/* Someone removed part of that millisecond's group. */
+	freeReplyObject(test_cmd(c, "ZREM %s 0:0", sl_key(p)));
+	ck_reply(sl_acquire(p, "10", "1000", "0"), 1, 7, 0, 1000);
+	ck_cmd("{\"0:1\", \"0:2\", \"0:3\"}", "ZRANGE %s 0 -1", sl_key(p));
+}
+END_TEST
+
+START_TEST(test_sliding_limit_lowered)
+{
+	const char *p = "/lowered";
+
+	for (long long t = 0; t <= 400; t += 100)
+		freeReplyObject(sl_acquire(p, "10", "1000", num(t)));
+	/* Limit now 3 with 5 in the window: 3 must leave it, the third oldest
+	 * (at 200) at 1200. */
+	ck_reply(sl_acquire(p, "3", "1000", "500"), 0, 0, 700, 500);
+	ck_reply(sl_acquire(p, "3", "1000", "1199"), 0, 0, 1, 1);
+	ck_reply(sl_acquire(p, "3", "1000", "1200"), 1, 0, 0, 100);
+	ck_cmd("{\"300:0\", \"400:0\", \"1200:0\"}", "ZRANGE %s 0 -1", sl_key(p));
+}
+END_TEST
+
+START_TEST(test_sliding_uses_redis_time)
+{
+	const char *p = "/clock";
+	long long before = redis_ms(), after, score;
+	redisReply *r;
+
+	ck_reply(sl_acquire(p, "3", "1000", NULL), 1, 2, 0, 1000);
+	after = redis_ms();
+	r = test_cmd(c, "ZRANGE %s 0 0 WITHSCORES", sl_key(p));
+	score = atoll(r->element[1]->str);
+	freeReplyObject(r);
+	ck_assert_int_ge(score, before);
+	ck_assert_int_le(score, after);
+}
+END_TEST
+
+START_TEST(test_prune_window_boundary)
+{
+	const char *p = "/boundary";
+
+	ck_reply(sl_acquire(p, "3", "1000", "1000"), 1, 2, 0, 1000);
+	ck_reply(sl_prune1(p, "1000", 1999), 0, 0, 1, 0);
+	ck_assert_int_eq(zcard(sl_key(p)), 1);
+	ck_assert_int_eq(test_cmd_int(c, "SISMEMBER %s %s", SL_REG, p), 1);
+	ck_reply(sl_prune1(p, "1000", 2000), 1, 1, 1, 0);
+	ck_assert_int_eq(test_cmd_int(c, "EXISTS %s", sl_key(p)), 0);
+	ck_assert_int_eq(test_cmd_int(c, "SISMEMBER %s %s", SL_REG, p), 0);
+	ck_reply(sl_prune1(p, "1000", 2000), 0, 0, 1, 0);
+}
+END_TEST
+
+START_TEST(test_prune_batch)
+{
+	/* A: entries at 0, 500, 900 (window 1000); B: registered, absent;
+	 * C: entry at 0, window 5000; D: registered, a hash (another layout). */
+	freeReplyObject(sl_acquire("A", "10", "1000", "0"));
+	freeReplyObject(sl_acquire("A", "10", "1000", "500"));
+	freeReplyObject(sl_acquire("A", "10", "1000", "900"));
+	freeReplyObject(sl_acquire("C", "10", "5000", "0"));
+	freeReplyObject(test_cmd(c, "SADD %s B D", SL_REG));
+	freeReplyObject(test_cmd(c, "HSET %s f 1", sl_key("D")));
+	ck_reply(ev(SCRIPT_SLIDING_LOG_PRUNE, 5, SL_REG, sl_key("A"), sl_key("B"), sl_key("C"),
+		    sl_key("D"), "1500", "A", "1000", "B", "1000", "C", "5000", "D", "1000", NULL),
+		 2, 1, 4, 1);
+	ck_cmd("{\"900:0\"}", "ZRANGE %s 0 -1", sl_key("A"));
+	ck_assert_int_eq(zcard(sl_key("C")), 1);
+	ck_cmd("{\"A\", \"C\", \"D\"}", "SORT %s ALPHA", SL_REG);
+	/* Twice at one instant: nothing more. */
+	ck_reply(ev(SCRIPT_SLIDING_LOG_PRUNE, 5, SL_REG, sl_key("A"), sl_key("B"), sl_key("C"),
+		    sl_key("D"), "1500", "A", "1000", "B", "1000", "C", "5000", "D", "1000", NULL),
+		 0, 0, 4, 1);
+}
+END_TEST
+
+START_TEST(test_sliding_state)
+{
+	const char *p = "/state";
+	char *before;
+	redisReply *r;
+
+	ck_reply(sl_state(p, "3", "1000", "0"), 0, 3, 0, -2);
+	freeReplyObject(sl_acquire(p, "3", "1000", "0"));
+	freeReplyObject(sl_acquire(p, "3", "1000", "400"));
+	before = snapshot();
+	r = sl_state(p, "3", "1000", "900");
+	ck_assert_int_gt(elem_int(r, 3), 900); /* one window after the entry at 400 */
+	ck_assert_int_le(elem_int(r, 3), 1000);
+	ck_reply(r, 2, 1, 100, elem_int(r, 3));
+	r = sl_state(p, "3", "1000", "1000");
+	ck_reply(r, 1, 2, 400, elem_int(r, 3));
+	r = sl_state(p, "3", "1000", "1400");
+	ck_reply(r, 0, 3, 0, elem_int(r, 3));
+	/* Behind the newest entry: served at 400. */
+	r = sl_state(p, "3", "1000", "100");
+	ck_reply(r, 2, 1, 600, elem_int(r, 3));
+	ck_snapshot_same(before);
+	free(before);
+}
+END_TEST
+
+/* ---- reset ------------------------------------------------------------------- */
+
+START_TEST(test_reset)
+{
+	const char *p = "/api/users";
+
+	freeReplyObject(lb_acquire(p, "10", "1", "3", "0"));
+	freeReplyObject(sl_acquire(p, "10", "1000", "0"));
+	freeReplyObject(sl_acquire(p, "10", "1000", "1"));
+	freeReplyObject(lb_acquire("/other", "10", "1", "1", "0"));
+	freeReplyObject(test_cmd(c, "SET sluice:{%s}:fixed_window 7", p));
+	{
+		const char *argv[] = { SL_REG, LB_REG, lb_key(p), lb_meta(p), "sluice:{/api/users}:none",
+				       sl_key(p), "sluice:{/api/users}:fixed_window", "2", p };
+		redisReply *r = eval_argv(SCRIPT_RESET, 0, 7, 9, argv);
+
+		ck_assert_int_eq(r->type, REDIS_REPLY_ARRAY);
+		ck_assert_uint_eq(r->elements, 5);
+		ck_assert_int_eq(r->element[0]->integer, 2);
+		{
+			char got[256];
+			const char *pairs[] = { "{\"sluice:{/api/users}:leaky_bucket\", 3}",
+						"{\"sluice:{/api/users}:leaky_bucket:meta\", 3}",
+						"{\"sluice:{/api/users}:sliding_log\", 2}",
+						"{\"sluice:{/api/users}:fixed_window\", 1}" };
+
+			for (int i = 0; i < 4; i++)
+				ck_assert_str_eq(show(r->element[1 + i], got, sizeof(got)), pairs[i]);
+		}
+		freeReplyObject(r);
+	}
+	ck_assert_int_eq(test_cmd_int(c, "EXISTS %s %s %s sluice:{%s}:fixed_window", lb_key(p),
+				      lb_meta(p), sl_key(p), p),
+			 0);
+	ck_cmd("{\"/other\"}", "SMEMBERS %s", LB_REG);
+	ck_assert_int_eq(test_cmd_int(c, "EXISTS %s", SL_REG), 0);
+	ck_assert_int_eq(zcard(lb_key("/other")), 1);
+	/* Again: nothing left. */
+	{
+		const char *argv[] = { SL_REG, LB_REG, lb_key(p), lb_meta(p), sl_key(p), "2", p };
+
+		ck_reply(eval_argv(SCRIPT_RESET, 0, 5, 7, argv), 0);
+	}
+}
+END_TEST
+
+/* ---- validation -------------------------------------------------------------- */
+
+/* One bad call: the script, its KEYS count, all its arguments, the error prefix. */
+struct bad_call {
+	enum script_id id;
+	int nkeys;
+	const char *args[12]; /* KEYS then ARGV, NULL-terminated */
+	const char *error;
+};
+
+#define LBK "sluice:{/v}:leaky_bucket", "sluice:{/v}:leaky_bucket:meta"
+#define SLK "sluice:{/v}:sliding_log"
+
+static const struct bad_call bad_calls[] = {
+	{ SCRIPT_LEAKY_BUCKET, 3, { LBK, LB_REG, "", "3", "1", "1", "9000" }, "ERR sluice: path " },
+	{ SCRIPT_LEAKY_BUCKET, 3, { LBK, LB_REG, "/v", "0", "1", "1", "9000" }, "ERR sluice: capacity " },
+	{ SCRIPT_LEAKY_BUCKET, 3, { LBK, LB_REG, "/v", "-1", "1", "1", "9000" }, "ERR sluice: capacity " },
+	{ SCRIPT_LEAKY_BUCKET, 3, { LBK, LB_REG, "/v", "1.5", "1", "1", "9000" }, "ERR sluice: capacity " },
+	{ SCRIPT_LEAKY_BUCKET, 3, { LBK, LB_REG, "/v", "abc", "1", "1", "9000" }, "ERR sluice: capacity " },
+	{ SCRIPT_LEAKY_BUCKET, 3, { LBK, LB_REG, "/v", "", "1", "1", "9000" }, "ERR sluice: capacity " },
+	{ SCRIPT_LEAKY_BUCKET, 3, { LBK, LB_REG, "/v", "9007199254740993", "1", "1", "9000" }, "ERR sluice: capacity " },
+	{ SCRIPT_LEAKY_BUCKET, 3, { LBK, LB_REG, "/v", "3", "0", "1", "9000" }, "ERR sluice: rate " },
+	{ SCRIPT_LEAKY_BUCKET, 3, { LBK, LB_REG, "/v", "3", "-1", "1", "9000" }, "ERR sluice: rate " },
+	{ SCRIPT_LEAKY_BUCKET, 3, { LBK, LB_REG, "/v", "3", "inf", "1", "9000" }, "ERR sluice: rate " },
+	{ SCRIPT_LEAKY_BUCKET, 3, { LBK, LB_REG, "/v", "3", "nan", "1", "9000" }, "ERR sluice: rate " },
+	{ SCRIPT_LEAKY_BUCKET, 3, { LBK, LB_REG, "/v", "3", "1e999", "1", "9000" }, "ERR sluice: rate " },
+	{ SCRIPT_LEAKY_BUCKET, 3, { LBK, LB_REG, "/v", "3", "0x10", "1", "9000" }, "ERR sluice: rate " },
+	{ SCRIPT_LEAKY_BUCKET, 3, { LBK, LB_REG, "/v", "3", "1e-400", "1", "9000" }, "ERR sluice: rate " },
+	{ SCRIPT_LEAKY_BUCKET, 3, { LBK, LB_REG, "/v", "3", "", "1", "9000" }, "ERR sluice: rate " },
+	{ SCRIPT_LEAKY_BUCKET, 3, { LBK, LB_REG, "/v", "3", "1", "0", "9000" }, "ERR sluice: n " },
+	{ SCRIPT_LEAKY_BUCKET, 3, { LBK, LB_REG, "/v", "3", "1", "1.5", "9000" }, "ERR sluice: n " },
+	{ SCRIPT_LEAKY_BUCKET, 3, { LBK, LB_REG, "/v", "3", "1", "-2", "9000" }, "ERR sluice: n " },
+	{ SCRIPT_LEAKY_BUCKET, 3, { LBK, LB_REG, "/v", "3", "1", "1", "-5" }, "ERR sluice: now " },
+	{ SCRIPT_LEAKY_BUCKET, 3, { LBK, LB_REG, "/v", "3", "1", "1", "1.5" }, "ERR sluice: now " },
+	{ SCRIPT_LEAKY_BUCKET, 3, { LBK, LB_REG, "/v", "3", "1", "1", "1e3" }, "ERR sluice: now " },
+	{ SCRIPT_LEAKY_BUCKET, 3, { LBK, LB_REG, "/v", "3", "1", "1", " 9000" }, "ERR sluice: now " },
+	{ SCRIPT_LEAKY_BUCKET, 2, { LBK, "/v", "3", "1", "1", "9000" }, "ERR sluice: leaky_bucket takes 3 KEYS" },
+	{ SCRIPT_LEAKY_BUCKET_DRAIN, 3, { LB_REG, LBK, "9000", "/v", "0" }, "ERR sluice: rate " },
+	{ SCRIPT_LEAKY_BUCKET_DRAIN, 3, { LB_REG, LBK, "9000", "/v", "abc" }, "ERR sluice: rate " },
+	{ SCRIPT_LEAKY_BUCKET_DRAIN, 3, { LB_REG, LBK, "9000", "", "1" }, "ERR sluice: path " },
+	{ SCRIPT_LEAKY_BUCKET_DRAIN, 3, { LB_REG, LBK, "-1", "/v", "1" }, "ERR sluice: now " },
+	/* The first bucket is valid: the bad second one must still stop the batch. */
+	{ SCRIPT_LEAKY_BUCKET_DRAIN, 5, { LB_REG, LBK, "x", "y", "9000", "/v", "1", "/x", "-3" }, "ERR sluice: rate " },
+	{ SCRIPT_LEAKY_BUCKET_DRAIN, 3, { LB_REG, LBK, "9000", "/v" }, "ERR sluice: leaky_bucket_drain takes" },
+	{ SCRIPT_LEAKY_BUCKET_DRAIN, 2, { LB_REG, "sluice:{/v}:leaky_bucket", "9000", "/v", "1" }, "ERR sluice: leaky_bucket_drain takes" },
+	{ SCRIPT_LEAKY_BUCKET_STATE, 2, { LBK, "0", "1", "9000" }, "ERR sluice: capacity " },
+	{ SCRIPT_LEAKY_BUCKET_STATE, 2, { LBK, "3", "nan", "9000" }, "ERR sluice: rate " },
+	{ SCRIPT_LEAKY_BUCKET_STATE, 2, { LBK, "3", "1", "x" }, "ERR sluice: now " },
+	{ SCRIPT_SLIDING_LOG, 2, { SLK, SL_REG, "", "3", "1000", "9000" }, "ERR sluice: path " },
+	{ SCRIPT_SLIDING_LOG, 2, { SLK, SL_REG, "/v", "0", "1000", "9000" }, "ERR sluice: limit " },
+	{ SCRIPT_SLIDING_LOG, 2, { SLK, SL_REG, "/v", "2.5", "1000", "9000" }, "ERR sluice: limit " },
+	{ SCRIPT_SLIDING_LOG, 2, { SLK, SL_REG, "/v", "3", "0", "9000" }, "ERR sluice: window_ms " },
+	{ SCRIPT_SLIDING_LOG, 2, { SLK, SL_REG, "/v", "3", "-1000", "9000" }, "ERR sluice: window_ms " },
+	{ SCRIPT_SLIDING_LOG, 2, { SLK, SL_REG, "/v", "3", "1000", "-1" }, "ERR sluice: now " },
+	{ SCRIPT_SLIDING_LOG, 2, { SLK, SL_REG, "/v", "3", "1000", "now" }, "ERR sluice: now " },
+	{ SCRIPT_SLIDING_LOG_PRUNE, 2, { SL_REG, SLK, "9000", "/v", "0" }, "ERR sluice: window_ms " },
+	{ SCRIPT_SLIDING_LOG_PRUNE, 2, { SL_REG, SLK, "9000", "", "1000" }, "ERR sluice: path " },
+	{ SCRIPT_SLIDING_LOG_PRUNE, 2, { SL_REG, SLK, "1.5", "/v", "1000" }, "ERR sluice: now " },
+	{ SCRIPT_SLIDING_LOG_PRUNE, 2, { SL_REG, SLK, "9000", "/v" }, "ERR sluice: sliding_log_prune takes" },
+	{ SCRIPT_SLIDING_LOG_STATE, 1, { SLK, "0", "1000", "9000" }, "ERR sluice: limit " },
+	{ SCRIPT_SLIDING_LOG_STATE, 1, { SLK, "3", "x", "9000" }, "ERR sluice: window_ms " },
+	{ SCRIPT_SLIDING_LOG_STATE, 1, { SLK, "3", "1000", "-9000" }, "ERR sluice: now " },
+	{ SCRIPT_RESET, 3, { LB_REG, LBK, "x", "/v" }, "ERR sluice: registry_count " },
+	{ SCRIPT_RESET, 3, { LB_REG, LBK, "4", "/v" }, "ERR sluice: registry_count " },
+	{ SCRIPT_RESET, 3, { LB_REG, LBK, "1", "" }, "ERR sluice: path " },
+};
+
+START_TEST(test_bad_arguments_change_nothing)
+{
+	const struct bad_call *bc = &bad_calls[_i];
+	int argc = 0;
+	char *before;
+
+	/* State at 1000 that a call at 9000 would drain, prune or reset. */
+	freeReplyObject(lb_acquire("/v", "3", "1", "2", "1000"));
+	freeReplyObject(sl_acquire("/v", "3", "1000", "1000"));
+	before = snapshot();
+	while (bc->args[argc])
+		argc++;
+	ck_error(eval_argv(bc->id, 0, bc->nkeys, argc, bc->args), bc->error);
+	ck_snapshot_same(before);
+	free(before);
+}
+END_TEST
+
+/* ---- EVALSHA and NOSCRIPT ---------------------------------------------------- */
+
+START_TEST(test_evalsha_and_noscript)
+{
+	const struct script_src *s = script_get(SCRIPT_LEAKY_BUCKET);
+	redisReply *load = test_cmd(c, "SCRIPT LOAD %s", s->body);
+	char sha[41];
+
+	ck_assert_int_eq(load->type, REDIS_REPLY_STRING);
+	ck_assert_uint_eq(load->len, 40);
+	memcpy(sha, load->str, 41);
+	freeReplyObject(load);
+	ck_reply(test_cmd(c, "EVALSHA %s 3 %s %s %s /sha 3 1 1 1000", sha, lb_key("/sha"),
+			  lb_meta("/sha"), LB_REG),
+		 1, 2, 0, 1000);
+	/* Same script, same state, whichever way it is called. */
+	ck_reply(lb_acquire("/sha", "3", "1", "1", "1000"), 1, 1, 0, 1000);
+	/* A restart, failover or SCRIPT FLUSH empties the script cache: EVALSHA then
+	 * answers NOSCRIPT and the daemon must SCRIPT LOAD again and retry. */
+	freeReplyObject(test_cmd(c, "SCRIPT FLUSH"));
+	ck_error(test_cmd(c, "EVALSHA %s 3 %s %s %s /sha 3 1 1 1000", sha, lb_key("/sha"),
+			  lb_meta("/sha"), LB_REG),
+		 "NOSCRIPT");
+	ck_assert_int_eq(zcard(lb_key("/sha")), 2);
+}
+END_TEST
+
+static Suite *scripts_suite(void)
+{
+	Suite *s = suite_create("scripts");
+	TCase *tc;
+
+#define TC(name)                                                   \
+	do {                                                       \
+		tc = tcase_create(name);                           \
+		tcase_add_unchecked_fixture(tc, srv_start, srv_stop); \
+		tcase_add_checked_fixture(tc, setup, teardown);    \
+		tcase_set_timeout(tc, 60);                         \
+		suite_add_tcase(s, tc);                            \
+	} while (0)
+
+	TC("embedding");
+	tcase_add_test(tc, test_all_scripts_embedded_and_compile);
+	tcase_add_test(tc, test_evalsha_and_noscript);
+
+	TC("leaky_bucket_drain");
+	tcase_add_loop_test(tc, test_drain_exact, 0, (int)(sizeof(drain_cases) / sizeof(drain_cases[0])));
+	tcase_add_test(tc, test_drain_twice_same_instant);
+	tcase_add_test(tc, test_drain_empty_bucket_earns_no_credit);
+	tcase_add_test(tc, test_drain_empties_bucket);
+	tcase_add_test(tc, test_drain_older_now_is_last);
+	tcase_add_test(tc, test_drain_batch);
+	tcase_add_test(tc, test_drain_foreign_bucket);
+	tcase_add_test(tc, test_drain_uses_redis_time);
+
+	TC("leaky_bucket");
+	tcase_add_test(tc, test_acquire_capacity_3_rate_1);
+	tcase_add_test(tc, test_acquire_cost_n);
+	tcase_add_test(tc, test_acquire_n_over_capacity);
+	tcase_add_test(tc, test_acquire_same_ms_counted_apart);
+	tcase_add_test(tc, test_acquire_default_n);
+	tcase_add_test(tc, test_acquire_uses_redis_time);
+	tcase_add_loop_test(tc, test_acquire_retry_after_is_exact, 0,
+			    (int)(sizeof(retry_cases) / sizeof(retry_cases[0])));
+	tcase_add_test(tc, test_acquire_older_now_is_last);
+	tcase_add_test(tc, test_acquire_fractional_carry);
+	tcase_add_test(tc, test_acquire_member_collision_with_foreign_entries);
+	tcase_add_test(tc, test_acquire_large_n);
+	tcase_add_test(tc, test_acquire_tiny_rate_never_expires);
+
+	TC("state");
+	tcase_add_test(tc, test_leaky_state);
+	tcase_add_test(tc, test_sliding_state);
+	tcase_add_test(tc, test_state_scripts_are_read_only);
+
+	TC("sliding_log");
+	tcase_add_test(tc, test_sliding_limit_3_window_1000);
+	tcase_add_test(tc, test_sliding_retrying_client_gets_in);
+	tcase_add_test(tc, test_sliding_older_now_is_newest);
+	tcase_add_test(tc, test_sliding_members_stay_unique);
+	tcase_add_test(tc, test_sliding_limit_lowered);
+	tcase_add_test(tc, test_sliding_uses_redis_time);
+	tcase_add_test(tc, test_prune_window_boundary);
+	tcase_add_test(tc, test_prune_batch);
+
+	TC("reset");
+	tcase_add_test(tc, test_reset);
+
+	TC("validation");
+	tcase_add_loop_test(tc, test_bad_arguments_change_nothing, 0,
+			    (int)(sizeof(bad_calls) / sizeof(bad_calls[0])));
+#undef TC
+	return s;
+}
+
+int main(void)
+{
+	return test_run_suite(scripts_suite());
+}
