@@ -5,6 +5,7 @@
  *   drain_bench bench --redis URL [--paths N] [--repeat R] [--batch-size B]
  *                     [--also-batch B1,B2,...]
  *   drain_bench fill  --redis URL [--paths N] [--age-ms A]
+ *   drain_bench sweep --redis URL [--paths N] [--batch-size B] [--profile]
  *
  * bench: for each of R rounds, three fresh identical fills of N buckets, each
  * followed by one timed pass that drains exactly one entry from every bucket:
@@ -19,6 +20,8 @@
  *
  * fill: FLUSHDB, store the rule and fill N buckets as of now - A ms (Redis
  * clock), for the daemon's memory run (bench.sh).
+ * sweep: one timed drain sweep at the Redis clock after `fill --age-ms 100000`
+ * (exactly one entry due per bucket), for profiling with perf or callgrind.
  *
  * The state is written the way a client writes it: lua/leaky_bucket.lua with
  * an explicit now, pipelined, for a burst of one request at T0 - 4 ms and four
@@ -492,7 +495,8 @@ static void usage(FILE *f)
 {
 	fputs("usage: drain_bench bench --redis URL [--paths N] [--repeat R] [--batch-size B]\n"
 	      "                         [--also-batch B1,B2,...] [--profile]\n"
-	      "       drain_bench fill  --redis URL [--paths N] [--age-ms A]\n",
+	      "       drain_bench fill  --redis URL [--paths N] [--age-ms A]\n"
+	      "       drain_bench sweep --redis URL [--paths N] [--batch-size B] [--profile]\n",
 	      f);
 }
 
@@ -524,7 +528,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	mode = argv[1];
-	if (strcmp(mode, "bench") && strcmp(mode, "fill")) {
+	if (strcmp(mode, "bench") && strcmp(mode, "fill") && strcmp(mode, "sweep")) {
 		usage(stderr);
 		return 2;
 	}
@@ -590,6 +594,14 @@ int main(int argc, char **argv)
 
 		check_sample(&b, 5, "after fill");
 		printf("filled %zu buckets (5 entries each, as of now - %lld ms) in %.2f s\n", b.paths, age_ms, s);
+	} else if (!strcmp(mode, "sweep")) {
+		/* after `fill --age-ms 100000`: one entry is due per bucket at the Redis clock */
+		struct outcome o;
+
+		b.t0 = redis_time_ms(&b) - DUE_AFTER_MS;
+		o = pass_sweep(&b, batch_size, profile);
+		printf("sweep %zu buckets, batch %zu: %.3f s, %.0f keys/s, %llu script calls\n", b.paths, batch_size,
+		       o.secs, (double)b.paths / o.secs, (unsigned long long)o.batches);
 	} else {
 		struct timeval tv = { 60, 0 };
 		double secs[PASS__N][MAX_ROUNDS], also_secs[MAX_BATCHES];

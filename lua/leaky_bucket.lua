@@ -21,6 +21,7 @@
 -- rate * ms / 1000 + carry is not exact in binary: at 10/60 per s, a leak at
 -- 6007 ms then one at 12000 ms sums to 0.9999999999999998 for the second
 -- entry.  EPS makes such a sum count as the whole entry it stands for.
+local GRACE_MS = 1000 -- see the TTL below
 local EPS = 1e-9
 -- 2^53: the largest range where a Lua number (a double) holds every integer.
 local MAX_INT = 9007199254740992
@@ -168,8 +169,10 @@ elseif level + n <= capacity then
   end
   level = level + n
   -- Keep both keys until the bucket would be empty, measured from the caller's
-  -- `now` (not t, which may be later), + 1 ms for the expiry clock's rounding.
-  local ttl = last + ms_until(level) - now + 1
+  -- `now` (not t, which may be later), + 1 ms for the expiry clock's rounding,
+  -- + GRACE_MS so that a running sluiced drains (and counts) the last entries
+  -- before Redis expires the key; an expired bucket reads the same as a drained one.
+  local ttl = last + ms_until(level) - now + 1 + GRACE_MS
   if ttl >= MAX_INT then
     redis.call('PERSIST', bucket) -- drains in more than 2^53 ms: never expire
     redis.call('PERSIST', meta)

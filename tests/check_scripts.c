@@ -589,15 +589,15 @@ START_TEST(test_acquire_capacity_3_rate_1)
 
 	ck_reply(lb_acquire(p, "3", "1", "1", "1000"), 1, 2, 0, 1000);
 	ttl = test_cmd_int(c, "PTTL %s", lb_key(p));
-	ck_assert_int_gt(ttl, 900); /* 1 entry at 1/s: drained 1000 ms later, + 1 */
-	ck_assert_int_le(ttl, 1001);
+	ck_assert_int_gt(ttl, 1900); /* 1 entry at 1/s: drained 1000 ms later, + 1 + 1000 grace */
+	ck_assert_int_le(ttl, 2001);
 	ck_reply(lb_acquire(p, "3", "1", "1", "1000"), 1, 1, 0, 1000);
 	ck_reply(lb_acquire(p, "3", "1", "1", "1000"), 1, 0, 0, 1000);
-	ttl = test_cmd_int(c, "PTTL %s", lb_key(p));
-	ck_assert_int_gt(ttl, 2900);
-	ck_assert_int_le(ttl, 3001);
-	ck_assert_int_gt(test_cmd_int(c, "PTTL %s", lb_meta(p)), 2900);
-	ck_assert_int_le(test_cmd_int(c, "PTTL %s", lb_meta(p)), 3001);
+	ttl = test_cmd_int(c, "PTTL %s", lb_key(p)); /* 3 entries: 3000 ms, +1, +1000 grace */
+	ck_assert_int_gt(ttl, 3900);
+	ck_assert_int_le(ttl, 4001);
+	ck_assert_int_gt(test_cmd_int(c, "PTTL %s", lb_meta(p)), 3900);
+	ck_assert_int_le(test_cmd_int(c, "PTTL %s", lb_meta(p)), 4001);
 	ck_cmd("{\"1000:1\", \"1000\", \"1000:2\", \"1000\", \"1000:3\", \"1000\"}",
 	       "ZRANGE %s 0 -1 WITHSCORES", lb_key(p));
 	ck_cmd("{\"last\", \"1000\", \"carry\", \"0\", \"seq\", \"3\"}", "HGETALL %s", lb_meta(p));
@@ -738,10 +738,10 @@ START_TEST(test_acquire_older_now_is_last)
 	/* A client whose clock is 1 s behind is served at 5000. */
 	ck_reply(lb_acquire(p, "3", "1", "1", "4000"), 1, 1, 0, 1000);
 	ck_cmd("{\"5000:1\", \"5000\", \"5000:2\", \"5000\"}", "ZRANGE %s 0 -1 WITHSCORES", lb_key(p));
-	/* Empty at 7000 in its clock, 3000 ms from its 4000 (+1). */
+	/* Empty at 7000 in its clock, 3000 ms from its 4000 (+1, +1000 grace). */
 	ttl = test_cmd_int(c, "PTTL %s", lb_key(p));
-	ck_assert_int_gt(ttl, 2900);
-	ck_assert_int_le(ttl, 3001);
+	ck_assert_int_gt(ttl, 3900);
+	ck_assert_int_le(ttl, 4001);
 }
 END_TEST
 
@@ -810,8 +810,8 @@ START_TEST(test_leaky_state)
 	freeReplyObject(lb_acquire(p, "5", "2", "4", "0"));
 	before = snapshot();
 	r = lb_state(p, "5", "2", "0");
-	ck_assert_int_gt(elem_int(r, 4), 1900); /* 4 entries at 2/s: 2000 ms (+1) */
-	ck_assert_int_le(elem_int(r, 4), 2001);
+	ck_assert_int_gt(elem_int(r, 4), 2900); /* 4 entries at 2/s: 2000 ms (+1, +1000 grace) */
+	ck_assert_int_le(elem_int(r, 4), 3001);
 	ck_reply(r, 4, 1, 500, 0, elem_int(r, 4));
 	/* At 1200: 2.4 leaked -> 2 left, 0.4 carried, next leak 300 ms later. */
 	r = lb_state(p, "5", "2", "1200");
