@@ -356,7 +356,8 @@ static int parse_cursor(const char *s, size_t nlayouts, size_t *layout, char *ss
 		return 0;
 	}
 	dash = strchr(s, '-');
-	if (!dash || dash == s || !dash[1] || strlen(dash + 1) >= cap || s[0] < '0' || s[0] > '9')
+	if (!dash || dash == s || !dash[1] || strlen(dash + 1) > 20 || strlen(dash + 1) >= cap ||
+	    s[0] < '0' || s[0] > '9')
 		return -EINVAL;
 	l = strtoul(s, &end, 10);
 	if (end != dash || l >= nlayouts)
@@ -418,6 +419,12 @@ static void h_paths_list(struct api *a, const struct api_request *req, struct ap
 	argv[argc] = count, lens[argc++] = strlen(count);
 	if ((rc = rconn_command(a->conn, argc, argv, lens, &r))) {
 		fail_redis(a, res, rc);
+		return;
+	}
+	if (r->type == REDIS_REPLY_ERROR) {
+		/* the only argument Redis can refuse here is the cursor (out of range) */
+		freeReplyObject(r);
+		fail(res, 400, "invalid_query", "cursor must be \"0\" or a cursor this API returned", "cursor");
 		return;
 	}
 	if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
@@ -504,7 +511,8 @@ static int add_job(cJSON *jobs, const char *name, const char *entries, const str
 	return jsonv_add_int(o, "ticks", (int64_t)j->steps) || jsonv_add_int(o, "sweeps", (int64_t)j->sweeps) ||
 	       jsonv_add_int(o, "batches", (int64_t)j->batches) || jsonv_add_int(o, "paths", (int64_t)j->paths) ||
 	       jsonv_add_int(o, entries, (int64_t)j->entries) || jsonv_add_int(o, "emptied", (int64_t)j->emptied) ||
-	       jsonv_add_int(o, "unmatched", (int64_t)j->unmatched) || jsonv_add_int(o, "errors", (int64_t)j->errors) ||
+	       jsonv_add_int(o, "unmatched", (int64_t)j->unmatched) || jsonv_add_int(o, "skipped", (int64_t)j->skipped) ||
+	       jsonv_add_int(o, "errors", (int64_t)j->errors) ||
 	       jsonv_add_int(o, "last_duration_us", j->last_step_us) ||
 	       jsonv_add_int(o, "last_sweep_us", j->last_sweep_us) || jsonv_add_int(o, "lag_us", j->lag_us) ||
 	       jsonv_add_int(o, "max_lag_us", j->max_lag_us) || jsonv_add_int(o, "overruns", (int64_t)j->overruns) ||

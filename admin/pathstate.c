@@ -118,6 +118,19 @@ static cJSON *state_json(const struct layout *l, const struct rule *rule, const 
 
 	if (bad)
 		return NULL;
+	if (r && r->type == REDIS_REPLY_ERROR) {
+		/* e.g. WRONGTYPE: a key of another limiter under this layout's name;
+		 * report it and let the rest of the page through */
+		bad = jsonv_add_strn(o, "path", path, len) ||
+		      !cJSON_AddStringToObject(o, "algorithm", algorithm_name(l->algorithm)) ||
+		      !cJSON_AddStringToObject(o, "layout", l->name) ||
+		      !(rule ? cJSON_AddStringToObject(o, "rule", rule->name) : cJSON_AddNullToObject(o, "rule")) ||
+		      !cJSON_AddNullToObject(o, "count") || !cJSON_AddNullToObject(o, "remaining") ||
+		      !cJSON_AddNullToObject(o, "reset_ms") || !cJSON_AddStringToObject(o, "error", r->str);
+		if (bad)
+			goto fail;
+		return o;
+	}
 	if (under && (int_at(r, 0, &count) || int_at(r, 1, &remaining) || int_at(r, 2, &reset) ||
 		      int_at(r, rule->algorithm == ALG_LEAKY_BUCKET ? 4 : 3, &ttl)))
 		goto fail;
@@ -248,11 +261,12 @@ int pathstate_get(struct rconn *c, const struct layout *layouts, size_t nlayouts
 	for (size_t i = 0; i < nlayouts; i++) {
 		const redisReply *m = rbatch_reply(b, 2 * i), *n = rbatch_reply(b, 2 * i + 1);
 
-		if (!m || m->type != REDIS_REPLY_INTEGER || !n || n->type != REDIS_REPLY_INTEGER) {
+		if (!m || m->type != REDIS_REPLY_INTEGER || !n ||
+		    (n->type != REDIS_REPLY_INTEGER && n->type != REDIS_REPLY_ERROR)) {
 			rc = -EPROTO;
 			goto out;
 		}
-		if (m->integer || n->integer) {
+		if (m->integer || n->type == REDIS_REPLY_ERROR || n->integer) {
 			o = state_json(&layouts[i], NULL, path, len, n, m->integer == 1);
 			rc = o ? 0 : -EPROTO;
 			break;
@@ -273,6 +287,7 @@ int pathstate_reset(struct rconn *c, const struct layout *layouts, size_t nlayou
 	struct strbuf buf = { 0 };
 	size_t *off = calloc(3 * nlayouts + 2, sizeof(size_t)), *lens = calloc(3 * nlayouts + 2, sizeof(size_t));
 	const char **argv = calloc(3 * nlayouts + 2, sizeof(char *));
+	char *meta = calloc(3 * nlayouts + 2, 1); /* meta[i]: KEYS[i] is a meta hash, not entries */
 	char nreg[16];
 	size_t n = 0;
 	long long entries = 0, keys = 0;
@@ -280,7 +295,7 @@ int pathstate_reset(struct rconn *c, const struct layout *layouts, size_t nlayou
 	cJSON *o = NULL, *arr;
 	int rc = -ENOMEM;
 
-	if (!off || !lens || !argv)
+	if (!off || !lens || !argv || !meta)
 		goto out;
 	/* KEYS: every registry, then every data (and meta) key; ARGV: #registries, path */
 #define PUSH(expr)                                 \
@@ -295,8 +310,10 @@ int pathstate_reset(struct rconn *c, const struct layout *layouts, size_t nlayou
 		PUSH(strbuf_add(&buf, layouts[i].registry, strlen(layouts[i].registry)));
 	for (size_t i = 0; i < nlayouts; i++) {
 		PUSH(layout_key(&layouts[i], path, len, 0, &buf));
-		if (layouts[i].algorithm == ALG_LEAKY_BUCKET)
+		if (layouts[i].algorithm == ALG_LEAKY_BUCKET) {
 			PUSH(layout_key(&layouts[i], path, len, 1, &buf));
+			meta[n - 1] = 1;
+		}
 	}
 	snprintf(nreg, sizeof(nreg), "%zu", nlayouts);
 	PUSH(strbuf_add(&buf, nreg, strlen(nreg)));
@@ -314,6 +331,7 @@ int pathstate_reset(struct rconn *c, const struct layout *layouts, size_t nlayou
 		goto out;
 	for (size_t i = 1; i < r->elements; i++) {
 		const redisReply *e = r->element[i];
+		int is_meta;
 		cJSON *k;
 
 		if (e->type != REDIS_REPLY_ARRAY || e->elements != 2 ||
@@ -321,15 +339,24 @@ int pathstate_reset(struct rconn *c, const struct layout *layouts, size_t nlayou
 			cJSON_Delete(arr);
 			goto out;
 		}
+		is_meta = 0;
+		for (size_t j = 0; j < n; j++)
+			if (meta[j] && lens[j] == e->element[0]->len &&
+			    memcmp(argv[j], e->element[0]->str, lens[j]) == 0)
+				is_meta = 1;
 		k = cJSON_CreateObject();
+		/* a meta hash holds bookkeeping (last, carry, seq), not admitted entries */
 		if (!k || jsonv_add_strn(k, "key", e->element[0]->str, e->element[0]->len) ||
-		    jsonv_add_int(k, "entries", e->element[1]->integer) || !cJSON_AddItemToArray(arr, k)) {
+		    (is_meta ? !cJSON_AddBoolToObject(k, "meta", 1)
+			     : jsonv_add_int(k, "entries", e->element[1]->integer)) ||
+		    !cJSON_AddItemToArray(arr, k)) {
 			cJSON_Delete(k);
 			cJSON_Delete(arr);
 			goto out;
 		}
 		keys++;
-		entries += e->element[1]->integer;
+		if (!is_meta)
+			entries += e->element[1]->integer;
 	}
 	if (jsonv_add_int(o, "keys_removed", keys) || jsonv_add_int(o, "entries_removed", entries) ||
 	    jsonv_add_int(o, "registries_removed", r->element[0]->integer) ||
@@ -348,5 +375,6 @@ out:
 	free(off);
 	free(lens);
 	free(argv);
+	free(meta);
 	return rc;
 }

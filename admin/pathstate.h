@@ -31,7 +31,9 @@ int pathstate_get(struct rconn *c, const struct layout *layouts, size_t nlayouts
 /*
  * Delete every key the layouts keep for `path` and remove it from their
  * registries, atomically.  *out is a new object describing what was removed:
- * {"path", "keys_removed", "entries_removed", "registries_removed", "keys": [{"key","entries"}]}.
+ * {"path", "keys_removed", "entries_removed", "registries_removed",
+ *  "keys": [{"key", "entries"} for data keys, {"key", "meta": true} for meta hashes]};
+ * entries_removed counts admitted entries only.
  */
 int pathstate_reset(struct rconn *c, const struct layout *layouts, size_t nlayouts,
 		    const char *path, size_t len, cJSON **out);

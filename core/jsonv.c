@@ -15,8 +15,8 @@ int jsonv_int(const cJSON *item, const char *field, int64_t min, int64_t *out, s
 	d = item->valuedouble;
 	if (!isfinite(d) || d != floor(d))
 		return sl_fail(err, field, "must be an integer");
-	if (d > (double)JSONV_MAX_EXACT)
-		return sl_fail(err, field, "must be at most 2^53 (9007199254740992)");
+	if (d >= (double)JSONV_LIMIT)
+		return sl_fail(err, field, "must be below 2^53 (at most 9007199254740991)");
 	if (d < (double)min)
 		return sl_fail(err, field, "must be an integer >= %lld", (long long)min);
 	*out = (int64_t)d;
@@ -33,8 +33,8 @@ int jsonv_positive(const cJSON *item, const char *field, int allow_zero, double 
 	d = item->valuedouble;
 	if (d < 0 || (!allow_zero && d == 0))
 		return sl_fail(err, field, "must be a number %s 0", allow_zero ? ">=" : ">");
-	if (d > (double)JSONV_MAX_EXACT)
-		return sl_fail(err, field, "must be at most 2^53 (9007199254740992)");
+	if (d >= (double)JSONV_LIMIT)
+		return sl_fail(err, field, "must be below 2^53 (9007199254740992)");
 	*out = d;
 	return 0;
 }

@@ -3,18 +3,20 @@
 /*
  * Checked reads of cJSON numbers and exact writes of integers.  cJSON keeps
  * numbers as doubles; an integer field is accepted only when the double is
- * integral and within [min, 2^53], so every accepted value is exact.
+ * integral and within [min, 2^53 - 1].  2^53 itself is refused: 2^53 + 1 is
+ * read as the same double, so accepting it would accept a number that was not
+ * written; the Lua scripts draw the same line.
  */
 #include <cjson/cJSON.h>
 #include <stdint.h>
 
 #include "core/error.h"
 
-#define JSONV_MAX_EXACT 9007199254740992LL /* 2^53 */
+#define JSONV_LIMIT 9007199254740992LL /* 2^53: every accepted number is below it */
 
 /*
  * Read integer `item` into *out: 0 on success; -EINVAL (with `err` naming
- * `field`) when it is not a number, not integral, below `min` or above 2^53.
+ * `field`) when it is not a number, not integral, below `min` or not below 2^53.
  */
 int jsonv_int(const cJSON *item, const char *field, int64_t min, int64_t *out, struct sl_error *err);
 /* Read a finite number > 0 (or >= 0 when `allow_zero`) into *out; -EINVAL as above. */

@@ -196,20 +196,35 @@ int rulestore_delete(struct rconn *c, const char *prefix, const char *name, int 
 {
 	struct keys k;
 	const char *m[1] = { "MULTI" }, *e[1] = { "EXEC" };
+	const char *hexists[3] = { "HEXISTS", k.hash, name };
 	const char *hdel[3] = { "HDEL", k.hash, name };
 	const char *incr[2] = { "INCR", k.version };
-	size_t ml[1] = { 5 }, el[1] = { 4 }, hdell[3] = { 4, 0, strlen(name) }, incrl[2] = { 4, 0 };
-	struct rbatch *b = rbatch_new();
-	redisReply *r;
+	size_t ml[1] = { 5 }, el[1] = { 4 }, hl[3] = { 0, 0, strlen(name) }, incrl[2] = { 4, 0 };
+	struct rbatch *b = NULL;
+	redisReply *r = NULL;
 	int rc;
 
-	if (!b)
-		return -ENOMEM;
 	make_keys(prefix, &k);
-	hdell[1] = strlen(k.hash);
+	hl[1] = strlen(k.hash);
 	incrl[1] = strlen(k.version);
-	/* HDEL then INCR in one transaction; an INCR for a missing rule is harmless. */
-	if (rbatch_cmd(b, 1, m, ml) || rbatch_cmd(b, 3, hdel, hdell) ||
+	/* only an existing rule is deleted and bumps the version */
+	hl[0] = 7;
+	if ((rc = rconn_command(c, 3, hexists, hl, &r)))
+		return rc;
+	if (r->type != REDIS_REPLY_INTEGER) {
+		freeReplyObject(r);
+		return -EPROTO;
+	}
+	if (r->integer == 0) {
+		freeReplyObject(r);
+		*deleted = 0;
+		return 0;
+	}
+	freeReplyObject(r);
+	if (!(b = rbatch_new()))
+		return -ENOMEM;
+	hl[0] = 4;
+	if (rbatch_cmd(b, 1, m, ml) || rbatch_cmd(b, 3, hdel, hl) ||
 	    rbatch_cmd(b, 2, incr, incrl) || rbatch_cmd(b, 1, e, el)) {
 		rc = -ENOMEM;
 		goto out;

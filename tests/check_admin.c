@@ -725,7 +725,7 @@ static const struct {
 	{ "/v1/rules/bad%2Fname", API_BODY, "invalid_rule", "name" },
 	{ "/v1/rules/b%00", API_BODY, "invalid_rule", "name" },
 	{ "/v1/rules/%C3%A9", API_BODY, "invalid_rule", "name" },
-	{ "/v1/rules/a234567890123456789012345678901234567890123456789012345678901234", API_BODY, "invalid_rule", "name" },
+	{ "/v1/rules/a2345678901234567890123456789012345678901234567890123456789012345", API_BODY, "invalid_rule", "name" },
 	{ "/v1/rules/bad%20name", "{\"name\":\"bad name\",\"match\":\"/api/*\",\"algorithm\":\"leaky_bucket\",\"capacity\":10,\"rate\":2}", "invalid_rule", "name" },
 };
 
@@ -824,9 +824,10 @@ START_TEST(test_path_leaky_bucket)
 
 	get("/v1/paths/%2Fapi%2Fusers");
 	ck_assert_int_eq(res.status, 200);
-	/* bucket and meta expire when the bucket would be empty: 30 s after `last` = t */
+	/* bucket and meta expire once the bucket would be empty (30 s after `last` = t, plus the
+	 * script's small grace), on the real clock */
 	ttl = take_int("ttl_ms");
-	ck_assert_msg(ttl > 20000 && ttl <= 29999, "ttl_ms %lld", ttl);
+	ck_assert_msg(ttl > 20000 && ttl <= 29999 + 10000, "ttl_ms %lld", ttl);
 	ck_json_is("{\"path\":\"/api/users\",\"algorithm\":\"leaky_bucket\",\"layout\":\"leaky_bucket\","
 		   "\"rule\":\"api\",\"registered\":true,\"count\":3,\"capacity\":10,\"rate\":0.1,"
 		   "\"remaining\":7,\"reset_ms\":10000}");
@@ -1104,7 +1105,8 @@ START_TEST(test_paths_list_items)
 		char *s;
 
 		if (strcmp(p, "/api/a") == 0) {
-			ck_assert(cJSON_IsNumber(ttl) && ttl->valuedouble > 20000 && ttl->valuedouble <= 30001);
+			ck_assert(cJSON_IsNumber(ttl) && ttl->valuedouble > 20000 &&
+				  ttl->valuedouble <= 30001 + 10000);
 			cJSON_DeleteItemFromObjectCaseSensitive(it, "ttl_ms");
 		}
 		s = cJSON_PrintUnformatted(it);
@@ -1184,6 +1186,27 @@ START_TEST(test_bug_paths_list_cursor_out_of_range)
 	sadd_n(LB_REG, "/api/", 3);
 	list(NULL, "0-99999999999999999999", NULL);
 	ck_err(400, "invalid_query", "cursor");
+}
+END_TEST
+
+/*
+ * BUG: one registry member whose key has another type (a foreign client, a
+ * layout mismatch) makes GET /v1/paths answer 500 "internal" for the whole page:
+ * ZCARD / the state script answer an error reply, and admin/pathstate.c
+ * state_json turns it into -EPROTO for the batch.  The worker skips such keys
+ * (leaky_bucket_drain.lua: "a key of another type must not stop the batch");
+ * the list should still answer the other paths (and report that one, e.g. with
+ * count null and a note).
+ */
+START_TEST(test_bug_paths_list_wrong_type_key)
+{
+	put_ok("api", API_BODY);
+	freeReplyObject(test_cmd(c, "SADD %s /api/ok /api/bad /weird", LB_REG));
+	freeReplyObject(test_cmd(c, "SET %s str", lb_key("/api/bad")));
+	freeReplyObject(test_cmd(c, "SET %s str", lb_key("/weird")));
+	list(NULL, NULL, "1000");
+	ck_assert_msg(res.status == 200, "one wrong-typed key: GET /v1/paths %d %s", res.status, res.text);
+	ck_assert_int_eq(cJSON_GetArraySize(jat("paths")), 3);
 }
 END_TEST
 
@@ -1447,8 +1470,14 @@ static size_t on_read(char *buf, size_t size, size_t n, void *ud)
 	return k;
 }
 
-/* One HTTP request; `chunked` sends the body with Transfer-Encoding: chunked. */
-static void http(int port, const char *method, const char *target_path, const char *body, int chunked,
+enum { PLAIN = 0, CHUNKED = 1, NO_EXPECT = 2 };
+
+/*
+ * One HTTP request.  mode CHUNKED sends the body with Transfer-Encoding: chunked;
+ * NO_EXPECT with Content-Length and no "Expect: 100-continue" (the body follows
+ * the headers at once); PLAIN as curl does by default.
+ */
+static void http(int port, const char *method, const char *target_path, const char *body, int mode,
 		 struct http_res *h)
 {
 	CURL *e = curl_easy_init();
@@ -1468,13 +1497,15 @@ static void http(int port, const char *method, const char *target_path, const ch
 	curl_easy_setopt(e, CURLOPT_HEADERDATA, h);
 	curl_easy_setopt(e, CURLOPT_TIMEOUT, 10L);
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-	if (body && chunked) {
+	if (body && mode == CHUNKED) {
 		hdrs = curl_slist_append(hdrs, "Transfer-Encoding: chunked");
 		curl_easy_setopt(e, CURLOPT_UPLOAD, 1L);
 		curl_easy_setopt(e, CURLOPT_READFUNCTION, on_read);
 		curl_easy_setopt(e, CURLOPT_READDATA, &up);
 	} else if (body) {
 		hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
+		if (mode == NO_EXPECT)
+			hdrs = curl_slist_append(hdrs, "Expect:");
 		curl_easy_setopt(e, CURLOPT_POSTFIELDS, body);
 		curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
 	}
@@ -1545,7 +1576,7 @@ START_TEST(test_server_smoke)
 	ck_http(h, 201, API_ECHO);
 	http(port, "GET", "/v1/rules/api", NULL, 0, &h);
 	ck_http(h, 200, API_ECHO);
-	http(port, "PUT", "/v1/rules/api", API_BODY, 1, &h); /* chunked, same rule */
+	http(port, "PUT", "/v1/rules/api", API_BODY, CHUNKED, &h); /* same rule */
 	ck_http(h, 200, API_ECHO);
 	http(port, "PUT", "/v1/rules/api", "{\"match\":1}", 0, &h);
 	ck_http_err(&h, 400, "invalid_rule", "match");
@@ -1571,6 +1602,10 @@ START_TEST(test_server_smoke)
 		ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(o, "cursor")->valuestring, "1-0");
 		cJSON_Delete(o);
 	}
+	freeReplyObject(test_cmd(c, "SADD %s %s", SL_REG, "/a b+c"));
+	http(port, "GET", "/v1/paths?match=%2Fa+b%2Bc&cursor=1-0", NULL, 0, &h); /* '+' is a space, %2B a '+' */
+	ck_http(h, 200, "{\"paths\":[{\"path\":\"/a b+c\",\"algorithm\":\"sliding_log\",\"layout\":\"sliding_log\","
+			"\"rule\":null,\"count\":0,\"limit\":null,\"remaining\":null,\"reset_ms\":null}],\"cursor\":\"0\"}");
 	http(port, "GET", "/v1/paths?count=abc", NULL, 0, &h);
 	ck_http_err(&h, 400, "invalid_query", "count");
 
@@ -1590,7 +1625,9 @@ START_TEST(test_server_smoke)
 	memcpy(big, API_BODY, strlen(API_BODY));
 	http(port, "PUT", "/v1/rules/big", big, 0, &h);
 	ck_http_err(&h, 413, "payload_too_large", NULL);
-	http(port, "PUT", "/v1/rules/big", big, 1, &h);
+	http(port, "PUT", "/v1/rules/big", big, CHUNKED, &h);
+	ck_http_err(&h, 413, "payload_too_large", NULL);
+	http(port, "PUT", "/v1/rules/big", big, NO_EXPECT, &h);
 	ck_http_err(&h, 413, "payload_too_large", NULL);
 	ck_assert_int_eq(test_cmd_int(c, "HEXISTS %s big", RULES_HASH), 0);
 	/* exactly the limit is fine */
@@ -1659,6 +1696,7 @@ static Suite *admin_suite(void)
 	tcase_add_test(tc, test_paths_list_empty);
 	tcase_add_loop_test(tc, test_paths_list_bad_query, 0, N(bad_queries));
 	tcase_add_test(tc, test_bug_paths_list_cursor_out_of_range);
+	tcase_add_test(tc, test_bug_paths_list_wrong_type_key);
 
 	TC("reset");
 	tcase_add_test(tc, test_reset_leaky_bucket);

@@ -336,7 +336,7 @@ START_TEST(rule_valid_roundtrip)
 {
 	const char *in[] = {
 		"{\"name\":\"api\",\"match\":\"/api/*\",\"algorithm\":\"leaky_bucket\",\"capacity\":10,\"rate\":2}",
-		"{\"name\":\"slow\",\"match\":\"/x\",\"algorithm\":\"leaky_bucket\",\"capacity\":9007199254740992,\"rate\":0.16666666666666666}",
+		"{\"name\":\"slow\",\"match\":\"/x\",\"algorithm\":\"leaky_bucket\",\"capacity\":9007199254740991,\"rate\":0.16666666666666666}",
 		"{\"name\":\"login\",\"match\":\"/login\",\"algorithm\":\"sliding_log\",\"limit\":5,\"window_ms\":60000}",
 		"{\"name\":\"c\",\"match\":\"/c\",\"algorithm\":\"sliding_counter\",\"limit\":5,\"window_ms\":60000,\"sub_windows\":6}",
 		"{\"name\":\"f\",\"match\":\"/f\",\"algorithm\":\"fixed_window\",\"limit\":100,\"window_ms\":1000}",
@@ -372,6 +372,8 @@ static const struct {
 	{ "{\"name\":\"a\",\"match\":\"/a\",\"algorithm\":\"leaky_bucket\",\"capacity\":\"5\",\"rate\":1}", "capacity" },
 	{ "{\"name\":\"a\",\"match\":\"/a\",\"algorithm\":\"leaky_bucket\",\"capacity\":1e300,\"rate\":1}", "capacity" },
 	{ "{\"name\":\"a\",\"match\":\"/a\",\"algorithm\":\"leaky_bucket\",\"capacity\":9007199254740994,\"rate\":1}", "capacity" },
+	{ "{\"name\":\"a\",\"match\":\"/a\",\"algorithm\":\"leaky_bucket\",\"capacity\":9007199254740993,\"rate\":1}", "capacity" },
+	{ "{\"name\":\"a\",\"match\":\"/a\",\"algorithm\":\"leaky_bucket\",\"capacity\":9007199254740992,\"rate\":1}", "capacity" },
 	{ "{\"name\":\"a\",\"match\":\"/a\",\"algorithm\":\"leaky_bucket\",\"capacity\":1,\"rate\":0}", "rate" },
 	{ "{\"name\":\"a\",\"match\":\"/a\",\"algorithm\":\"leaky_bucket\",\"capacity\":1,\"rate\":null}", "rate" },
 	{ "{\"name\":\"a\",\"match\":\"/a\",\"algorithm\":\"leaky_bucket\",\"capacity\":1,\"rate\":1,\"limit\":3}", "limit" },

@@ -364,6 +364,8 @@ int worker_step(struct worker *w, enum worker_job job, int64_t budget_us, int64_
 			}
 			r.entries += (uint64_t)e->element[0]->integer;
 			r.emptied += (uint64_t)e->element[1]->integer;
+			if (e->elements >= 4 && e->element[3]->type == REDIS_REPLY_INTEGER)
+				r.skipped += (uint64_t)e->element[3]->integer;
 			r.batches++;
 		}
 
@@ -405,6 +407,7 @@ out:
 		s->entries += r.entries;
 		s->emptied += r.emptied;
 		s->unmatched += r.unmatched;
+		s->skipped += r.skipped;
 		s->batches += r.batches;
 		s->last_step_us = end - start;
 		if (rc)
@@ -444,6 +447,7 @@ int worker_sweep(struct worker *w, enum worker_job job, int64_t now_ms, struct w
 		total.entries += r.entries;
 		total.emptied += r.emptied;
 		total.unmatched += r.unmatched;
+		total.skipped += r.skipped;
 		total.batches += r.batches;
 	} while (!r.sweep_done);
 	total.sweep_done = 1;

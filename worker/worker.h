@@ -50,6 +50,7 @@ struct worker_job_status {
 	uint64_t entries;        /* entries drained or pruned */
 	uint64_t emptied;        /* paths whose state emptied and left the registry */
 	uint64_t unmatched;      /* paths left alone: no rule, or a rule of another algorithm */
+	uint64_t skipped;        /* paths whose key has another type (left untouched by the script) */
 	uint64_t errors;         /* steps that failed (Redis down, script error) */
 	int64_t last_step_us;    /* duration of the last step */
 	int64_t last_sweep_us;   /* duration of the last complete sweep (wall, across steps) */
@@ -72,7 +73,7 @@ struct worker_status {
 /* Result of one step (also folded into the status). */
 struct worker_result {
 	int sweep_done;          /* the step finished a full sweep */
-	uint64_t paths, entries, emptied, unmatched, batches;
+	uint64_t paths, entries, emptied, unmatched, skipped, batches;
 };
 
 struct worker;
