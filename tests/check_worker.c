@@ -301,6 +301,25 @@ START_TEST(drain_leaves_unruled_paths)
 }
 END_TEST
 
+START_TEST(drain_skips_wrong_type_keys)
+{
+	struct worker *w = new_worker(500);
+	struct worker_result res;
+
+	leaky_rule("m", "/m/*", 10, "1");
+	fill("/m/ok", 10, "1", 3, 0);
+	/* another limiter's string under our bucket name: skipped, not fatal */
+	freeReplyObject(test_cmd(C, "SET sluice:{/m/str}:leaky_bucket 7"));
+	freeReplyObject(test_cmd(C, "SADD sluice:registry:leaky_bucket /m/str"));
+	ck_assert_int_eq(worker_sweep(w, WORKER_DRAIN, 2000, &res), 0);
+	ck_assert_int_eq(res.entries, 2);
+	ck_assert_int_eq(res.skipped, 1);
+	ck_assert_int_eq(level("/m/ok"), 1);
+	ck_assert_int_eq(test_cmd_int(C, "EXISTS sluice:{/m/str}:leaky_bucket"), 1);
+	worker_free(w);
+}
+END_TEST
+
 START_TEST(drain_rule_change_next_tick)
 {
 	struct worker *w = new_worker(500);
@@ -489,6 +508,7 @@ static Suite *worker_suite(void)
 	tcase_add_test(tc, drain_older_now_is_stored_time);
 	tcase_add_test(tc, drain_many_buckets_exact);
 	tcase_add_test(tc, drain_leaves_unruled_paths);
+	tcase_add_test(tc, drain_skips_wrong_type_keys);
 	tcase_add_test(tc, drain_rule_change_next_tick);
 	tcase_add_test(tc, drain_budget_resumes_from_cursor);
 	tcase_add_test(tc, prune_window_boundary);
