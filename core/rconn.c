@@ -360,18 +360,37 @@ static int send_pending(struct rconn *c, struct rbatch *b)
 	return 0;
 }
 
-int rbatch_run(struct rconn *c, struct rbatch *b)
+static void drop_replies(struct rbatch *b)
 {
-	int reload[SCRIPT__COUNT] = { 0 }, any = 0, rc;
-
 	for (size_t i = 0; i < b->n; i++)
 		if (b->v[i].reply) {
 			freeReplyObject(b->v[i].reply);
 			b->v[i].reply = NULL;
 		}
+}
+
+int rbatch_run(struct rconn *c, struct rbatch *b)
+{
+	int reload[SCRIPT__COUNT] = { 0 }, any = 0, was_up = c->ctx != NULL, rc;
+
+	drop_replies(b);
 	if ((rc = rconn_ensure(c)))
 		return rc;
-	if ((rc = send_pending(c, b)))
+	rc = send_pending(c, b);
+	if (rc == -EIO && was_up) {
+		/*
+		 * A connection that had been idle died under us (Redis restarted,
+		 * a proxy or CLIENT KILL closed it): reconnect at once and send the
+		 * batch again.  Every batch sluice sends may run twice: the scripts
+		 * are idempotent at one instant and exact across instants.
+		 */
+		drop_replies(b);
+		c->retry_at_ms = 0;
+		if ((rc = rconn_ensure(c)))
+			return rc;
+		rc = send_pending(c, b);
+	}
+	if (rc)
 		return rc;
 	/* Redis restarted or SCRIPT FLUSH: load what it lost, retry those calls once. */
 	for (size_t i = 0; i < b->n; i++)

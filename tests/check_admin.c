@@ -810,6 +810,28 @@ START_TEST(test_bug_capacity_2p53_unusable)
 }
 END_TEST
 
+/*
+ * BUG: a JSON string with an escaped NUL (\u0000) is cut at the NUL by cJSON and
+ * the rest is silently dropped: match "/a\u0000b" is stored as "/a" (a different,
+ * exact rule), and body name "api\u0000junk" passes as "api".  Should be a 400
+ * naming the field.  cJSON does not keep the decoded length, so the check has to
+ * look at the text: e.g. admin/api.c parse_body (and rule_from_text) refusing a
+ * \u0000 escape, or core/jsonv.c jsonv_string given the raw length.
+ */
+START_TEST(test_bug_string_with_nul_escape)
+{
+	char before[512], after[512];
+
+	rules_snapshot(before, sizeof(before));
+	put("/v1/rules/api", "{\"match\":\"/a\\u0000b\",\"algorithm\":\"leaky_bucket\",\"capacity\":10,\"rate\":2}");
+	ck_err(400, "invalid_rule", "match");
+	put("/v1/rules/api", "{\"name\":\"api\\u0000junk\",\"match\":\"/a\",\"algorithm\":\"leaky_bucket\",\"capacity\":10,\"rate\":2}");
+	ck_err(400, "invalid_rule", "name");
+	rules_snapshot(after, sizeof(after));
+	ck_assert_str_eq(before, after);
+}
+END_TEST
+
 /* ---- path state ------------------------------------------------------------ */
 
 START_TEST(test_path_leaky_bucket)
@@ -1200,6 +1222,9 @@ END_TEST
  */
 START_TEST(test_bug_paths_list_wrong_type_key)
 {
+	cJSON *it;
+	int n = 0;
+
 	put_ok("api", API_BODY);
 	freeReplyObject(test_cmd(c, "SADD %s /api/ok /api/bad /weird", LB_REG));
 	freeReplyObject(test_cmd(c, "SET %s str", lb_key("/api/bad")));
@@ -1207,6 +1232,27 @@ START_TEST(test_bug_paths_list_wrong_type_key)
 	list(NULL, NULL, "1000");
 	ck_assert_msg(res.status == 200, "one wrong-typed key: GET /v1/paths %d %s", res.status, res.text);
 	ck_assert_int_eq(cJSON_GetArraySize(jat("paths")), 3);
+	cJSON_ArrayForEach(it, jat("paths")) {
+		const char *p = cJSON_GetObjectItemCaseSensitive(it, "path")->valuestring;
+		cJSON *count = cJSON_GetObjectItemCaseSensitive(it, "count");
+
+		if (strcmp(p, "/api/ok") == 0) {
+			ck_assert(cJSON_IsNumber(count) && count->valuedouble == 0);
+			continue;
+		}
+		ck_assert_msg(cJSON_IsNull(count), "%s: count should be null: %s", p, res.text);
+		n++;
+	}
+	ck_assert_int_eq(n, 2);
+	/* one path: the same report, not a 500 */
+	get("/v1/paths/%2Fweird");
+	ck_assert_msg(res.status == 200, "%d %s", res.status, res.text);
+	ck_assert(cJSON_IsNull(jat("count")));
+	ck_assert(cJSON_IsNull(jat("rule")));
+	get("/v1/paths/%2Fapi%2Fbad");
+	ck_assert_msg(res.status == 200, "%d %s", res.status, res.text);
+	ck_assert(cJSON_IsNull(jat("count")));
+	ck_assert_str_eq(jstr("rule"), "api");
 }
 END_TEST
 
@@ -1223,21 +1269,11 @@ START_TEST(test_reset_leaky_bucket)
 	lb_admit("/api/other", 10, "0.1", t);
 	ck_assert_int_eq(test_cmd_int(c, "EXISTS %s", lb_meta("/api/users")), 1);
 
+	/* the meta hash is bookkeeping (last, carry, seq): listed, not counted as entries */
 	call("POST", "/v1/paths/%2Fapi%2Fusers/reset", NULL);
-	ck_assert_int_eq(res.status, 200);
-	ck_assert_str_eq(jstr("path"), "/api/users");
-	ck_assert_int_eq(jint("keys_removed"), 2);
-	ck_assert_int_eq(jint("registries_removed"), 1);
-	ck_assert_int_eq(cJSON_GetArraySize(jat("keys")), 2);
-	{
-		cJSON *k0 = cJSON_GetArrayItem(jat("keys"), 0), *k1 = cJSON_GetArrayItem(jat("keys"), 1);
-		char *s0 = cJSON_PrintUnformatted(k0);
-
-		ck_assert_str_eq(s0, "{\"key\":\"sluice:{/api/users}:leaky_bucket\",\"entries\":3}");
-		free(s0);
-		ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(k1, "key")->valuestring,
-				 "sluice:{/api/users}:leaky_bucket:meta");
-	}
+	ck_res(200, "{\"path\":\"/api/users\",\"keys_removed\":2,\"entries_removed\":3,\"registries_removed\":1,"
+		    "\"keys\":[{\"key\":\"sluice:{/api/users}:leaky_bucket\",\"entries\":3},"
+		    "{\"key\":\"sluice:{/api/users}:leaky_bucket:meta\",\"meta\":true}]}");
 
 	/* gone from Redis and from the registry */
 	ck_assert_int_eq(test_cmd_int(c, "EXISTS %s %s", lb_key("/api/users"), lb_meta("/api/users")), 0);
@@ -1324,10 +1360,10 @@ START_TEST(test_worker_status)
 	ck_res(200, "{\"redis_up\":false,\"connects\":0,\"ticks\":0,\"drained\":0,\"pruned\":0,\"errors\":0,"
 		    "\"last_error\":null,\"rules\":{\"version\":0,\"loaded\":0,\"invalid\":0},\"jobs\":{"
 		    "\"drain\":{\"ticks\":0,\"sweeps\":0,\"batches\":0,\"paths\":0,\"drained\":0,\"emptied\":0,"
-		    "\"unmatched\":0,\"errors\":0,\"last_duration_us\":0,\"last_sweep_us\":0,\"lag_us\":0,"
+		    "\"unmatched\":0,\"skipped\":0,\"errors\":0,\"last_duration_us\":0,\"last_sweep_us\":0,\"lag_us\":0,"
 		    "\"max_lag_us\":0,\"overruns\":0,\"in_sweep\":false},"
 		    "\"prune\":{\"ticks\":0,\"sweeps\":0,\"batches\":0,\"paths\":0,\"pruned\":0,\"emptied\":0,"
-		    "\"unmatched\":0,\"errors\":0,\"last_duration_us\":0,\"last_sweep_us\":0,\"lag_us\":0,"
+		    "\"unmatched\":0,\"skipped\":0,\"errors\":0,\"last_duration_us\":0,\"last_sweep_us\":0,\"lag_us\":0,"
 		    "\"max_lag_us\":0,\"overruns\":0,\"in_sweep\":false}}}");
 
 	/* 1 entry per 100 s; the keys expire on the real clock long after the test */
@@ -1341,15 +1377,19 @@ START_TEST(test_worker_status)
 	lb_admit("/api/b", 10, "0.01", t0);
 	lb_admit("/api/b", 10, "0.01", t0);
 	lb_admit("/other", 10, "0.01", t0);
+	/* a key of another type under the layout's name: left alone, counted as skipped */
+	freeReplyObject(test_cmd(c, "SADD %s /api/str", LB_REG));
+	freeReplyObject(test_cmd(c, "SET %s x", lb_key("/api/str")));
 	sl_admit("/log/x", 10, 600000, t0);
 	sl_admit("/log/x", 10, 600000, t0 + 1);
 	sl_admit("/log/x", 10, 600000, t0 + 2);
 	sl_admit("/log/y", 10, 600000, t0 + 300000);
 
-	/* 300 s later: /api/a loses 3 of 5, /api/b (2) empties, /other has no rule */
+	/* 300 s later: /api/a loses 3 of 5, /api/b (2) empties, /other has no rule, /api/str is skipped */
 	ck_assert_int_eq(worker_sweep(w, WORKER_DRAIN, t0 + 300000, &r), 0);
 	ck_assert_int_eq(r.sweep_done, 1);
-	ck_assert_int_eq(r.paths, 3);
+	ck_assert_int_eq(r.paths, 4);
+	ck_assert_int_eq(r.skipped, 1);
 	ck_assert_int_eq(r.entries, 5);
 	ck_assert_int_eq(r.emptied, 1);
 	ck_assert_int_eq(r.unmatched, 1);
@@ -1387,10 +1427,10 @@ START_TEST(test_worker_status)
 	}
 	ck_json_is("{\"redis_up\":true,\"connects\":1,\"ticks\":2,\"drained\":5,\"pruned\":2,\"errors\":0,"
 		   "\"last_error\":null,\"rules\":{\"version\":3,\"loaded\":2,\"invalid\":1},\"jobs\":{"
-		   "\"drain\":{\"ticks\":1,\"sweeps\":1,\"batches\":1,\"paths\":3,\"drained\":5,\"emptied\":1,"
-		   "\"unmatched\":1,\"errors\":0,\"lag_us\":700,\"max_lag_us\":1500,\"overruns\":2,\"in_sweep\":false},"
+		   "\"drain\":{\"ticks\":1,\"sweeps\":1,\"batches\":1,\"paths\":4,\"drained\":5,\"emptied\":1,"
+		   "\"unmatched\":1,\"skipped\":1,\"errors\":0,\"lag_us\":700,\"max_lag_us\":1500,\"overruns\":2,\"in_sweep\":false},"
 		   "\"prune\":{\"ticks\":1,\"sweeps\":1,\"batches\":1,\"paths\":2,\"pruned\":2,\"emptied\":0,"
-		   "\"unmatched\":0,\"errors\":0,\"lag_us\":0,\"max_lag_us\":0,\"overruns\":0,\"in_sweep\":false}}}");
+		   "\"unmatched\":0,\"skipped\":0,\"errors\":0,\"lag_us\":0,\"max_lag_us\":0,\"overruns\":0,\"in_sweep\":false}}}");
 
 	/* the same instant again drains nothing more; the counters add up */
 	ck_assert_int_eq(worker_sweep(w, WORKER_DRAIN, t0 + 300000, &r), 0);
@@ -1399,7 +1439,8 @@ START_TEST(test_worker_status)
 	ck_assert_int_eq(jint("drained"), 5);
 	ck_assert_int_eq(jint("ticks"), 3);
 	ck_assert_int_eq(jint("jobs.drain.sweeps"), 2);
-	ck_assert_int_eq(jint("jobs.drain.paths"), 5);
+	ck_assert_int_eq(jint("jobs.drain.paths"), 7);
+	ck_assert_int_eq(jint("jobs.drain.skipped"), 2);
 	ck_assert_int_eq(jint("jobs.drain.unmatched"), 2);
 }
 END_TEST
@@ -1682,6 +1723,7 @@ static Suite *admin_suite(void)
 	tcase_add_test(tc, test_bug_delete_missing_rule_keeps_version);
 	tcase_add_test(tc, test_bug_capacity_above_2p53_accepted);
 	tcase_add_test(tc, test_bug_capacity_2p53_unusable);
+	tcase_add_test(tc, test_bug_string_with_nul_escape);
 
 	TC("paths");
 	tcase_add_test(tc, test_path_leaky_bucket);
