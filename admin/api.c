@@ -258,6 +258,10 @@ static cJSON *parse_body(const struct api_request *req, struct api_response *res
 		fail(res, 400, "invalid_json", "request body is empty; a JSON object is required", NULL);
 		return NULL;
 	}
+	if (jsonv_has_nul_escape(req->body, req->body_len)) {
+		fail(res, 400, "invalid_json", "strings must not contain \\u0000 (cJSON would cut them there)", NULL);
+		return NULL;
+	}
 	/* cJSON wants a terminated buffer to reject trailing bytes */
 	copy = malloc(req->body_len + 1);
 	if (!copy) {
@@ -387,7 +391,8 @@ static void h_paths_list(struct api *a, const struct api_request *req, struct ap
 		char *end;
 
 		cnt = strtol(req->query_count, &end, 10);
-		if (!*req->query_count || *end || cnt < 1 || cnt > PATHS_COUNT_MAX) {
+		if (req->query_count[0] < '0' || req->query_count[0] > '9' || *end || cnt < 1 ||
+		    cnt > PATHS_COUNT_MAX) {
 			fail(res, 400, "invalid_query", "count must be an integer 1..1000", "count");
 			return;
 		}
@@ -560,8 +565,11 @@ static void h_worker(struct api *a, struct api_response *res)
 
 /* ---- routing ------------------------------------------------------------ */
 
+/* HEAD is answered as GET (libmicrohttpd sends the headers only). */
 static int method_is(const struct api_request *req, const char *m)
 {
+	if (strcmp(m, "GET") == 0 && strcmp(req->method, "HEAD") == 0)
+		return 1;
 	return strcmp(req->method, m) == 0;
 }
 

@@ -157,7 +157,7 @@ static cJSON *state_json(const struct layout *l, const struct rule *rule, const 
 			bad = bad || !cJSON_AddStringToObject(o, "note", "the path's rule is of another algorithm");
 	} else if (rule->algorithm == ALG_LEAKY_BUCKET) {
 		bad = jsonv_add_int(o, "capacity", rule->capacity) ||
-		      !cJSON_AddNumberToObject(o, "rate", rule->rate) ||
+		      jsonv_add_number(o, "rate", rule->rate) ||
 		      jsonv_add_int(o, "remaining", remaining) || jsonv_add_int(o, "reset_ms", reset) ||
 		      jsonv_add_int(o, "ttl_ms", ttl);
 	} else {

@@ -92,3 +92,36 @@ int jsonv_add_strn(cJSON *obj, const char *name, const char *s, size_t len)
 	}
 	return 0;
 }
+
+int jsonv_has_nul_escape(const char *text, size_t len)
+{
+	for (size_t i = 0; i + 5 < len; i++) {
+		size_t bs = 0;
+
+		if (text[i] != '\\' || memcmp(text + i + 1, "u0000", 5) != 0)
+			continue;
+		while (bs < i && text[i - 1 - bs] == '\\')
+			bs++;
+		if (bs % 2 == 0)
+			return 1; /* this backslash is not itself escaped */
+	}
+	return 0;
+}
+
+const char *jsonv_duplicate_key(const cJSON *obj)
+{
+	for (const cJSON *a = obj ? obj->child : NULL; a; a = a->next)
+		for (const cJSON *b = a->next; b; b = b->next)
+			if (a->string && b->string && strcmp(a->string, b->string) == 0)
+				return a->string;
+	return NULL;
+}
+
+int jsonv_add_number(cJSON *obj, const char *name, double v)
+{
+	if (v == floor(v) && fabs(v) < (double)JSONV_LIMIT)
+		return jsonv_add_int(obj, name, (int64_t)v);
+	if (!cJSON_AddNumberToObject(obj, name, v))
+		return -ENOMEM;
+	return 0;
+}

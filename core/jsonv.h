@@ -25,6 +25,19 @@ int jsonv_positive(const cJSON *item, const char *field, int allow_zero, double 
 /* Read a string into *out (borrowed from `item`); -EINVAL when not a string. */
 int jsonv_string(const cJSON *item, const char *field, const char **out, struct sl_error *err);
 
+/*
+ * 1 when JSON text holds a \u0000 escape (one not itself escaped): cJSON cuts
+ * strings at NUL, so "/a\u0000b" would silently become "/a".  Callers refuse such text.
+ */
+int jsonv_has_nul_escape(const char *text, size_t len);
+/*
+ * The name of a member that appears twice in object `obj` (borrowed), or NULL.
+ * cJSON keeps both and lookups see the first; callers refuse such objects.
+ */
+const char *jsonv_duplicate_key(const cJSON *obj);
+/* Add number `v`: integral values printed in full like jsonv_add_int, others with 17 digits. */
+int jsonv_add_number(cJSON *obj, const char *name, double v);
+
 /* Add integer `v` to `obj` as `name`, printed in full (never in exponent form). 0 or -ENOMEM. */
 int jsonv_add_int(cJSON *obj, const char *name, int64_t v);
 /* Append integer `v` to array `arr`, printed in full. 0 or -ENOMEM. */

@@ -109,6 +109,10 @@ int rule_from_json(const cJSON *obj, const char *name, const char *where, struct
 	if (!r)
 		return -ENOMEM;
 
+	if ((s = jsonv_duplicate_key(obj))) {
+		rc = sl_fail(err, fname(f, sizeof(f), where, s), "appears twice");
+		goto fail;
+	}
 	/* Reject unknown fields first, so a typo is never silently ignored. */
 	cJSON_ArrayForEach(it, obj) {
 		int known = !strcmp(it->string, "name") || !strcmp(it->string, "match") ||
@@ -226,9 +230,12 @@ fail:
 int rule_from_text(const char *text, size_t len, const char *name, struct rule **out,
 		   struct sl_error *err)
 {
-	cJSON *obj = cJSON_ParseWithLength(text, len);
+	cJSON *obj;
 	int rc;
 
+	if (jsonv_has_nul_escape(text, len))
+		return sl_fail(err, "", "strings must not contain \\u0000");
+	obj = cJSON_ParseWithLength(text, len);
 	if (!obj)
 		return sl_fail(err, "", "not valid JSON");
 	rc = rule_from_json(obj, name, NULL, out, err);
@@ -247,13 +254,8 @@ cJSON *rule_to_json(const struct rule *r)
 	bad = bad || !cJSON_AddStringToObject(o, "algorithm", alg_names[r->algorithm]);
 	if (!bad && (want & F_CAPACITY))
 		bad = jsonv_add_int(o, "capacity", r->capacity);
-	if (!bad && (want & F_RATE)) {
-		/* an integral rate prints as an integer, a fraction with 17 digits */
-		if (r->rate == (double)(int64_t)r->rate)
-			bad = jsonv_add_int(o, "rate", (int64_t)r->rate);
-		else
-			bad = !cJSON_AddNumberToObject(o, "rate", r->rate);
-	}
+	if (!bad && (want & F_RATE))
+		bad = jsonv_add_number(o, "rate", r->rate);
 	if (!bad && (want & F_LIMIT))
 		bad = jsonv_add_int(o, "limit", r->limit);
 	if (!bad && (want & F_WINDOW))

@@ -188,6 +188,8 @@ static const struct {
 	{ "{\"prefix\":\"a{b\"}", "prefix" },
 	{ "{\"prefix\":\"\"}", "prefix" },
 	{ "{\"drain_interval\":100}", "drain_interval" },
+	{ "{\"batch_size\":10,\"batch_size\":20}", "batch_size" },
+	{ "{\"prefix\":\"a\\u0000b\"}", "config" },
 	{ "{\"rules\":{}}", "rules" },
 	{ "{\"rules\":[{\"name\":\"a\",\"match\":\"/a\",\"algorithm\":\"leaky_bucket\",\"capacity\":0,\"rate\":1}]}", "rules[0].capacity" },
 	{ "{\"rules\":[{\"name\":\"a\",\"match\":\"/a\",\"algorithm\":\"sliding_log\",\"limit\":1,\"window_ms\":1},"
@@ -379,6 +381,7 @@ static const struct {
 	{ "{\"name\":\"a\",\"match\":\"/a\",\"algorithm\":\"leaky_bucket\",\"capacity\":1,\"rate\":1,\"limit\":3}", "limit" },
 	{ "{\"name\":\"a\",\"match\":\"/a\",\"algorithm\":\"leaky_bucket\",\"capacity\":1,\"rate\":1,\"burst\":3}", "burst" },
 	{ "{\"name\":\"a\",\"match\":\"/a\",\"algorithm\":\"sliding_log\",\"limit\":1}", "window_ms" },
+	{ "{\"name\":\"a\",\"match\":\"/a\",\"algorithm\":\"sliding_log\",\"limit\":1,\"limit\":2,\"window_ms\":1}", "limit" },
 	{ "{\"name\":\"a\",\"match\":\"/a\",\"algorithm\":\"sliding_log\",\"limit\":true,\"window_ms\":1}", "limit" },
 	{ "{\"name\":\"a\",\"match\":\"/a\",\"algorithm\":\"sliding_counter\",\"limit\":1,\"window_ms\":10,\"sub_windows\":11}", "sub_windows" },
 	{ "{\"name\":\"a\",\"match\":\"/a\",\"algorithm\":\"sliding_counter\",\"limit\":1,\"window_ms\":10,\"sub_windows\":0}", "sub_windows" },
@@ -579,6 +582,16 @@ START_TEST(jsonv_numbers)
 }
 END_TEST
 
+START_TEST(jsonv_nul_escapes)
+{
+	ck_assert_int_eq(jsonv_has_nul_escape("\"a\\u0000b\"", 10), 1);
+	ck_assert_int_eq(jsonv_has_nul_escape("\"a\\\\u0000b\"", 11), 0); /* escaped backslash, then text */
+	ck_assert_int_eq(jsonv_has_nul_escape("\"a\\\\\\u0000b\"", 12), 1);
+	ck_assert_int_eq(jsonv_has_nul_escape("\"\\u0001\"", 8), 0);
+	ck_assert_int_eq(jsonv_has_nul_escape("\\u000", 5), 0);
+}
+END_TEST
+
 START_TEST(layout_keys)
 {
 	struct layout *l;
@@ -654,6 +667,7 @@ static Suite *unit_suite(void)
 
 	tc = tcase_create("json_and_keys");
 	tcase_add_test(tc, jsonv_numbers);
+	tcase_add_test(tc, jsonv_nul_escapes);
 	tcase_add_test(tc, layout_keys);
 	tcase_add_test(tc, log_quote_escapes);
 	suite_add_tcase(s, tc);
