@@ -242,8 +242,10 @@ int pathstate_get(struct rconn *c, const struct layout *layouts, size_t nlayouts
 		if (!o || jsonv_add_strn(o, "path", path, len) ||
 		    !cJSON_AddStringToObject(o, "algorithm", algorithm_name(rule->algorithm)) ||
 		    !cJSON_AddStringToObject(o, "rule", rule->name) ||
-		    !cJSON_AddNullToObject(o, "count") || !cJSON_AddNullToObject(o, "remaining") ||
-		    !cJSON_AddNullToObject(o, "reset_ms") ||
+		    !cJSON_AddNullToObject(o, "count") ||
+		    (rule->algorithm == ALG_TOKEN_BUCKET ? jsonv_add_int(o, "capacity", rule->capacity)
+							  : jsonv_add_int(o, "limit", rule->limit)) ||
+		    !cJSON_AddNullToObject(o, "remaining") || !cJSON_AddNullToObject(o, "reset_ms") ||
 		    !cJSON_AddStringToObject(o, "note", "no maintained layout for this algorithm")) {
 			cJSON_Delete(o);
 			o = NULL;
