@@ -250,39 +250,15 @@ static void h_rule_get(struct api *a, const struct segs *g, struct api_response 
 /* Parse a request body as one JSON value with nothing after it. NULL and a 400 otherwise. */
 static cJSON *parse_body(const struct api_request *req, struct api_response *res)
 {
-	const char *end = NULL;
-	cJSON *v;
-	char *copy;
+	struct sl_error err = { 0 };
+	cJSON *v = jsonv_parse(req->body ? req->body : "", req->body ? req->body_len : 0,
+			       "request body", &err);
+	char msg[400];
 
-	if (!req->body || req->body_len == 0) {
-		fail(res, 400, "invalid_json", "request body is empty; a JSON object is required", NULL);
-		return NULL;
-	}
-	if (jsonv_has_nul_escape(req->body, req->body_len)) {
-		fail(res, 400, "invalid_json", "strings must not contain \\u0000 (cJSON would cut them there)", NULL);
-		return NULL;
-	}
-	/* cJSON wants a terminated buffer to reject trailing bytes */
-	copy = malloc(req->body_len + 1);
-	if (!copy) {
-		reply(res, 500, NULL);
-		return NULL;
-	}
-	memcpy(copy, req->body, req->body_len);
-	copy[req->body_len] = '\0';
-	v = cJSON_ParseWithLengthOpts(copy, req->body_len + 1, &end, 1);
-	if (v && end != copy + req->body_len) {
-		cJSON_Delete(v);
-		v = NULL;
-	}
 	if (!v) {
-		char msg[96];
-
-		snprintf(msg, sizeof(msg), "request body is not valid JSON (near byte %zu)",
-			 end ? (size_t)(end - copy) : (size_t)0);
+		snprintf(msg, sizeof(msg), "%s %s", err.field, err.message);
 		fail(res, 400, "invalid_json", msg, NULL);
 	}
-	free(copy);
 	return v;
 }
 
@@ -521,7 +497,9 @@ static int add_job(cJSON *jobs, const char *name, const char *entries, const str
 	       jsonv_add_int(o, "last_duration_us", j->last_step_us) ||
 	       jsonv_add_int(o, "last_sweep_us", j->last_sweep_us) || jsonv_add_int(o, "lag_us", j->lag_us) ||
 	       jsonv_add_int(o, "max_lag_us", j->max_lag_us) || jsonv_add_int(o, "overruns", (int64_t)j->overruns) ||
-	       !cJSON_AddBoolToObject(o, "in_sweep", j->in_sweep)
+	       !cJSON_AddBoolToObject(o, "in_sweep", j->in_sweep) ||
+	       !(j->last_error[0] ? cJSON_AddStringToObject(o, "last_error", j->last_error)
+				  : cJSON_AddNullToObject(o, "last_error"))
 		       ? -ENOMEM : 0;
 }
 
@@ -547,8 +525,12 @@ static void h_worker(struct api *a, struct api_response *res)
 	      jsonv_add_int(o, "drained", (int64_t)st.job[WORKER_DRAIN].entries) ||
 	      jsonv_add_int(o, "pruned", (int64_t)st.job[WORKER_PRUNE].entries) ||
 	      jsonv_add_int(o, "errors", (int64_t)(st.job[WORKER_DRAIN].errors + st.job[WORKER_PRUNE].errors)) ||
-	      !(st.last_error[0] ? cJSON_AddStringToObject(o, "last_error", st.last_error)
-				 : cJSON_AddNullToObject(o, "last_error")) ||
+	      /* the top-level last_error: any job's (drain first) until that job succeeds again */
+	      !(st.job[WORKER_DRAIN].last_error[0]
+			? cJSON_AddStringToObject(o, "last_error", st.job[WORKER_DRAIN].last_error)
+			: st.job[WORKER_PRUNE].last_error[0]
+				  ? cJSON_AddStringToObject(o, "last_error", st.job[WORKER_PRUNE].last_error)
+				  : cJSON_AddNullToObject(o, "last_error")) ||
 	      !(rules = cJSON_AddObjectToObject(o, "rules")) ||
 	      jsonv_add_int(rules, "version", (int64_t)st.rules_version) ||
 	      jsonv_add_int(rules, "loaded", (int64_t)st.rules) ||

@@ -121,7 +121,7 @@ static cJSON *state_json(const struct layout *l, const struct rule *rule, const 
 	if (r && r->type == REDIS_REPLY_ERROR) {
 		/* e.g. WRONGTYPE: a key of another limiter under this layout's name;
 		 * report it and let the rest of the page through */
-		bad = jsonv_add_strn(o, "path", path, len) ||
+		bad = jsonv_add_path(o, "path", path, len) ||
 		      !cJSON_AddStringToObject(o, "algorithm", algorithm_name(l->algorithm)) ||
 		      !cJSON_AddStringToObject(o, "layout", l->name) ||
 		      !(rule ? cJSON_AddStringToObject(o, "rule", rule->name) : cJSON_AddNullToObject(o, "rule")) ||
@@ -139,7 +139,7 @@ static cJSON *state_json(const struct layout *l, const struct rule *rule, const 
 			goto fail;
 		count = r->integer;
 	}
-	bad = jsonv_add_strn(o, "path", path, len) ||
+	bad = jsonv_add_path(o, "path", path, len) ||
 	      !cJSON_AddStringToObject(o, "algorithm", algorithm_name(l->algorithm)) ||
 	      !cJSON_AddStringToObject(o, "layout", l->name) ||
 	      !(rule ? cJSON_AddStringToObject(o, "rule", rule->name) : cJSON_AddNullToObject(o, "rule")) ||
@@ -239,7 +239,7 @@ int pathstate_get(struct rconn *c, const struct layout *layouts, size_t nlayouts
 	if (rule) {
 		/* a rule of an algorithm this build keeps no state for */
 		o = cJSON_CreateObject();
-		if (!o || jsonv_add_strn(o, "path", path, len) ||
+		if (!o || jsonv_add_path(o, "path", path, len) ||
 		    !cJSON_AddStringToObject(o, "algorithm", algorithm_name(rule->algorithm)) ||
 		    !cJSON_AddStringToObject(o, "rule", rule->name) ||
 		    !cJSON_AddNullToObject(o, "count") ||
@@ -328,7 +328,7 @@ int pathstate_reset(struct rconn *c, const struct layout *layouts, size_t nlayou
 	rc = -EPROTO;
 	if (r->type != REDIS_REPLY_ARRAY || r->elements < 1 || r->element[0]->type != REDIS_REPLY_INTEGER)
 		goto out;
-	if (!(o = cJSON_CreateObject()) || jsonv_add_strn(o, "path", path, len) ||
+	if (!(o = cJSON_CreateObject()) || jsonv_add_path(o, "path", path, len) ||
 	    !(arr = cJSON_CreateArray()))
 		goto out;
 	for (size_t i = 1; i < r->elements; i++) {
@@ -348,7 +348,7 @@ int pathstate_reset(struct rconn *c, const struct layout *layouts, size_t nlayou
 				is_meta = 1;
 		k = cJSON_CreateObject();
 		/* a meta hash holds bookkeeping (last, carry, seq), not admitted entries */
-		if (!k || jsonv_add_strn(k, "key", e->element[0]->str, e->element[0]->len) ||
+		if (!k || jsonv_add_path(k, "key", e->element[0]->str, e->element[0]->len) ||
 		    (is_meta ? !cJSON_AddBoolToObject(k, "meta", 1)
 			     : jsonv_add_int(k, "entries", e->element[1]->integer)) ||
 		    !cJSON_AddItemToArray(arr, k)) {

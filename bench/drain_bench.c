@@ -5,7 +5,7 @@
  *   drain_bench bench --redis URL [--paths N] [--repeat R] [--batch-size B]
  *                     [--also-batch B1,B2,...]
  *   drain_bench fill  --redis URL [--paths N] [--age-ms A]
- *   drain_bench sweep --redis URL [--paths N] [--batch-size B] [--profile]
+ *   drain_bench sweep --redis URL [--paths N] [--batch-size B]
  *
  * bench: for each of R rounds, three fresh identical fills of N buckets, each
  * followed by one timed pass that drains exactly one entry from every bucket:
@@ -274,21 +274,35 @@ static size_t stats_read(struct bench *b, struct cmdstat *out, size_t cap)
 	return n;
 }
 
-/* One line: Redis time in the pass's top-level commands, and per command inside scripts. */
+static int top_level(const char *name)
+{
+	return !strcmp(name, "evalsha") || !strcmp(name, "sscan") || !strcmp(name, "zremrangebyscore") ||
+	       !strcmp(name, "get");
+}
+
+/*
+ * One line: Redis's own time in the pass's commands (INFO commandstats, reset
+ * before the pass), then the commands the scripts called (included in evalsha).
+ */
 static void stats_print(struct bench *b, double wall)
 {
 	struct cmdstat s[32];
 	size_t n = stats_read(b, s, 32);
 	long long top = 0;
+	int nested = 0;
 
 	for (size_t i = 0; i < n; i++)
-		if (!strcmp(s[i].name, "evalsha") || !strcmp(s[i].name, "sscan") ||
-		    !strcmp(s[i].name, "zremrangebyscore"))
+		if (top_level(s[i].name))
 			top += s[i].usec;
-	printf("      redis busy %.3f s of %.3f s wall (%.0f%%):", (double)top / 1e6, wall,
+	printf("      redis busy %.3f s of %.3f s (%.0f%%):", (double)top / 1e6, wall,
 	       100.0 * (double)top / 1e6 / wall);
 	for (size_t i = 0; i < n; i++)
-		printf(" %s %lld calls %.3f s;", s[i].name, s[i].calls, (double)s[i].usec / 1e6);
+		if (top_level(s[i].name))
+			printf(" %s %lld x %.3f s;", s[i].name, s[i].calls, (double)s[i].usec / 1e6);
+	for (size_t i = 0; i < n; i++)
+		if (!top_level(s[i].name))
+			printf("%s %s %lld x %.3f s", nested++ ? "," : " inside scripts:", s[i].name, s[i].calls,
+			       (double)s[i].usec / 1e6);
 	printf("\n");
 }
 
@@ -299,7 +313,7 @@ struct outcome {
 	uint64_t drained, batches;
 };
 
-static struct outcome pass_sweep(struct bench *b, size_t batch_size, int verbose)
+static struct outcome pass_sweep(struct bench *b, size_t batch_size)
 {
 	struct worker_config wc = {
 		.redis = &b->target, .timeout_ms = 60000, .prefix = PREFIX, .batch_size = batch_size,
@@ -326,8 +340,6 @@ static struct outcome pass_sweep(struct bench *b, size_t batch_size, int verbose
 		worker_status(w, &st);
 		die("drain sweep: %s (%s)", strerror(-rc), st.last_error);
 	}
-	if (verbose)
-		stats_print(b, o.secs);
 	worker_free(w);
 	if (res.paths != b->paths || res.entries != b->paths || res.unmatched || res.emptied)
 		die("drain sweep: %llu paths, %llu entries drained, %llu unmatched, %llu emptied; expected %zu, %zu, 0, 0",
@@ -354,7 +366,7 @@ static redisReply *raw_cmd(struct bench *b, int argc, const char **argv, const s
  * synchronous round trip.  `zrem` selects the seed's literal command;
  * otherwise EVALSHA of leaky_bucket_drain.lua for that one bucket.
  */
-static struct outcome pass_loop(struct bench *b, int zrem, int verbose)
+static struct outcome pass_loop(struct bench *b, int zrem)
 {
 	const struct script_src *src = script_get(SCRIPT_LEAKY_BUCKET_DRAIN);
 	struct ruleset rs = { 0 };
@@ -432,8 +444,6 @@ static struct outcome pass_loop(struct bench *b, int zrem, int verbose)
 		freeReplyObject(page);
 	} while (strcmp(cursor, "0") != 0);
 	o.secs = now_s() - t;
-	if (verbose)
-		stats_print(b, o.secs);
 	ruleset_clear(&rs);
 	strbuf_free(&kb);
 	if (o.drained != b->paths)
@@ -480,13 +490,14 @@ static struct outcome run_pass(struct bench *b, enum pass p, size_t batch_size, 
 	printf("  round %d %-17s fill %.2f s (%.0f acquires/s)", round, names[p], fsecs,
 	       2.0 * (double)b->paths / fsecs);
 	fflush(stdout);
-	o = p == PASS_SWEEP ? pass_sweep(b, batch_size, 0) : pass_loop(b, p == PASS_ZREM, 0);
-	check_sample(b, 4, names[p]);
+	o = p == PASS_SWEEP ? pass_sweep(b, batch_size) : pass_loop(b, p == PASS_ZREM);
 	printf("  -> %.3f s, %.0f keys/s, %llu drained", o.secs, (double)b->paths / o.secs,
 	       (unsigned long long)o.drained);
 	if (p == PASS_SWEEP)
 		printf(", %llu script calls", (unsigned long long)o.batches);
 	printf("\n");
+	stats_print(b, o.secs);
+	check_sample(b, 4, names[p]);
 	fflush(stdout);
 	return o;
 }
@@ -494,9 +505,9 @@ static struct outcome run_pass(struct bench *b, enum pass p, size_t batch_size, 
 static void usage(FILE *f)
 {
 	fputs("usage: drain_bench bench --redis URL [--paths N] [--repeat R] [--batch-size B]\n"
-	      "                         [--also-batch B1,B2,...] [--profile]\n"
+	      "                         [--also-batch B1,B2,...]\n"
 	      "       drain_bench fill  --redis URL [--paths N] [--age-ms A]\n"
-	      "       drain_bench sweep --redis URL [--paths N] [--batch-size B] [--profile]\n",
+	      "       drain_bench sweep --redis URL [--paths N] [--batch-size B]\n",
 	      f);
 }
 
@@ -520,7 +531,7 @@ int main(int argc, char **argv)
 	struct sl_error err = { 0 };
 	const char *url = NULL, *mode, *also = NULL;
 	size_t batch_size = 500, also_v[MAX_BATCHES], nalso = 0;
-	int rounds = 3, profile = 0;
+	int rounds = 3;
 	long long age_ms = 0;
 
 	if (argc < 2) {
@@ -536,10 +547,6 @@ int main(int argc, char **argv)
 	for (int i = 2; i < argc; i++) {
 		const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 
-		if (!strcmp(f, "--profile")) {
-			profile = 1;
-			continue;
-		}
 		if (!v) {
 			usage(stderr);
 			return 2;
@@ -599,9 +606,10 @@ int main(int argc, char **argv)
 		struct outcome o;
 
 		b.t0 = redis_time_ms(&b) - DUE_AFTER_MS;
-		o = pass_sweep(&b, batch_size, profile);
+		o = pass_sweep(&b, batch_size);
 		printf("sweep %zu buckets, batch %zu: %.3f s, %.0f keys/s, %llu script calls\n", b.paths, batch_size,
 		       o.secs, (double)b.paths / o.secs, (unsigned long long)o.batches);
+		stats_print(&b, o.secs);
 	} else {
 		struct timeval tv = { 60, 0 };
 		double secs[PASS__N][MAX_ROUNDS], also_secs[MAX_BATCHES];
@@ -634,21 +642,9 @@ int main(int argc, char **argv)
 				if (p == PASS_SWEEP)
 					batches = o.batches;
 			}
-		/* where the time goes: one more pass of each with Redis's own accounting */
-		if (profile) {
-			printf("profile (INFO commandstats; nested script commands counted separately):\n");
-			for (int p = 0; p < PASS__N; p++) {
-				fill(&b, redis_time_ms(&b));
-				printf("  %s\n", label[p]);
-				if (p == PASS_SWEEP)
-					pass_sweep(&b, batch_size, 1);
-				else
-					pass_loop(&b, p == PASS_ZREM, 1);
-			}
-		}
 		for (size_t k = 0; k < nalso; k++) {
 			fill(&b, redis_time_ms(&b));
-			also_secs[k] = pass_sweep(&b, also_v[k], 0).secs;
+			also_secs[k] = pass_sweep(&b, also_v[k]).secs;
 			check_sample(&b, 4, "sweep");
 			printf("  batch %-6zu sweep %.3f s, %.0f keys/s\n", also_v[k], also_secs[k],
 			       (double)b.paths / also_secs[k]);

@@ -250,14 +250,8 @@ int config_apply_json(struct config *cfg, const char *text, size_t len, struct s
 	const char *end = NULL;
 	cJSON *root, *it;
 
-	if (jsonv_has_nul_escape(text, len))
-		return sl_fail(err, "config", "strings must not contain \\u0000");
-	root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
-	if (!root) {
-		size_t off = end ? (size_t)(end - text) : 0;
-
-		return sl_fail(err, "config", "not valid JSON (near byte %zu)", off);
-	}
+	if (!(root = jsonv_parse(text, len, "config", err)))
+		return -EINVAL;
 	if (!cJSON_IsObject(root)) {
 		rc = sl_fail(err, "config", "must be a JSON object");
 		goto out;

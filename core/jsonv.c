@@ -125,3 +125,103 @@ int jsonv_add_number(cJSON *obj, const char *name, double v)
 		return -ENOMEM;
 	return 0;
 }
+
+cJSON *jsonv_parse(const char *text, size_t len, const char *field, struct sl_error *err)
+{
+	const char *end = NULL;
+	char *copy;
+	cJSON *v;
+
+	if (len == 0) {
+		sl_fail(err, field, "is empty; a JSON value is required");
+		return NULL;
+	}
+	if (memchr(text, '\0', len) || jsonv_has_nul_escape(text, len)) {
+		sl_fail(err, field, "must not contain NUL bytes or \\u0000");
+		return NULL;
+	}
+	/* cJSON rejects trailing bytes only in a NUL-terminated buffer */
+	if (!(copy = malloc(len + 1))) {
+		sl_fail(err, field, "out of memory");
+		return NULL;
+	}
+	memcpy(copy, text, len);
+	copy[len] = '\0';
+	v = cJSON_ParseWithLengthOpts(copy, len + 1, &end, 1);
+	if (!v)
+		sl_fail(err, field, "is not valid JSON (near byte %zu)", end ? (size_t)(end - copy) : (size_t)0);
+	free(copy);
+	return v;
+}
+
+int jsonv_utf8_valid(const char *str, size_t len)
+{
+	const unsigned char *s = (const unsigned char *)str;
+	size_t i = 0;
+
+	while (i < len) {
+		unsigned c = s[i];
+		size_t n;
+		unsigned cp;
+
+		if (c < 0x80) {
+			i++;
+			continue;
+		}
+		if (c >= 0xc2 && c <= 0xdf) {
+			n = 1;
+			cp = c & 0x1f;
+		} else if (c >= 0xe0 && c <= 0xef) {
+			n = 2;
+			cp = c & 0x0f;
+		} else if (c >= 0xf0 && c <= 0xf4) {
+			n = 3;
+			cp = c & 0x07;
+		} else {
+			return 0;
+		}
+		if (i + n >= len)
+			return 0; /* truncated sequence */
+		for (size_t k = 1; k <= n; k++) {
+			if ((s[i + k] & 0xc0) != 0x80)
+				return 0;
+			cp = (cp << 6) | (s[i + k] & 0x3f);
+		}
+		if ((n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) || cp > 0x10ffff ||
+		    (cp >= 0xd800 && cp <= 0xdfff))
+			return 0;
+		i += n + 1;
+	}
+	return 1;
+}
+
+int jsonv_add_path(cJSON *obj, const char *name, const char *s, size_t len)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	char enc_name[64];
+	char *out;
+	size_t o = 0;
+	int rc;
+
+	if (!memchr(s, '\0', len) && jsonv_utf8_valid(s, len))
+		return jsonv_add_strn(obj, name, s, len);
+	if (!(out = malloc(3 * len + 1)))
+		return -ENOMEM;
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (c > 0x20 && c < 0x7f && c != '%') {
+			out[o++] = (char)c;
+		} else {
+			out[o++] = '%';
+			out[o++] = hex[c >> 4];
+			out[o++] = hex[c & 15];
+		}
+	}
+	rc = jsonv_add_strn(obj, name, out, o);
+	free(out);
+	snprintf(enc_name, sizeof(enc_name), "%s_encoding", name);
+	if (!rc && !cJSON_AddStringToObject(obj, enc_name, "percent"))
+		rc = -ENOMEM;
+	return rc;
+}

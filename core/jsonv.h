@@ -26,6 +26,22 @@ int jsonv_positive(const cJSON *item, const char *field, int allow_zero, double 
 int jsonv_string(const cJSON *item, const char *field, const char **out, struct sl_error *err);
 
 /*
+ * Parse `len` bytes of JSON text as exactly one value (whitespace around it
+ * only).  Refuses what cJSON would silently cut: raw NUL bytes and \u0000
+ * escapes.  Returns the value (caller cJSON_Delete's), or NULL with a reason
+ * in `err` (field = `field`).
+ */
+cJSON *jsonv_parse(const char *text, size_t len, const char *field, struct sl_error *err);
+/* 1 when `s` (`len` bytes) is valid UTF-8 (RFC 3629: no overlongs, no surrogates). */
+int jsonv_utf8_valid(const char *s, size_t len);
+/*
+ * Add a path: as a JSON string when it is valid UTF-8 without NUL bytes;
+ * otherwise percent-encoded (bytes outside printable ASCII, and '%') with
+ * "<name>_encoding": "percent" beside it, so no byte is lost or made up.
+ */
+int jsonv_add_path(cJSON *obj, const char *name, const char *s, size_t len);
+
+/*
  * 1 when JSON text holds a \u0000 escape (one not itself escaped): cJSON cuts
  * strings at NUL, so "/a\u0000b" would silently become "/a".  Callers refuse such text.
  */

@@ -230,14 +230,11 @@ fail:
 int rule_from_text(const char *text, size_t len, const char *name, struct rule **out,
 		   struct sl_error *err)
 {
-	cJSON *obj;
+	cJSON *obj = jsonv_parse(text, len, "rule", err);
 	int rc;
 
-	if (jsonv_has_nul_escape(text, len))
-		return sl_fail(err, "", "strings must not contain \\u0000");
-	obj = cJSON_ParseWithLength(text, len);
 	if (!obj)
-		return sl_fail(err, "", "not valid JSON");
+		return -EINVAL;
 	rc = rule_from_json(obj, name, NULL, out, err);
 	cJSON_Delete(obj);
 	return rc;

@@ -99,7 +99,8 @@ static int run_job(void *arg)
 
 			worker_status(d->worker, &ws);
 			log_event(LOG_WARN, "job_failed", "job=%s error=%s", worker_job_name(j->job),
-				  log_quote(q, sizeof(q), ws.last_error, strlen(ws.last_error)));
+				  log_quote(q, sizeof(q), ws.job[j->job].last_error,
+					    strlen(ws.job[j->job].last_error)));
 		}
 		j->failing = 1;
 		return rc;

@@ -1364,10 +1364,10 @@ START_TEST(test_worker_status)
 		    "\"last_error\":null,\"rules\":{\"version\":0,\"loaded\":0,\"invalid\":0},\"jobs\":{"
 		    "\"drain\":{\"ticks\":0,\"sweeps\":0,\"batches\":0,\"paths\":0,\"drained\":0,\"emptied\":0,"
 		    "\"unmatched\":0,\"skipped\":0,\"errors\":0,\"last_duration_us\":0,\"last_sweep_us\":0,\"lag_us\":0,"
-		    "\"max_lag_us\":0,\"overruns\":0,\"in_sweep\":false},"
+		    "\"max_lag_us\":0,\"overruns\":0,\"in_sweep\":false,\"last_error\":null},"
 		    "\"prune\":{\"ticks\":0,\"sweeps\":0,\"batches\":0,\"paths\":0,\"pruned\":0,\"emptied\":0,"
 		    "\"unmatched\":0,\"skipped\":0,\"errors\":0,\"last_duration_us\":0,\"last_sweep_us\":0,\"lag_us\":0,"
-		    "\"max_lag_us\":0,\"overruns\":0,\"in_sweep\":false}}}");
+		    "\"max_lag_us\":0,\"overruns\":0,\"in_sweep\":false,\"last_error\":null}}}");
 
 	/* 1 entry per 100 s; the keys expire on the real clock long after the test */
 	put_ok("api", "{\"match\":\"/api/*\",\"algorithm\":\"leaky_bucket\",\"capacity\":10,\"rate\":0.01}");
@@ -1431,9 +1431,9 @@ START_TEST(test_worker_status)
 	ck_json_is("{\"redis_up\":true,\"connects\":1,\"ticks\":2,\"drained\":5,\"pruned\":2,\"errors\":0,"
 		   "\"last_error\":null,\"rules\":{\"version\":3,\"loaded\":2,\"invalid\":1},\"jobs\":{"
 		   "\"drain\":{\"ticks\":1,\"sweeps\":1,\"batches\":1,\"paths\":4,\"drained\":5,\"emptied\":1,"
-		   "\"unmatched\":1,\"skipped\":1,\"errors\":0,\"lag_us\":700,\"max_lag_us\":1500,\"overruns\":2,\"in_sweep\":false},"
+		   "\"unmatched\":1,\"skipped\":1,\"errors\":0,\"lag_us\":700,\"max_lag_us\":1500,\"overruns\":2,\"in_sweep\":false,\"last_error\":null},"
 		   "\"prune\":{\"ticks\":1,\"sweeps\":1,\"batches\":1,\"paths\":2,\"pruned\":2,\"emptied\":0,"
-		   "\"unmatched\":0,\"skipped\":0,\"errors\":0,\"lag_us\":0,\"max_lag_us\":0,\"overruns\":0,\"in_sweep\":false}}}");
+		   "\"unmatched\":0,\"skipped\":0,\"errors\":0,\"lag_us\":0,\"max_lag_us\":0,\"overruns\":0,\"in_sweep\":false,\"last_error\":null}}}");
 
 	/* the same instant again drains nothing more; the counters add up */
 	ck_assert_int_eq(worker_sweep(w, WORKER_DRAIN, t0 + 300000, &r), 0);

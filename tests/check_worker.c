@@ -461,7 +461,7 @@ START_TEST(reconnect_after_connection_killed)
 	ck_assert_int_eq(st.redis_up, 1);
 	ck_assert_int_eq(st.connects, 2);
 	ck_assert_int_eq(st.job[WORKER_DRAIN].errors, 0);
-	ck_assert_str_eq(st.last_error, "");
+	ck_assert_str_eq(st.job[WORKER_DRAIN].last_error, "");
 	ck_assert_int_eq(level("/b"), 3);
 	worker_free(w);
 }

@@ -227,10 +227,10 @@ static int push_param(struct worker *w, size_t *na, const struct rule *r)
 	return push_arg(w, na, num, (size_t)n);
 }
 
-static void set_error(struct worker *w, const char *fmt, const char *detail)
+static void set_error(struct worker *w, enum worker_job job, const char *fmt, const char *detail)
 {
 	pthread_mutex_lock(&w->lock);
-	snprintf(w->st.last_error, sizeof(w->st.last_error), fmt, detail);
+	snprintf(w->st.job[job].last_error, sizeof(w->st.job[job].last_error), fmt, detail);
 	pthread_mutex_unlock(&w->lock);
 }
 
@@ -267,7 +267,7 @@ int worker_step(struct worker *w, enum worker_job job, int64_t budget_us, int64_
 	if (now_ms >= 0)
 		snprintf(now, sizeof(now), "%lld", (long long)now_ms);
 	if ((rc = refresh_rules(w))) {
-		set_error(w, "rules: %s", rconn_errstr(w->conn)[0] ? rconn_errstr(w->conn) : "bad reply");
+		set_error(w, job, "rules: %s", rconn_errstr(w->conn)[0] ? rconn_errstr(w->conn) : "bad reply");
 		goto out;
 	}
 	if (js->nlayouts == 0) {
@@ -296,7 +296,7 @@ int worker_step(struct worker *w, enum worker_job job, int64_t budget_us, int64_
 
 		if (!valid_sscan(page)) {
 			rc = -EPROTO;
-			set_error(w, "SSCAN: %s", page && page->type == REDIS_REPLY_ERROR ? page->str : "unexpected reply");
+			set_error(w, job, "SSCAN: %s", page && page->type == REDIS_REPLY_ERROR ? page->str : "unexpected reply");
 			goto fail_noerr;
 		}
 		memcpy(next, page->element[0]->str, page->element[0]->len + 1);
@@ -315,6 +315,12 @@ int worker_step(struct worker *w, enum worker_job job, int64_t budget_us, int64_
 			if (m->type != REDIS_REPLY_STRING)
 				continue;
 			r.paths++;
+			if (m->len == 0) {
+				/* no client writes "" (the scripts refuse it); a foreign
+				 * member must not make the script refuse the whole batch */
+				r.skipped++;
+				continue;
+			}
 			rule = ruleset_match(&w->rules, m->str, m->len);
 			if (!rule || rule->algorithm != l->algorithm) {
 				r.unmatched++;
@@ -359,7 +365,7 @@ int worker_step(struct worker *w, enum worker_job job, int64_t budget_us, int64_
 			    e->element[0]->type != REDIS_REPLY_INTEGER ||
 			    e->element[1]->type != REDIS_REPLY_INTEGER) {
 				rc = -EPROTO;
-				set_error(w, "script: %s", e && e->type == REDIS_REPLY_ERROR ? e->str : "unexpected reply");
+				set_error(w, job, "script: %s", e && e->type == REDIS_REPLY_ERROR ? e->str : "unexpected reply");
 				goto fail_noerr;
 			}
 			r.entries += (uint64_t)e->element[0]->integer;
@@ -389,9 +395,9 @@ int worker_step(struct worker *w, enum worker_job job, int64_t budget_us, int64_
 	goto out;
 fail:
 	if (rc == -EIO || rc == -EAGAIN)
-		set_error(w, "redis: %s", rconn_errstr(w->conn));
+		set_error(w, job, "redis: %s", rconn_errstr(w->conn));
 	else if (rc == -ENOMEM)
-		set_error(w, "%s", "out of memory");
+		set_error(w, job, "%s", "out of memory");
 fail_noerr:
 	if (page)
 		freeReplyObject(page);
@@ -418,7 +424,7 @@ out:
 		}
 		s->in_sweep = js->in_sweep;
 		if (!rc)
-			w->st.last_error[0] = '\0';
+			s->last_error[0] = '\0';
 		w->st.redis_up = rconn_is_up(w->conn);
 		w->st.connects = rconn_connects(w->conn);
 		w->st.rules_version = w->rules.version;

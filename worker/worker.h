@@ -50,7 +50,7 @@ struct worker_job_status {
 	uint64_t entries;        /* entries drained or pruned */
 	uint64_t emptied;        /* paths whose state emptied and left the registry */
 	uint64_t unmatched;      /* paths left alone: no rule, or a rule of another algorithm */
-	uint64_t skipped;        /* paths whose key has another type (left untouched by the script) */
+	uint64_t skipped;        /* paths left untouched: their key has another type, or an empty member */
 	uint64_t errors;         /* steps that failed (Redis down, script error) */
 	int64_t last_step_us;    /* duration of the last step */
 	int64_t last_sweep_us;   /* duration of the last complete sweep (wall, across steps) */
@@ -58,6 +58,7 @@ struct worker_job_status {
 	int64_t max_lag_us;
 	uint64_t overruns;
 	int in_sweep;            /* 1 while a sweep is part-way (cursor not at the start) */
+	char last_error[160];    /* why the last step failed; "" when it succeeded */
 };
 
 struct worker_status {
@@ -67,7 +68,6 @@ struct worker_status {
 	uint64_t rules_version;
 	size_t rules;            /* rules loaded */
 	size_t rules_invalid;    /* rules in Redis that failed validation (skipped) */
-	char last_error[160];    /* "" when the last step succeeded */
 };
 
 /* Result of one step (also folded into the status). */
