@@ -90,6 +90,10 @@ static void fail_redis(struct api *a, struct api_response *res, int rc)
 		fail(res, 503, "redis_unavailable", msg, NULL);
 	} else if (rc == -ENOMEM) {
 		fail(res, 500, "internal", "out of memory", NULL);
+	} else if (rc == -EBADMSG) {
+		fail(res, 500, "redis_refused",
+		     "redis refused the command: one of sluice's keys (rules, rules:version, a registry) "
+		     "holds another type or value; nothing was reported as done", NULL);
 	} else {
 		fail(res, 500, "internal", "unexpected reply from redis", NULL);
 	}

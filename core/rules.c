@@ -307,6 +307,7 @@ void ruleset_clear(struct ruleset *rs)
 	rs->v = NULL;
 	rs->n = rs->cap = 0;
 	rs->version = 0;
+	rs->epoch[0] = '\0';
 	rs->loaded = 0;
 }
 

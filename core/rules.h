@@ -73,6 +73,7 @@ struct ruleset {
 	struct rule **v;         /* owned */
 	size_t n, cap;
 	uint64_t version;        /* the Redis version counter it was loaded at */
+	char epoch[40];          /* the store's epoch it was loaded at (see rulestore.h) */
 	int loaded;              /* 1 once loaded from Redis */
 };
 

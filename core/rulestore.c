@@ -4,34 +4,40 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
 
 struct keys {
 	char hash[128];
 	char version[136];
+	char epoch[136];
 };
 
 static void make_keys(const char *prefix, struct keys *k)
 {
 	snprintf(k->hash, sizeof(k->hash), "%srules", prefix);
 	snprintf(k->version, sizeof(k->version), "%srules:version", prefix);
+	snprintf(k->epoch, sizeof(k->epoch), "%srules:epoch", prefix);
 }
 
-static int reply_u64(const redisReply *r, uint64_t *out)
+/* A version as stored: digits only; anything else reads as 0 (and forces reloads). */
+static int parse_version(const redisReply *r, uint64_t *out)
 {
-	char *end;
+	uint64_t v = 0;
 
-	if (r->type == REDIS_REPLY_NIL) {
-		*out = 0;
+	*out = 0;
+	if (r->type == REDIS_REPLY_NIL)
 		return 0;
-	}
-	if (r->type == REDIS_REPLY_INTEGER) {
-		*out = (uint64_t)r->integer;
-		return 0;
-	}
-	if (r->type != REDIS_REPLY_STRING)
+	if (r->type != REDIS_REPLY_STRING || r->len == 0 || r->len > 19)
 		return -EPROTO;
-	*out = strtoull(r->str, &end, 10);
-	return *end ? -EPROTO : 0;
+	for (size_t i = 0; i < r->len; i++) {
+		if (r->str[i] < '0' || r->str[i] > '9')
+			return -EPROTO;
+		v = v * 10 + (uint64_t)(r->str[i] - '0');
+	}
+	*out = v;
+	return 0;
 }
 
 int rulestore_version(struct rconn *c, const char *prefix, uint64_t *out)
@@ -47,7 +53,10 @@ int rulestore_version(struct rconn *c, const char *prefix, uint64_t *out)
 	lens[1] = strlen(k.version);
 	if ((rc = rconn_command(c, 2, argv, lens, &r)))
 		return rc;
-	rc = reply_u64(r, &v);
+	if (r->type == REDIS_REPLY_ERROR)
+		rc = -EBADMSG;
+	else
+		parse_version(r, &v);
 	freeReplyObject(r);
 	if (!rc)
 		*out = v;
@@ -59,36 +68,57 @@ static int by_name(const void *a, const void *b)
 	return strcmp((*(struct rule *const *)a)->name, (*(struct rule *const *)b)->name);
 }
 
+/* The store's (version, epoch); *sane = 0 when the version is not a number. */
+static int read_marks(struct rconn *c, const struct keys *k, uint64_t *version, char *epoch,
+		      size_t cap, int *sane)
+{
+	const char *argv[3] = { "MGET", k->version, k->epoch };
+	size_t lens[3] = { 4, strlen(k->version), strlen(k->epoch) };
+	redisReply *r;
+	int rc;
+
+	if ((rc = rconn_command(c, 3, argv, lens, &r)))
+		return rc;
+	if (r->type != REDIS_REPLY_ARRAY || r->elements != 2) {
+		rc = r->type == REDIS_REPLY_ERROR ? -EBADMSG : -EPROTO;
+		freeReplyObject(r);
+		return rc;
+	}
+	*sane = parse_version(r->element[0], version) == 0;
+	snprintf(epoch, cap, "%s", r->element[1]->type == REDIS_REPLY_STRING ? r->element[1]->str : "");
+	freeReplyObject(r);
+	return 0;
+}
+
 int rulestore_refresh(struct rconn *c, const char *prefix, struct ruleset *rs, int force,
 		      int *changed, size_t *invalid)
 {
 	struct keys k;
-	const char *get[2] = { "GET", k.version }, *all[2] = { "HGETALL", k.hash };
-	size_t getl[2] = { 3, 0 }, alll[2] = { 7, 0 };
 	struct ruleset next = { 0 };
 	struct rbatch *b = NULL;
+	char epoch[sizeof(rs->epoch)];
 	redisReply *r;
 	size_t bad = 0;
 	uint64_t v;
-	int rc;
+	int rc, sane;
 
 	if (changed)
 		*changed = 0;
 	make_keys(prefix, &k);
-	getl[1] = strlen(k.version);
-	alll[1] = strlen(k.hash);
-	if ((rc = rulestore_version(c, prefix, &v)))
+	if ((rc = read_marks(c, &k, &v, epoch, sizeof(epoch), &sane)))
 		return rc;
-	if (!force && rs->loaded && v == rs->version)
+	if (!force && sane && rs->loaded && v == rs->version && strcmp(epoch, rs->epoch) == 0)
 		return 0;
-	/* Read version and hash in one MULTI so they agree. */
+	/* Read the marks and the hash in one MULTI so they agree. */
 	if (!(b = rbatch_new()))
 		return -ENOMEM;
 	{
 		const char *m[1] = { "MULTI" }, *e[1] = { "EXEC" };
+		const char *mget[3] = { "MGET", k.version, k.epoch }, *all[2] = { "HGETALL", k.hash };
 		size_t ml[1] = { 5 }, el[1] = { 4 };
+		size_t mgetl[3] = { 4, strlen(k.version), strlen(k.epoch) }, alll[2] = { 7, strlen(k.hash) };
 
-		if (rbatch_cmd(b, 1, m, ml) || rbatch_cmd(b, 2, get, getl) ||
+		if (rbatch_cmd(b, 1, m, ml) || rbatch_cmd(b, 3, mget, mgetl) ||
 		    rbatch_cmd(b, 2, all, alll) || rbatch_cmd(b, 1, e, el)) {
 			rc = -ENOMEM;
 			goto out;
@@ -98,15 +128,27 @@ int rulestore_refresh(struct rconn *c, const char *prefix, struct ruleset *rs, i
 		goto out;
 	r = rbatch_reply(b, 3);
 	if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
-	    reply_u64(r->element[0], &v) || r->element[1]->type != REDIS_REPLY_ARRAY) {
+	    r->element[0]->type != REDIS_REPLY_ARRAY || r->element[0]->elements != 2) {
 		rc = -EPROTO;
 		goto out;
 	}
+	if (r->element[1]->type == REDIS_REPLY_ERROR) {
+		rc = -EBADMSG; /* the rules key has another type */
+		goto out;
+	}
+	if (r->element[1]->type != REDIS_REPLY_ARRAY) {
+		rc = -EPROTO;
+		goto out;
+	}
+	parse_version(r->element[0]->element[0], &v);
+	snprintf(epoch, sizeof(epoch), "%s",
+		 r->element[0]->element[1]->type == REDIS_REPLY_STRING ? r->element[0]->element[1]->str : "");
 	for (size_t i = 0; i + 1 < r->element[1]->elements; i += 2) {
 		const redisReply *name = r->element[1]->element[i], *body = r->element[1]->element[i + 1];
 		struct rule *rule;
 
 		if (name->type != REDIS_REPLY_STRING || body->type != REDIS_REPLY_STRING ||
+		    strlen(name->str) != name->len ||
 		    rule_from_text(body->str, body->len, name->str, &rule, NULL)) {
 			bad++;
 			continue;
@@ -119,6 +161,7 @@ int rulestore_refresh(struct rconn *c, const char *prefix, struct ruleset *rs, i
 	ruleset_clear(rs);
 	*rs = next;
 	rs->version = v;
+	memcpy(rs->epoch, epoch, sizeof(rs->epoch));
 	rs->loaded = 1;
 	memset(&next, 0, sizeof(next));
 	if (changed)
@@ -131,16 +174,67 @@ out:
 	return rc;
 }
 
-/* MULTI; HSET|HDEL; INCR version; EXEC — with a prior read to report what changed. */
+/*
+ * Refuse a change when the version counter is not a number: EXEC would store
+ * the rule and fail the INCR (Redis does not roll back), and no other daemon
+ * would ever reload.
+ */
+static int check_version(struct rconn *c, const struct keys *k)
+{
+	char epoch[40];
+	uint64_t v;
+	int sane, rc = read_marks(c, k, &v, epoch, sizeof(epoch), &sane);
+
+	return rc ? rc : sane ? 0 : -EBADMSG;
+}
+
+/* A fresh epoch token: 16 hex digits from getrandom, or time and pid when it fails. */
+static void new_epoch(char *out, size_t cap)
+{
+	unsigned long long x;
+
+	if (getrandom(&x, sizeof(x), GRND_NONBLOCK) != (ssize_t)sizeof(x))
+		x = (unsigned long long)time(NULL) * 1000003ULL ^ (unsigned long long)getpid();
+	snprintf(out, cap, "%016llx", x);
+}
+
+/* Run MULTI, `cmds`, EXEC; every queued command must succeed. */
+static int transaction(struct rconn *c, struct rbatch *b, size_t ncmds, redisReply **exec)
+{
+	redisReply *r;
+	int rc;
+
+	if ((rc = rbatch_run(c, b)))
+		return rc;
+	r = rbatch_reply(b, ncmds + 1);
+	if (!r)
+		return -EPROTO;
+	if (r->type != REDIS_REPLY_ARRAY || r->elements != ncmds)
+		return r->type == REDIS_REPLY_ERROR || r->type == REDIS_REPLY_NIL ? -EBADMSG : -EPROTO;
+	for (size_t i = 0; i < r->elements; i++)
+		if (r->element[i]->type == REDIS_REPLY_ERROR)
+			return -EBADMSG;
+	*exec = r;
+	return 0;
+}
+
+static int queue_multi(struct rbatch *b, int exec)
+{
+	const char *m[1] = { exec ? "EXEC" : "MULTI" };
+	size_t l[1] = { exec ? 4 : 5 };
+
+	return rbatch_cmd(b, 1, m, l) ? -ENOMEM : 0;
+}
+
 int rulestore_put(struct rconn *c, const char *prefix, const struct rule *rule, int *created,
 		  int *unchanged)
 {
 	struct keys k;
-	char *text = rule_to_text(rule);
+	char *text = rule_to_text(rule), epoch[24];
 	const char *hget[3] = { "HGET", k.hash, rule->name };
 	size_t hgetl[3] = { 4, 0, strlen(rule->name) };
 	struct rbatch *b = NULL;
-	redisReply *old = NULL;
+	redisReply *old = NULL, *exec;
 	int rc;
 
 	if (!text)
@@ -149,6 +243,10 @@ int rulestore_put(struct rconn *c, const char *prefix, const struct rule *rule, 
 	hgetl[1] = strlen(k.hash);
 	if ((rc = rconn_command(c, 3, hget, hgetl, &old)))
 		goto out;
+	if (old->type == REDIS_REPLY_ERROR) {
+		rc = -EBADMSG;
+		goto out;
+	}
 	if (old->type == REDIS_REPLY_STRING && strcmp(old->str, text) == 0) {
 		if (created)
 			*created = 0;
@@ -156,30 +254,29 @@ int rulestore_put(struct rconn *c, const char *prefix, const struct rule *rule, 
 			*unchanged = 1;
 		goto out;
 	}
+	if ((rc = check_version(c, &k)))
+		goto out;
 	if (!(b = rbatch_new())) {
 		rc = -ENOMEM;
 		goto out;
 	}
+	new_epoch(epoch, sizeof(epoch));
 	{
-		const char *m[1] = { "MULTI" }, *e[1] = { "EXEC" };
 		const char *hset[4] = { "HSET", k.hash, rule->name, text };
 		const char *incr[2] = { "INCR", k.version };
-		size_t ml[1] = { 5 }, el[1] = { 4 };
+		const char *setnx[4] = { "SET", k.epoch, epoch, "NX" };
 		size_t hsetl[4] = { 4, strlen(k.hash), strlen(rule->name), strlen(text) };
 		size_t incrl[2] = { 4, strlen(k.version) };
+		size_t setnxl[4] = { 3, strlen(k.epoch), strlen(epoch), 2 };
 
-		if (rbatch_cmd(b, 1, m, ml) || rbatch_cmd(b, 4, hset, hsetl) ||
-		    rbatch_cmd(b, 2, incr, incrl) || rbatch_cmd(b, 1, e, el)) {
+		if (queue_multi(b, 0) || rbatch_cmd(b, 4, hset, hsetl) || rbatch_cmd(b, 2, incr, incrl) ||
+		    rbatch_cmd(b, 4, setnx, setnxl) || queue_multi(b, 1)) {
 			rc = -ENOMEM;
 			goto out;
 		}
 	}
-	if ((rc = rbatch_run(c, b)))
+	if ((rc = transaction(c, b, 3, &exec)))
 		goto out;
-	if (!rbatch_reply(b, 3) || rbatch_reply(b, 3)->type != REDIS_REPLY_ARRAY) {
-		rc = -EPROTO;
-		goto out;
-	}
 	if (created)
 		*created = old->type == REDIS_REPLY_NIL;
 	if (unchanged)
@@ -195,49 +292,39 @@ out:
 int rulestore_delete(struct rconn *c, const char *prefix, const char *name, int *deleted)
 {
 	struct keys k;
-	const char *m[1] = { "MULTI" }, *e[1] = { "EXEC" };
 	const char *hexists[3] = { "HEXISTS", k.hash, name };
 	const char *hdel[3] = { "HDEL", k.hash, name };
 	const char *incr[2] = { "INCR", k.version };
-	size_t ml[1] = { 5 }, el[1] = { 4 }, hl[3] = { 0, 0, strlen(name) }, incrl[2] = { 4, 0 };
+	size_t hel[3] = { 7, 0, strlen(name) }, hdell[3] = { 4, 0, strlen(name) }, incrl[2] = { 4, 0 };
 	struct rbatch *b = NULL;
-	redisReply *r = NULL;
+	redisReply *r = NULL, *exec;
 	int rc;
 
 	make_keys(prefix, &k);
-	hl[1] = strlen(k.hash);
+	hel[1] = hdell[1] = strlen(k.hash);
 	incrl[1] = strlen(k.version);
 	/* only an existing rule is deleted and bumps the version */
-	hl[0] = 7;
-	if ((rc = rconn_command(c, 3, hexists, hl, &r)))
+	if ((rc = rconn_command(c, 3, hexists, hel, &r)))
 		return rc;
-	if (r->type != REDIS_REPLY_INTEGER) {
-		freeReplyObject(r);
-		return -EPROTO;
-	}
-	if (r->integer == 0) {
+	rc = r->type == REDIS_REPLY_INTEGER ? 0 : r->type == REDIS_REPLY_ERROR ? -EBADMSG : -EPROTO;
+	if (!rc && r->integer == 0) {
 		freeReplyObject(r);
 		*deleted = 0;
 		return 0;
 	}
 	freeReplyObject(r);
+	if (rc || (rc = check_version(c, &k)))
+		return rc;
 	if (!(b = rbatch_new()))
 		return -ENOMEM;
-	hl[0] = 4;
-	if (rbatch_cmd(b, 1, m, ml) || rbatch_cmd(b, 3, hdel, hl) ||
-	    rbatch_cmd(b, 2, incr, incrl) || rbatch_cmd(b, 1, e, el)) {
+	if (queue_multi(b, 0) || rbatch_cmd(b, 3, hdel, hdell) || rbatch_cmd(b, 2, incr, incrl) ||
+	    queue_multi(b, 1)) {
 		rc = -ENOMEM;
 		goto out;
 	}
-	if ((rc = rbatch_run(c, b)))
+	if ((rc = transaction(c, b, 2, &exec)))
 		goto out;
-	r = rbatch_reply(b, 3);
-	if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
-	    r->element[0]->type != REDIS_REPLY_INTEGER) {
-		rc = -EPROTO;
-		goto out;
-	}
-	*deleted = r->element[0]->integer == 1;
+	*deleted = exec->element[0]->type == REDIS_REPLY_INTEGER && exec->element[0]->integer == 1;
 out:
 	rbatch_free(b);
 	return rc;

@@ -3,21 +3,29 @@
 /*
  * Rules live in Redis so that every daemon sees the same ones:
  *   <prefix>rules           hash: rule name -> rule JSON (compact)
- *   <prefix>rules:version   counter, INCR'd by every change (MULTI/EXEC with it)
- * A daemon reloads its ruleset when the counter differs from the version it holds.
+ *   <prefix>rules:version   counter, INCR'd by every change
+ *   <prefix>rules:epoch     random token set (NX) with the first change
+ * Every change is one MULTI/EXEC.  A daemon reloads its ruleset when the
+ * (version, epoch) pair differs from the one it holds: the epoch tells a
+ * store that lost its data (FLUSHALL, a restart without persistence) and
+ * counted up to the same version again from one that did not change.
  * Ties between globs of equal literal prefix are broken by rule name, so every
  * daemon orders the rules the same way whatever order HGETALL returns.
+ *
+ * Errors: 0, an rconn error (-EIO, -EAGAIN, -ENOMEM), -EBADMSG when Redis
+ * refused a command (e.g. one of these keys has another type; nothing is
+ * reported as done then), -EPROTO for an unexpected reply.
  */
 #include <stdint.h>
 
 #include "core/rconn.h"
 #include "core/rules.h"
 
-/* Current version counter (0 when absent).  0 or an rconn error. */
+/* Current version counter into *out (0 when absent or not a number). */
 int rulestore_version(struct rconn *c, const char *prefix, uint64_t *out);
 
 /*
- * Reload `rs` from Redis when the version differs from rs->version (or `force`).
+ * Reload `rs` from Redis when the version or epoch differ from rs's (or `force`).
  * Entries that fail validation are skipped and counted in *invalid (may be NULL).
  * *changed (may be NULL) is set to 1 when `rs` was reloaded.  On error `rs` is unchanged.
  */

@@ -108,6 +108,19 @@ static int run_job(void *arg)
 	if (j->failing)
 		log_event(LOG_INFO, "job_recovered", "job=%s", worker_job_name(j->job));
 	j->failing = 0;
+	if (d->cfg.nrules && !d->seed_conn) {
+		struct worker_status ws;
+
+		/* The store has no version at all: Redis lost its data (a restart
+		 * without persistence, FLUSHALL).  Store the config's rules again, as
+		 * at start; a store that was only edited keeps its version >= 1. */
+		worker_status(d->worker, &ws);
+		if (ws.rules_version == 0) {
+			log_event(LOG_WARN, "rules_lost", "reason=\"the rules store is empty\" action=reseed rules=%zu",
+				  d->cfg.nrules);
+			d->seed_conn = rconn_new(&d->cfg.redis, d->cfg.redis_timeout_ms);
+		}
+	}
 	if (res.sweep_done && (res.entries || res.emptied))
 		log_event(LOG_DEBUG, "sweep_done", "job=%s paths=%llu entries=%llu emptied=%llu unmatched=%llu",
 			  worker_job_name(j->job), (unsigned long long)res.paths,

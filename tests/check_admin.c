@@ -836,6 +836,43 @@ START_TEST(test_string_with_nul_escape)
 }
 END_TEST
 
+/*
+ * The rules store after data loss: FLUSHALL, then a new rule reaches version 1
+ * again.  The api's cache must see the new epoch and reload, not serve the old
+ * rule at the "same" version.
+ */
+START_TEST(test_rules_epoch_after_flush)
+{
+	put_ok("old", "{\"match\":\"/old/*\",\"algorithm\":\"leaky_bucket\",\"capacity\":10,\"rate\":1}");
+	get("/v1/rules");
+	ck_assert_int_eq(jint("version"), 1);
+	freeReplyObject(test_cmd(c, "FLUSHALL"));
+	put_ok("new", "{\"match\":\"/new/*\",\"algorithm\":\"sliding_log\",\"limit\":10,\"window_ms\":1000}");
+	get("/v1/rules");
+	ck_res(200, "{\"rules\":[{\"name\":\"new\",\"match\":\"/new/*\",\"algorithm\":\"sliding_log\",\"limit\":10,"
+		    "\"window_ms\":1000}],\"version\":1}");
+	get("/v1/rules/old");
+	ck_err(404, "not_found", NULL);
+}
+END_TEST
+
+/* Keys of sluice's with another type or value: the change is refused before any write. */
+START_TEST(test_rules_store_corrupt)
+{
+	freeReplyObject(test_cmd(c, "SET sluice:rules:version abc"));
+	put("/v1/rules/api", API_BODY);
+	ck_err(500, "redis_refused", NULL);
+	ck_assert_int_eq(test_cmd_int(c, "EXISTS sluice:rules"), 0);
+	freeReplyObject(test_cmd(c, "FLUSHALL"));
+	freeReplyObject(test_cmd(c, "SET sluice:rules oops"));
+	put("/v1/rules/api", API_BODY);
+	ck_err(500, "redis_refused", NULL);
+	ck_assert_int_eq(test_cmd_int(c, "EXISTS sluice:rules:version"), 0);
+	call("DELETE", "/v1/rules/api", NULL);
+	ck_err(500, "redis_refused", NULL);
+}
+END_TEST
+
 /* ---- path state ------------------------------------------------------------ */
 
 START_TEST(test_path_leaky_bucket)
@@ -1727,6 +1764,8 @@ static Suite *admin_suite(void)
 	tcase_add_test(tc, test_bug_capacity_above_2p53_accepted);
 	tcase_add_test(tc, test_bug_capacity_2p53_unusable);
 	tcase_add_test(tc, test_string_with_nul_escape);
+	tcase_add_test(tc, test_rules_epoch_after_flush);
+	tcase_add_test(tc, test_rules_store_corrupt);
 
 	TC("paths");
 	tcase_add_test(tc, test_path_leaky_bucket);

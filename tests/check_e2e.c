@@ -375,6 +375,19 @@ START_TEST(redis_outage_and_recovery)
 	}
 	ck_assert_int_ge(jint(j, "connects"), 2);
 	cJSON_Delete(j);
+	/* the new Redis is empty: the config's rules are stored again */
+	t0 = now_ms();
+	for (;;) {
+		j = get_json(d.port, "/v1/rules", 200);
+		if (cJSON_GetArraySize(cJSON_GetObjectItem(j, "rules")) == 2)
+			break;
+		cJSON_Delete(j);
+		ck_assert_msg(now_ms() - t0 < 3000, "rules not re-stored after the restart");
+		sleep_ms(50);
+	}
+	ck_assert_str_eq(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "rules"), 0), "name")->valuestring,
+			 "e2e-bucket");
+	cJSON_Delete(j);
 	snprintf(url, sizeof(url), "%s", r2.url);
 	(void)url;
 	ck_assert_int_eq(stop_daemon(&d), 0);
