@@ -407,9 +407,14 @@ static void h_paths_list(struct api *a, const struct api_request *req, struct ap
 		return;
 	}
 	if (r->type == REDIS_REPLY_ERROR) {
-		/* the only argument Redis can refuse here is the cursor (out of range) */
+		/* an out-of-range cursor is the caller's; a registry of another type is ours */
+		int bad_cursor = strstr(r->str, "cursor") != NULL;
+
 		freeReplyObject(r);
-		fail(res, 400, "invalid_query", "cursor must be \"0\" or a cursor this API returned", "cursor");
+		if (bad_cursor)
+			fail(res, 400, "invalid_query", "cursor must be \"0\" or a cursor this API returned", "cursor");
+		else
+			fail_redis(a, res, -EBADMSG);
 		return;
 	}
 	if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||

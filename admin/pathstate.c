@@ -227,11 +227,12 @@ int pathstate_get(struct rconn *c, const struct layout *layouts, size_t nlayouts
 		if ((rc = queue_sismember(b, l, path, len)) || (rc = queue_state(b, l, rule, path, len)) ||
 		    (rc = rbatch_run(c, b)))
 			goto out;
-		if (!rbatch_reply(b, 0) || rbatch_reply(b, 0)->type != REDIS_REPLY_INTEGER) {
+		if (!rbatch_reply(b, 0)) {
 			rc = -EPROTO;
 			goto out;
 		}
-		o = state_json(l, rule, path, len, rbatch_reply(b, 1), rbatch_reply(b, 0)->integer == 1);
+		o = state_json(l, rule, path, len, rbatch_reply(b, 1),
+			       rbatch_reply(b, 0)->type == REDIS_REPLY_INTEGER && rbatch_reply(b, 0)->integer == 1);
 		if (!o)
 			rc = -EPROTO;
 		goto out;
@@ -263,13 +264,17 @@ int pathstate_get(struct rconn *c, const struct layout *layouts, size_t nlayouts
 	for (size_t i = 0; i < nlayouts; i++) {
 		const redisReply *m = rbatch_reply(b, 2 * i), *n = rbatch_reply(b, 2 * i + 1);
 
-		if (!m || m->type != REDIS_REPLY_INTEGER || !n ||
+		int member;
+
+		/* a registry of another type (error reply) holds no member */
+		if (!m || (m->type != REDIS_REPLY_INTEGER && m->type != REDIS_REPLY_ERROR) || !n ||
 		    (n->type != REDIS_REPLY_INTEGER && n->type != REDIS_REPLY_ERROR)) {
 			rc = -EPROTO;
 			goto out;
 		}
-		if (m->integer || n->type == REDIS_REPLY_ERROR || n->integer) {
-			o = state_json(&layouts[i], NULL, path, len, n, m->integer == 1);
+		member = m->type == REDIS_REPLY_INTEGER && m->integer == 1;
+		if (member || n->type == REDIS_REPLY_ERROR || n->integer) {
+			o = state_json(&layouts[i], NULL, path, len, n, member);
 			rc = o ? 0 : -EPROTO;
 			break;
 		}
@@ -325,7 +330,7 @@ int pathstate_reset(struct rconn *c, const struct layout *layouts, size_t nlayou
 		argv[i] = buf.p + off[i];
 	if ((rc = rconn_eval(c, SCRIPT_RESET, (int)n - 2, (int)n, argv, lens, &r)))
 		goto out;
-	rc = -EPROTO;
+	rc = r->type == REDIS_REPLY_ERROR ? -EBADMSG : -EPROTO;
 	if (r->type != REDIS_REPLY_ARRAY || r->elements < 1 || r->element[0]->type != REDIS_REPLY_INTEGER)
 		goto out;
 	if (!(o = cJSON_CreateObject()) || jsonv_add_path(o, "path", path, len) ||

@@ -17,6 +17,15 @@ if type(path) ~= 'string' or path == '' then
   return redis.error_reply('ERR sluice: path must be a non-empty string')
 end
 
+-- Check every registry before the first write: a failure half-way would delete
+-- state and then answer an error, leaving the caller unable to tell what went.
+for i = 1, nreg do
+  local kind = redis.call('TYPE', KEYS[i]).ok
+  if kind ~= 'set' and kind ~= 'none' then
+    return redis.error_reply('ERR sluice: registry ' .. KEYS[i] .. ' is a ' .. kind .. ', not a set; nothing was reset')
+  end
+end
+
 local size_of = { zset = 'ZCARD', hash = 'HLEN', set = 'SCARD', list = 'LLEN', stream = 'XLEN' }
 local removed = {}
 for i = nreg + 1, #KEYS do

@@ -1387,6 +1387,28 @@ START_TEST(test_reset_unknown_path)
 }
 END_TEST
 
+/* A registry key of another type: a clear 500 for the list, no partial reset, no 500 elsewhere. */
+START_TEST(test_registry_of_wrong_type)
+{
+	long long t = redis_now_ms() + HOUR_MS;
+
+	put_ok("api", "{\"match\":\"/api/*\",\"algorithm\":\"leaky_bucket\",\"capacity\":10,\"rate\":0.1}");
+	lb_admit("/api/users", 10, "0.1", t);
+	freeReplyObject(test_cmd(c, "SET %s oops", SL_REG));
+	list(NULL, "1-0", NULL);
+	ck_err(500, "redis_refused", NULL);
+	call("POST", "/v1/paths/%2Fapi%2Fusers/reset", NULL);
+	ck_err(500, "redis_refused", NULL);
+	ck_assert_int_eq(test_cmd_int(c, "ZCARD %s", lb_key("/api/users")), 1); /* nothing was reset */
+	ck_assert_int_eq(test_cmd_int(c, "SISMEMBER %s /api/users", LB_REG), 1);
+	get("/v1/paths/%2Fnorule");
+	ck_err(404, "not_found", NULL);
+	get("/v1/paths/%2Fapi%2Fusers");
+	ck_assert_int_eq(res.status, 200);
+	ck_assert_int_eq(jint("count"), 1);
+}
+END_TEST
+
 /* ---- worker ----------------------------------------------------------------- */
 
 START_TEST(test_worker_status)
@@ -1766,6 +1788,7 @@ static Suite *admin_suite(void)
 	tcase_add_test(tc, test_string_with_nul_escape);
 	tcase_add_test(tc, test_rules_epoch_after_flush);
 	tcase_add_test(tc, test_rules_store_corrupt);
+	tcase_add_test(tc, test_registry_of_wrong_type);
 
 	TC("paths");
 	tcase_add_test(tc, test_path_leaky_bucket);
