@@ -22,8 +22,11 @@ struct server {
 struct req {
 	char *body;
 	size_t len, cap;
+	size_t discarded;  /* bytes of an oversized chunked body read and dropped */
 	int too_large;
 };
+
+#define DISCARD_FACTOR 16
 
 /* Leave the URL and arguments percent-encoded: the API decodes path segments one by one. */
 static size_t keep_escapes(void *cls, struct MHD_Connection *c, char *s)
@@ -145,22 +148,32 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 	if (*upload_size) {
 		if (!r->too_large && r->len + *upload_size > s->max_body)
 			r->too_large = 1;
-		if (!r->too_large) {
-			if (r->len + *upload_size > r->cap) {
-				size_t cap = r->cap ? r->cap : 1024;
-				char *b;
-
-				while (cap < r->len + *upload_size)
-					cap *= 2;
-				if (!(b = realloc(r->body, cap)))
-					return MHD_NO;
-				r->body = b;
-				r->cap = cap;
-			}
-			memcpy(r->body + r->len, upload_data, *upload_size);
-			r->len += *upload_size;
+		if (r->too_large) {
+			/*
+			 * A body without Content-Length (chunked) grew too large.
+			 * libmicrohttpd 0.9.75 cannot answer in the middle of an
+			 * upload, so the rest is read and dropped (never stored) to
+			 * send a proper 413 at its end; past DISCARD_FACTOR times the
+			 * limit the connection is closed instead.
+			 */
+			r->discarded += *upload_size;
+			*upload_size = 0;
+			return r->discarded > DISCARD_FACTOR * s->max_body ? MHD_NO : MHD_YES;
 		}
-		*upload_size = 0; /* consumed (or discarded when too large) */
+		if (r->len + *upload_size > r->cap) {
+			size_t cap = r->cap ? r->cap : 1024;
+			char *b;
+
+			while (cap < r->len + *upload_size)
+				cap *= 2;
+			if (!(b = realloc(r->body, cap)))
+				return MHD_NO;
+			r->body = b;
+			r->cap = cap;
+		}
+		memcpy(r->body + r->len, upload_data, *upload_size);
+		r->len += *upload_size;
+		*upload_size = 0;
 		return MHD_YES;
 	}
 	if (r->too_large) {

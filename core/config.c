@@ -174,7 +174,7 @@ int config_defaults(struct config *cfg)
 	cfg->drain_interval_ms = 100;
 	cfg->prune_interval_ms = 1000;
 	cfg->batch_size = 500;
-	cfg->redis_timeout_ms = 1000;
+	cfg->redis_timeout_ms = 500;
 	cfg->max_body_bytes = 65536;
 	cfg->max_connections = 64;
 	cfg->log_level = LOG_INFO;

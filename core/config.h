@@ -40,7 +40,7 @@ struct config {
 	int64_t prune_interval_ms;   /* default 1000 */
 	int64_t sweep_budget_ms;     /* per tick; 0 = 80% of the job's interval */
 	int64_t batch_size;          /* paths per SSCAN and per script call, default 500 */
-	int64_t redis_timeout_ms;    /* connect and command timeout, default 1000 */
+	int64_t redis_timeout_ms;    /* connect and command timeout, default 500 (bounds SIGTERM's wait) */
 	int64_t max_body_bytes;      /* admin request bodies, default 65536 */
 	int64_t max_connections;     /* admin connections, default 64 */
 	enum log_level log_level;    /* default info */

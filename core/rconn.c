@@ -18,6 +18,7 @@ struct rconn {
 	int64_t retry_at_ms;  /* CLOCK_MONOTONIC; no connect attempt before it */
 	int64_t backoff_ms;
 	uint64_t connects;
+	int timed_out;        /* the last failure was a timeout, not a closed connection */
 	char err[256];
 };
 
@@ -90,8 +91,12 @@ uint64_t rconn_connects(const struct rconn *c)
 /* Drop the context after an I/O error and schedule the next attempt. */
 static int fail(struct rconn *c, const char *what)
 {
+	/* hiredis reports a read/write timeout as an I/O error with EAGAIN's text */
+	c->timed_out = c->ctx && c->ctx->err == REDIS_ERR_IO &&
+		       (strcmp(c->ctx->errstr, strerror(EAGAIN)) == 0 ||
+			strcmp(c->ctx->errstr, strerror(ETIMEDOUT)) == 0);
 	snprintf(c->err, sizeof(c->err), "%s: %s", what,
-		 c->ctx && c->ctx->errstr[0] ? c->ctx->errstr : "connection lost");
+		 c->timed_out ? "timed out" : c->ctx && c->ctx->errstr[0] ? c->ctx->errstr : "connection lost");
 	if (c->ctx) {
 		redisFree(c->ctx);
 		c->ctx = NULL;
@@ -377,11 +382,12 @@ int rbatch_run(struct rconn *c, struct rbatch *b)
 	if ((rc = rconn_ensure(c)))
 		return rc;
 	rc = send_pending(c, b);
-	if (rc == -EIO && was_up) {
+	if (rc == -EIO && was_up && !c->timed_out) {
 		/*
 		 * A connection that had been idle died under us (Redis restarted,
 		 * a proxy or CLIENT KILL closed it): reconnect at once and send the
-		 * batch again.  Every batch sluice sends may run twice: the scripts
+		 * batch again.  Not after a timeout: a hung Redis would cost the
+		 * timeout twice (and delay shutdown).  Every batch sluice sends may run twice: the scripts
 		 * are idempotent at one instant and exact across instants.
 		 */
 		drop_replies(b);

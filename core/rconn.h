@@ -6,8 +6,9 @@
  * loads the embedded scripts (SCRIPT LOAD), reconnects with exponential
  * backoff (100 ms doubling to 5 s) after an I/O error, and on a NOSCRIPT
  * reply loads that script and retries the call once.  A connection that was
- * up and fails on use is re-established at once and the call sent again once
- * (so a Redis restart costs no error when Redis is back); after that, backoff.
+ * up and fails on use (closed, not timed out) is re-established at once and
+ * the call sent again once (so a Redis restart costs no error when Redis is
+ * back); after that, backoff.
  *
  * Errors: functions return 0 or a negative errno.  -EAGAIN: not connected and
  * still inside the backoff window.  -EIO: the connection failed (the context

@@ -67,7 +67,8 @@ static int parse_int(const char *s, const char *flag, long long min, long long m
 
 	errno = 0;
 	v = strtoll(s, &end, 10);
-	if (!*s || *end || errno || v < min || v > max)
+	/* digits only: strtoll would also take " 5" and "+5" */
+	if (*s < '0' || *s > '9' || *end || errno || v < min || v > max)
 		return sl_fail(err, flag, "must be an integer %lld..%lld (got \"%.32s\")", min, max, s);
 	*out = v;
 	return 0;
@@ -100,6 +101,8 @@ int options_parse(int argc, char **argv, struct config *cfg, enum options_action
 		return sl_fail(err, argv[optind], "unexpected argument (see --help)");
 	if (*action != OPT_RUN)
 		return 0;
+	if (config && !*config)
+		return sl_fail(err, "--config", "needs a file name");
 	if (config && (rc = config_apply_file(cfg, config, err)))
 		return rc;
 	if (config_path)

@@ -292,6 +292,18 @@ START_TEST(flags_help_version_and_errors)
 		ck_assert_str_eq(err.field, "--prune-interval-ms");
 	}
 	{
+		const char *argv[] = { "sluiced", "--batch-size", "+5", NULL };
+
+		ck_assert_int_eq(parse_argv(&c, &act, &err, 3, argv), -EINVAL);
+		ck_assert_str_eq(err.field, "--batch-size");
+	}
+	{
+		const char *argv[] = { "sluiced", "--config", "", NULL };
+
+		ck_assert_int_eq(parse_argv(&c, &act, &err, 3, argv), -EINVAL);
+		ck_assert_str_eq(err.field, "--config");
+	}
+	{
 		const char *argv[] = { "sluiced", "--frobnicate", NULL };
 
 		ck_assert_int_eq(parse_argv(&c, &act, &err, 2, argv), -EINVAL);
