@@ -604,6 +604,43 @@ START_TEST(jsonv_nul_escapes)
 }
 END_TEST
 
+START_TEST(jsonv_parse_strict)
+{
+	struct sl_error err = { 0 };
+	cJSON *v;
+
+	v = jsonv_parse(" {\"a\":1} \n", 10, "body", NULL);
+	ck_assert_ptr_nonnull(v);
+	cJSON_Delete(v);
+	ck_assert_ptr_null(jsonv_parse("{\"a\":1} x", 10, "body", &err)); /* trailing bytes */
+	ck_assert_str_eq(err.field, "body");
+	ck_assert_ptr_null(jsonv_parse("{\"a\":\"x\0y\"}", 11, "body", &err)); /* raw NUL */
+	ck_assert_ptr_null(jsonv_parse("", 0, "body", &err));
+	ck_assert_ptr_null(jsonv_parse("{} {}", 5, "body", &err));
+}
+END_TEST
+
+START_TEST(jsonv_utf8_and_paths)
+{
+	cJSON *o = cJSON_CreateObject();
+	char *s;
+
+	ck_assert_int_eq(jsonv_utf8_valid("/caf\xc3\xa9", 6), 1);
+	ck_assert_int_eq(jsonv_utf8_valid("\xf0\x9f\x98\x80", 4), 1);   /* U+1F600 */
+	ck_assert_int_eq(jsonv_utf8_valid("\xff", 1), 0);
+	ck_assert_int_eq(jsonv_utf8_valid("\xc3", 1), 0);               /* truncated */
+	ck_assert_int_eq(jsonv_utf8_valid("\xc0\xaf", 2), 0);           /* overlong '/' */
+	ck_assert_int_eq(jsonv_utf8_valid("\xed\xa0\x80", 3), 0);       /* surrogate */
+	ck_assert_int_eq(jsonv_utf8_valid("\xf4\x90\x80\x80", 4), 0);   /* above U+10FFFF */
+	jsonv_add_path(o, "path", "/caf\xc3\xa9", 6);
+	jsonv_add_path(o, "raw", "/a\xff%b\0c", 7);
+	s = cJSON_PrintUnformatted(o);
+	ck_assert_str_eq(s, "{\"path\":\"/caf\xc3\xa9\",\"raw\":\"/a%FF%25b%00c\",\"raw_encoding\":\"percent\"}");
+	free(s);
+	cJSON_Delete(o);
+}
+END_TEST
+
 START_TEST(layout_keys)
 {
 	struct layout *l;
@@ -680,6 +717,8 @@ static Suite *unit_suite(void)
 	tc = tcase_create("json_and_keys");
 	tcase_add_test(tc, jsonv_numbers);
 	tcase_add_test(tc, jsonv_nul_escapes);
+	tcase_add_test(tc, jsonv_parse_strict);
+	tcase_add_test(tc, jsonv_utf8_and_paths);
 	tcase_add_test(tc, layout_keys);
 	tcase_add_test(tc, log_quote_escapes);
 	suite_add_tcase(s, tc);
