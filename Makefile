@@ -14,6 +14,7 @@ FLAVOUR ?= normal
 VERSION := 0.1.0
 
 CC      ?= cc
+SHELL   := /bin/bash
 PKGS    := hiredis libmicrohttpd libcjson
 TESTPKGS:= check libcurl
 OPT     ?= -O2 -g
@@ -86,10 +87,15 @@ $(B)/tests/check_%: $(B)/tests/check_%.o $(TEST_HARNESS) $(B)/daemon/options.o $
 test: deps
 	@$(MAKE) --no-print-directory check-run
 
+# Runs every suite even when one fails, then prints one closing line for all.
 check-run: $(B)/bin/sluiced $(TEST_BIN)
-	@fail=0; for t in $(TEST_BIN); do \
-	  echo "== $$t"; SLUICED=$(B)/bin/sluiced $$t || fail=1; \
-	done; exit $$fail
+	@fail=0; log=$$(mktemp); for t in $(TEST_BIN); do \
+	  echo "== $$t"; SLUICED=$(B)/bin/sluiced $$t 2>&1 | tee -a $$log; \
+	  [ $${PIPESTATUS[0]} -eq 0 ] || fail=1; \
+	done; \
+	awk -F'[:,] *' '/^[0-9]+%: Checks: /{ n += $$3; f += $$5 + $$7 } \
+	  END { printf "tests ($(FLAVOUR)): %d passed, %d failed\n", n - f, f }' $$log; \
+	rm -f $$log; exit $$fail
 
 asan: deps
 	@$(MAKE) --no-print-directory FLAVOUR=asan check-run

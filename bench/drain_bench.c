@@ -310,7 +310,8 @@ static void stats_print(struct bench *b, double wall)
 
 struct outcome {
 	double secs;
-	uint64_t drained, batches;
+	uint64_t drained;
+	uint64_t batches;        /* sweep: script calls; loops: round trips (SSCAN pages + paths) */
 };
 
 static struct outcome pass_sweep(struct bench *b, size_t batch_size)
@@ -408,6 +409,7 @@ static struct outcome pass_loop(struct bench *b, int zrem)
 		    page->element[1]->type != REDIS_REPLY_ARRAY)
 			die("SSCAN: unexpected reply");
 		memcpy(cursor, page->element[0]->str, page->element[0]->len + 1);
+		o.batches++;
 		for (size_t i = 0; i < page->element[1]->elements; i++) {
 			const redisReply *m = page->element[1]->element[i];
 			size_t klen, mlen;
@@ -495,6 +497,8 @@ static struct outcome run_pass(struct bench *b, enum pass p, size_t batch_size, 
 	       (unsigned long long)o.drained);
 	if (p == PASS_SWEEP)
 		printf(", %llu script calls", (unsigned long long)o.batches);
+	else
+		printf(", %llu round trips of %.0f us", (unsigned long long)o.batches, o.secs * 1e6 / (double)o.batches);
 	printf("\n");
 	stats_print(b, o.secs);
 	check_sample(b, 4, names[p]);
@@ -632,8 +636,9 @@ int main(int argc, char **argv)
 			l[1] = (size_t)snprintf(db, sizeof(db), "%d", b.target.db);
 			freeReplyObject(raw_cmd(&b, 2, a, l));
 		}
-		printf("drain_bench: %zu leaky buckets x 5 entries, drain 1 entry each, batch %zu, %d rounds\n",
-		       b.paths, batch_size, rounds);
+		printf("drain_bench: %zu leaky buckets x 5 entries (rule capacity 10, rate %g/s), each pass drains\n"
+		       "1 entry from every bucket; worker batch %zu; %d rounds of 3 fresh fills\n",
+		       b.paths, RULE_RATE, batch_size, rounds);
 		for (int r = 0; r < rounds; r++)
 			for (int p = 0; p < PASS__N; p++) {
 				struct outcome o = run_pass(&b, (enum pass)p, batch_size, r + 1);
