@@ -152,7 +152,7 @@ rss_run() {
 	# the fill is 100 s old: the first sweep leaks exactly one entry per bucket, the next ones none
 	[ "$DRAINED" = "$n" ] || die "sluiced drained $DRAINED entries from $n paths, expected $n"
 	echo "  $n paths: $sweeps sweeps ($paths paths visited), $DRAINED drained, last sweep $(awk -v u="$SWEEP_US" 'BEGIN { printf "%.3f", u / 1e6 }') s;" \
-		"VmHWM $(mib "$RSS_HWM_KB") MiB, VmRSS $(mib "$RSS_NOW_KB") MiB"
+		"VmHWM $(mib "$RSS_HWM_KB") MiB ($RSS_HWM_KB kB), VmRSS $(mib "$RSS_NOW_KB") MiB ($RSS_NOW_KB kB)"
 }
 
 start_redis

@@ -276,8 +276,13 @@ static size_t stats_read(struct bench *b, struct cmdstat *out, size_t cap)
 
 static int top_level(const char *name)
 {
-	return !strcmp(name, "evalsha") || !strcmp(name, "sscan") || !strcmp(name, "zremrangebyscore") ||
-	       !strcmp(name, "get");
+	static const char *const top[] = { "evalsha", "sscan", "zremrangebyscore", "get", "mget", "multi",
+					   "exec", "hgetall", "ping" };
+
+	for (size_t i = 0; i < sizeof(top) / sizeof(top[0]); i++)
+		if (!strcmp(name, top[i]))
+			return 1;
+	return 0;
 }
 
 /*
@@ -339,13 +344,14 @@ static struct outcome pass_sweep(struct bench *b, size_t batch_size)
 		struct worker_status st;
 
 		worker_status(w, &st);
-		die("drain sweep: %s (%s)", strerror(-rc), st.last_error);
+		die("drain sweep: %s (%s)", strerror(-rc), st.job[WORKER_DRAIN].last_error);
 	}
 	worker_free(w);
-	if (res.paths != b->paths || res.entries != b->paths || res.unmatched || res.emptied)
-		die("drain sweep: %llu paths, %llu entries drained, %llu unmatched, %llu emptied; expected %zu, %zu, 0, 0",
-		    (unsigned long long)res.paths, (unsigned long long)res.entries,
-		    (unsigned long long)res.unmatched, (unsigned long long)res.emptied, b->paths, b->paths);
+	if (res.paths != b->paths || res.entries != b->paths || res.unmatched || res.emptied || res.skipped)
+		die("drain sweep: %llu paths, %llu entries drained, %llu unmatched, %llu emptied, %llu skipped; "
+		    "expected %zu, %zu, 0, 0, 0",
+		    (unsigned long long)res.paths, (unsigned long long)res.entries, (unsigned long long)res.unmatched,
+		    (unsigned long long)res.emptied, (unsigned long long)res.skipped, b->paths, b->paths);
 	o.drained = res.entries;
 	o.batches = res.batches;
 	return o;
@@ -616,7 +622,7 @@ int main(int argc, char **argv)
 		stats_print(&b, o.secs);
 	} else {
 		struct timeval tv = { 60, 0 };
-		double secs[PASS__N][MAX_ROUNDS], also_secs[MAX_BATCHES];
+		double secs[PASS__N][MAX_ROUNDS], also_secs[MAX_BATCHES], trips[PASS__N] = { 0 };
 		uint64_t batches = 0;
 		double med[PASS__N], mn[PASS__N];
 		static const char *const label[PASS__N] = {
@@ -646,6 +652,8 @@ int main(int argc, char **argv)
 				secs[p][r] = o.secs;
 				if (p == PASS_SWEEP)
 					batches = o.batches;
+				else
+					trips[p] = (double)o.batches;
 			}
 		for (size_t k = 0; k < nalso; k++) {
 			fill(&b, redis_time_ms(&b));
@@ -673,7 +681,8 @@ int main(int argc, char **argv)
 			if (p == PASS_SWEEP)
 				printf("  (%llu script calls)\n", (unsigned long long)batches);
 			else
-				printf("  sweep is %.1fx faster\n", med[p] / med[PASS_SWEEP]);
+				printf("  (%.0f us a round trip)  sweep is %.1fx faster\n", med[p] * 1e6 / trips[p],
+				       med[p] / med[PASS_SWEEP]);
 		}
 		for (size_t k = 0; k < nalso; k++) {
 			char name[80];

@@ -110,7 +110,7 @@ else
     redis.call('DEL', bucket, meta) -- emptied: no credit carries over
     level, last, carry = 0, nil, 0
   elseif k > 0 then
-    redis.call('ZREMRANGEBYRANK', bucket, 0, k - 1) -- oldest first
+    redis.call('ZREMRANGEBYRANK', bucket, '0', fmt_int(k - 1)) -- oldest first
     level, last, carry = level - k, t, math.max(0, due - k)
     redis.call('HSET', meta, 'last', fmt_int(t), 'carry', string.format('%.17g', carry))
   end

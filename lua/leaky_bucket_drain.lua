@@ -12,7 +12,8 @@
 -- non-empty bucket loses floor(rate * (t - last) / 1000 + carry) entries, oldest
 -- first, and keeps the fraction, so it is exact whatever the tick and running
 -- it twice at one instant removes nothing the second time.  Hot path (100,000
--- buckets a sweep): 2 reads per bucket (ZCARD, HMGET) and only needed writes.
+-- buckets a sweep): one HMGET per bucket with nothing due; ZCARD and the
+-- writes only where something leaks.
 -- An empty or absent bucket (expired, reset, drained) loses its meta and its
 -- registry entry.
 
@@ -51,12 +52,18 @@ if #KEYS < 1 or nb ~= math.floor(nb) or not (#ARGV == 2 * nb + 1 or (nb == 0 and
     .. 'ARGV now, then path and rate per bucket')
 end
 -- Validate the whole batch before any write: a bad argument changes nothing.
-local rates = {}
+-- A batch usually repeats a few rate strings: each distinct one is checked once.
+local rates, checked = {}, {}
 for i = 1, nb do
-  local path = ARGV[2 * i]
+  local path, rs = ARGV[2 * i], ARGV[2 * i + 1]
   if path == '' then return fail('path', 'a non-empty string (bucket ' .. i .. ')') end
-  rates[i] = rate_arg(ARGV[2 * i + 1])
-  if not rates[i] then return fail('rate', 'a finite number > 0 (entries per second; bucket ' .. i .. ')') end
+  local r = checked[rs]
+  if r == nil then
+    r = rate_arg(rs) or false
+    checked[rs] = r
+  end
+  if not r then return fail('rate', 'a finite number > 0 (entries per second; bucket ' .. i .. ')') end
+  rates[i] = r
 end
 local now
 if ARGV[1] == nil or ARGV[1] == '' then
@@ -71,43 +78,49 @@ local registry = KEYS[1]
 local drained, emptied, skipped = 0, 0, 0
 for i = 1, nb do
   local bucket, meta, path, rate = KEYS[2 * i], KEYS[2 * i + 1], ARGV[2 * i], rates[i]
+  -- Hot path: most ticks find nothing due, so the meta is read first and the
+  -- bucket is only counted when there is something to leak (or no meta).
   -- pcall: a key of another type (a layout mismatch) must not stop the batch.
-  local level = redis.pcall('ZCARD', bucket)
-  if type(level) ~= 'number' then
+  local m = redis.pcall('HMGET', meta, 'last', 'carry')
+  if m.err then
     skipped = skipped + 1
-  elseif level == 0 then
-    redis.call('DEL', meta) -- time spent empty earns no credit
-    emptied = emptied + redis.call('SREM', registry, path)
   else
-    local m = redis.pcall('HMGET', meta, 'last', 'carry')
-    if m.err then
-      skipped = skipped + 1
-    else
-      -- ---- leak (identical in leaky_bucket.lua, leaky_bucket_state.lua) ----
-      local last, carry = stored(m[1]), stored(m[2]) or 0
-      if carry >= 1 then carry = 0 end
-      local t = now -- stored time never moves backward
-      if last and last > t then t = last end
-      if not last then
+    -- ---- leak (identical in leaky_bucket.lua, leaky_bucket_state.lua) ----
+    local last, carry = stored(m[1]), stored(m[2]) or 0
+    if carry >= 1 then carry = 0 end
+    local t = now -- stored time never moves backward
+    if last and last > t then t = last end
+    local due, k = 0, 0
+    if last then
+      due = rate * (t - last) / 1000 + carry
+      k = math.floor(due + EPS)
+    end
+    if k > 0 or not last then
+      local level = redis.pcall('ZCARD', bucket)
+      if type(level) ~= 'number' then
+        skipped = skipped + 1
+      elseif level == 0 then
+        redis.call('DEL', meta) -- time spent empty earns no credit
+        emptied = emptied + redis.call('SREM', registry, path)
+      elseif not last then
         -- written by a limiter that keeps no meta: start accounting now
         redis.call('HSET', meta, 'last', fmt_int(t), 'carry', '0')
+      elseif k >= level then
+        redis.call('DEL', bucket, meta) -- emptied: no credit carries over
+        drained = drained + level
+        emptied = emptied + redis.call('SREM', registry, path)
       else
-        local due = rate * (t - last) / 1000 + carry
-        local k = math.floor(due + EPS)
-        if k >= level then
-          redis.call('DEL', bucket, meta) -- emptied: no credit carries over
-          drained = drained + level
-          emptied = emptied + redis.call('SREM', registry, path)
-        elseif k > 0 then
-          redis.call('ZREMRANGEBYRANK', bucket, 0, k - 1) -- oldest first
-          redis.call('HSET', meta, 'last', fmt_int(t),
-            'carry', string.format('%.17g', math.max(0, due - k)))
-          drained = drained + k
-        end
-        -- k == 0: write nothing; the next call recomputes from the same `last`.
+        -- bounds as strings: Redis 7.0 would format Lua numbers with %.17g
+        redis.call('ZREMRANGEBYRANK', bucket, '0', fmt_int(k - 1)) -- oldest first
+        redis.call('HSET', meta, 'last', fmt_int(t),
+          'carry', string.format('%.17g', math.max(0, due - k)))
+        drained = drained + k
       end
-      -- ---- end of leak ----
     end
+    -- k == 0 with a meta: write nothing; the next call recomputes from the same
+    -- `last`.  (An absent bucket keeps its registry entry until something is due
+    -- or its meta expires with it.)
+    -- ---- end of leak ----
   end
 end
 return { drained, emptied, nb, skipped }
