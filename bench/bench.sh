@@ -205,4 +205,4 @@ for i in "${!RSS_N[@]}"; do
 	line+=" $((RSS_N[i] / 1000))k paths: $(awk -v u="${RSS_S[i]}" 'BEGIN { printf "%.3f", u / 1e6 }') s"
 	[ "$i" -lt "$last" ] && line+=","
 done
-echo "$line (nothing due: 2 reads per bucket; spread over 80 ms ticks)"
+echo "$line (nothing due: one HMGET per bucket; spread over 80 ms ticks)"
