@@ -264,48 +264,6 @@ static void check_err(const char *file, int line, int status, const char *code, 
 
 /* ---- Redis state -------------------------------------------------------------- */
 
-/* Server time in ms (Redis TIME). */
-static long long redis_now_ms(void)
-{
-	redisReply *r = test_cmd(c, "TIME");
-	long long ms;
-
-	ck_assert_int_eq(r->type, REDIS_REPLY_ARRAY);
-	ms = atoll(r->element[0]->str) * 1000 + atoll(r->element[1]->str) / 1000;
-	freeReplyObject(r);
-	return ms;
-}
-
-static const char *lb_key(const char *path)
-{
-	static char buf[4][256];
-	static unsigned next;
-	char *b = buf[next++ % 4];
-
-	snprintf(b, sizeof(buf[0]), "sluice:{%s}:leaky_bucket", path);
-	return b;
-}
-
-static const char *lb_meta(const char *path)
-{
-	static char buf[4][256];
-	static unsigned next;
-	char *b = buf[next++ % 4];
-
-	snprintf(b, sizeof(buf[0]), "sluice:{%s}:leaky_bucket:meta", path);
-	return b;
-}
-
-static const char *sl_key(const char *path)
-{
-	static char buf[4][256];
-	static unsigned next;
-	char *b = buf[next++ % 4];
-
-	snprintf(b, sizeof(buf[0]), "sluice:{%s}:sliding_log", path);
-	return b;
-}
-
 /* One request through the client leaky bucket script (lua/leaky_bucket.lua) at `now`; must be admitted. */
 static void lb_admit(const char *path, long long capacity, const char *rate, long long now)
 {
@@ -320,8 +278,8 @@ static void lb_admit(const char *path, long long capacity, const char *rate, lon
 	argv[0] = "EVAL";
 	argv[1] = s->body;
 	argv[2] = "3";
-	argv[3] = lb_key(path);
-	argv[4] = lb_meta(path);
+	argv[3] = test_lb_key(path);
+	argv[4] = test_lb_meta(path);
 	argv[5] = LB_REG;
 	argv[6] = path;
 	argv[7] = cap;
@@ -352,7 +310,7 @@ static void sl_admit(const char *path, long long limit, long long window_ms, lon
 	argv[0] = "EVAL";
 	argv[1] = s->body;
 	argv[2] = "2";
-	argv[3] = sl_key(path);
+	argv[3] = test_sl_key(path);
 	argv[4] = SL_REG;
 	argv[5] = path;
 	argv[6] = lim;
@@ -877,13 +835,13 @@ END_TEST
 
 START_TEST(test_path_leaky_bucket)
 {
-	long long t = redis_now_ms() + HOUR_MS, ttl;
+	long long t = test_server_ms(c) + HOUR_MS, ttl;
 
 	put_ok("api", "{\"match\":\"/api/*\",\"algorithm\":\"leaky_bucket\",\"capacity\":10,\"rate\":0.1}");
 	lb_admit("/api/users", 10, "0.1", t);
 	lb_admit("/api/users", 10, "0.1", t + 1);
 	lb_admit("/api/users", 10, "0.1", t + 2);
-	ck_assert_int_eq(test_cmd_int(c, "ZCARD %s", lb_key("/api/users")), 3);
+	ck_assert_int_eq(test_cmd_int(c, "ZCARD %s", test_lb_key("/api/users")), 3);
 
 	get("/v1/paths/%2Fapi%2Fusers");
 	ck_assert_int_eq(res.status, 200);
@@ -896,7 +854,7 @@ START_TEST(test_path_leaky_bucket)
 		   "\"remaining\":7,\"reset_ms\":10000}");
 
 	/* the admin read writes nothing */
-	ck_assert_int_eq(test_cmd_int(c, "ZCARD %s", lb_key("/api/users")), 3);
+	ck_assert_int_eq(test_cmd_int(c, "ZCARD %s", test_lb_key("/api/users")), 3);
 	get("/v1/paths/%2Fapi%2Fusers");
 	ck_assert_int_eq(jint("count"), 3);
 }
@@ -904,7 +862,7 @@ END_TEST
 
 START_TEST(test_path_sliding_log)
 {
-	long long t = redis_now_ms() + HOUR_MS, ttl;
+	long long t = test_server_ms(c) + HOUR_MS, ttl;
 
 	put_ok("log", "{\"match\":\"/log/*\",\"algorithm\":\"sliding_log\",\"limit\":5,\"window_ms\":60000}");
 	sl_admit("/log/a b", 5, 60000, t);
@@ -922,7 +880,7 @@ END_TEST
 
 START_TEST(test_path_state_without_rule)
 {
-	long long t = redis_now_ms() + HOUR_MS;
+	long long t = test_server_ms(c) + HOUR_MS;
 
 	/* a rule that matches other paths only */
 	put_ok("api", API_BODY);
@@ -938,7 +896,7 @@ START_TEST(test_path_state_without_rule)
 		    "\"registered\":true,\"count\":1,\"limit\":null,\"remaining\":null,\"reset_ms\":null}");
 
 	/* state left by a client that keeps no registry: found, not registered */
-	freeReplyObject(test_cmd(c, "ZADD %s 1 a 2 b 3 c 4 d", sl_key("/unregistered")));
+	freeReplyObject(test_cmd(c, "ZADD %s 1 a 2 b 3 c 4 d", test_sl_key("/unregistered")));
 	get("/v1/paths/%2Funregistered");
 	ck_res(200, "{\"path\":\"/unregistered\",\"algorithm\":\"sliding_log\",\"layout\":\"sliding_log\",\"rule\":null,"
 		    "\"registered\":false,\"count\":4,\"limit\":null,\"remaining\":null,\"reset_ms\":null}");
@@ -1144,7 +1102,7 @@ END_TEST
 
 START_TEST(test_paths_list_items)
 {
-	long long t = redis_now_ms() + HOUR_MS;
+	long long t = test_server_ms(c) + HOUR_MS;
 	cJSON *arr, *it;
 	int seen = 0;
 
@@ -1267,8 +1225,8 @@ START_TEST(test_bug_paths_list_wrong_type_key)
 
 	put_ok("api", API_BODY);
 	freeReplyObject(test_cmd(c, "SADD %s /api/ok /api/bad /weird", LB_REG));
-	freeReplyObject(test_cmd(c, "SET %s str", lb_key("/api/bad")));
-	freeReplyObject(test_cmd(c, "SET %s str", lb_key("/weird")));
+	freeReplyObject(test_cmd(c, "SET %s str", test_lb_key("/api/bad")));
+	freeReplyObject(test_cmd(c, "SET %s str", test_lb_key("/weird")));
 	list(NULL, NULL, "1000");
 	ck_assert_msg(res.status == 200, "one wrong-typed key: GET /v1/paths %d %s", res.status, res.text);
 	ck_assert_int_eq(cJSON_GetArraySize(jat("paths")), 3);
@@ -1300,14 +1258,14 @@ END_TEST
 
 START_TEST(test_reset_leaky_bucket)
 {
-	long long t = redis_now_ms() + HOUR_MS;
+	long long t = test_server_ms(c) + HOUR_MS;
 
 	put_ok("api", "{\"match\":\"/api/*\",\"algorithm\":\"leaky_bucket\",\"capacity\":10,\"rate\":0.1}");
 	lb_admit("/api/users", 10, "0.1", t);
 	lb_admit("/api/users", 10, "0.1", t + 1);
 	lb_admit("/api/users", 10, "0.1", t + 2);
 	lb_admit("/api/other", 10, "0.1", t);
-	ck_assert_int_eq(test_cmd_int(c, "EXISTS %s", lb_meta("/api/users")), 1);
+	ck_assert_int_eq(test_cmd_int(c, "EXISTS %s", test_lb_meta("/api/users")), 1);
 
 	/* the meta hash is bookkeeping (last, carry, seq): listed, not counted as entries */
 	call("POST", "/v1/paths/%2Fapi%2Fusers/reset", NULL);
@@ -1316,11 +1274,11 @@ START_TEST(test_reset_leaky_bucket)
 		    "{\"key\":\"sluice:{/api/users}:leaky_bucket:meta\",\"meta\":true}]}");
 
 	/* gone from Redis and from the registry */
-	ck_assert_int_eq(test_cmd_int(c, "EXISTS %s %s", lb_key("/api/users"), lb_meta("/api/users")), 0);
+	ck_assert_int_eq(test_cmd_int(c, "EXISTS %s %s", test_lb_key("/api/users"), test_lb_meta("/api/users")), 0);
 	ck_assert_int_eq(test_cmd_int(c, "SISMEMBER %s /api/users", LB_REG), 0);
 	/* the other path untouched */
-	ck_assert_int_eq(test_cmd_int(c, "ZCARD %s", lb_key("/api/other")), 1);
-	ck_assert_int_eq(test_cmd_int(c, "EXISTS %s", lb_meta("/api/other")), 1);
+	ck_assert_int_eq(test_cmd_int(c, "ZCARD %s", test_lb_key("/api/other")), 1);
+	ck_assert_int_eq(test_cmd_int(c, "EXISTS %s", test_lb_meta("/api/other")), 1);
 	ck_assert_int_eq(test_cmd_int(c, "SISMEMBER %s /api/other", LB_REG), 1);
 	get("/v1/paths/%2Fapi%2Fusers");
 	ck_assert_int_eq(res.status, 200);
@@ -1343,12 +1301,12 @@ END_TEST
  */
 START_TEST(test_bug_reset_entries_removed_counts_meta_fields)
 {
-	long long t = redis_now_ms() + HOUR_MS;
+	long long t = test_server_ms(c) + HOUR_MS;
 
 	lb_admit("/api/users", 10, "0.1", t);
 	lb_admit("/api/users", 10, "0.1", t + 1);
 	lb_admit("/api/users", 10, "0.1", t + 2);
-	ck_assert_int_eq(test_cmd_int(c, "HLEN %s", lb_meta("/api/users")), 3);
+	ck_assert_int_eq(test_cmd_int(c, "HLEN %s", test_lb_meta("/api/users")), 3);
 	call("POST", "/v1/paths/%2Fapi%2Fusers/reset", NULL);
 	ck_assert_int_eq(res.status, 200);
 	ck_assert_int_eq(jint("keys_removed"), 2);
@@ -1360,7 +1318,7 @@ END_TEST
 
 START_TEST(test_reset_sliding_log)
 {
-	long long t = redis_now_ms() + HOUR_MS;
+	long long t = test_server_ms(c) + HOUR_MS;
 
 	sl_admit("/log/x", 10, 60000, t);
 	sl_admit("/log/x", 10, 60000, t + 5);
@@ -1368,9 +1326,9 @@ START_TEST(test_reset_sliding_log)
 	call("POST", "/v1/paths/%2Flog%2Fx/reset", NULL);
 	ck_res(200, "{\"path\":\"/log/x\",\"keys_removed\":1,\"entries_removed\":2,\"registries_removed\":1,"
 		    "\"keys\":[{\"key\":\"sluice:{/log/x}:sliding_log\",\"entries\":2}]}");
-	ck_assert_int_eq(test_cmd_int(c, "EXISTS %s", sl_key("/log/x")), 0);
+	ck_assert_int_eq(test_cmd_int(c, "EXISTS %s", test_sl_key("/log/x")), 0);
 	ck_assert_int_eq(test_cmd_int(c, "SISMEMBER %s /log/x", SL_REG), 0);
-	ck_assert_int_eq(test_cmd_int(c, "ZCARD %s", sl_key("/log/y")), 1);
+	ck_assert_int_eq(test_cmd_int(c, "ZCARD %s", test_sl_key("/log/y")), 1);
 	ck_assert_int_eq(test_cmd_int(c, "SISMEMBER %s /log/y", SL_REG), 1);
 }
 END_TEST
@@ -1390,7 +1348,7 @@ END_TEST
 /* A registry key of another type: a clear 500 for the list, no partial reset, no 500 elsewhere. */
 START_TEST(test_registry_of_wrong_type)
 {
-	long long t = redis_now_ms() + HOUR_MS;
+	long long t = test_server_ms(c) + HOUR_MS;
 
 	put_ok("api", "{\"match\":\"/api/*\",\"algorithm\":\"leaky_bucket\",\"capacity\":10,\"rate\":0.1}");
 	lb_admit("/api/users", 10, "0.1", t);
@@ -1399,7 +1357,7 @@ START_TEST(test_registry_of_wrong_type)
 	ck_err(500, "redis_refused", NULL);
 	call("POST", "/v1/paths/%2Fapi%2Fusers/reset", NULL);
 	ck_err(500, "redis_refused", NULL);
-	ck_assert_int_eq(test_cmd_int(c, "ZCARD %s", lb_key("/api/users")), 1); /* nothing was reset */
+	ck_assert_int_eq(test_cmd_int(c, "ZCARD %s", test_lb_key("/api/users")), 1); /* nothing was reset */
 	ck_assert_int_eq(test_cmd_int(c, "SISMEMBER %s /api/users", LB_REG), 1);
 	get("/v1/paths/%2Fnorule");
 	ck_err(404, "not_found", NULL);
@@ -1441,7 +1399,7 @@ START_TEST(test_worker_status)
 	lb_admit("/other", 10, "0.01", t0);
 	/* a key of another type under the layout's name: left alone, counted as skipped */
 	freeReplyObject(test_cmd(c, "SADD %s /api/str", LB_REG));
-	freeReplyObject(test_cmd(c, "SET %s x", lb_key("/api/str")));
+	freeReplyObject(test_cmd(c, "SET %s x", test_lb_key("/api/str")));
 	sl_admit("/log/x", 10, 600000, t0);
 	sl_admit("/log/x", 10, 600000, t0 + 1);
 	sl_admit("/log/x", 10, 600000, t0 + 2);
@@ -1464,10 +1422,10 @@ START_TEST(test_worker_status)
 	worker_note_schedule(w, WORKER_DRAIN, 1500, 2);
 	worker_note_schedule(w, WORKER_DRAIN, 700, 2);
 
-	ck_assert_int_eq(test_cmd_int(c, "ZCARD %s", lb_key("/api/a")), 2);
-	ck_assert_int_eq(test_cmd_int(c, "EXISTS %s", lb_key("/api/b")), 0);
+	ck_assert_int_eq(test_cmd_int(c, "ZCARD %s", test_lb_key("/api/a")), 2);
+	ck_assert_int_eq(test_cmd_int(c, "EXISTS %s", test_lb_key("/api/b")), 0);
 	ck_assert_int_eq(test_cmd_int(c, "SISMEMBER %s /api/b", LB_REG), 0);
-	ck_assert_int_eq(test_cmd_int(c, "ZCARD %s", sl_key("/log/x")), 1);
+	ck_assert_int_eq(test_cmd_int(c, "ZCARD %s", test_sl_key("/log/x")), 1);
 
 	get("/v1/worker");
 	ck_assert_int_eq(res.status, 200);

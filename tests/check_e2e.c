@@ -182,16 +182,6 @@ static int stop_daemon(struct daemon_proc *d)
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-/* Redis's clock in ms, the clock every script and the daemon use. */
-static long long server_ms(void)
-{
-	redisReply *r = test_cmd(C, "TIME");
-	long long ms = atoll(r->element[0]->str) * 1000 + atoll(r->element[1]->str) / 1000;
-
-	freeReplyObject(r);
-	return ms;
-}
-
 /* Client acquire at `now` ms, or at the server's clock when now < 0 (what production clients do). */
 static long long lb_acquire(const char *path, long long now)
 {
@@ -245,7 +235,7 @@ START_TEST(drain_seen_through_admin_api)
 	cJSON_Delete(j);
 
 	/* twelve requests in one instant of the server's clock: ten fit, two are refused */
-	t0 = server_ms();
+	t0 = test_server_ms(C);
 	for (int i = 0; i < 12; i++)
 		n += (int)lb_acquire("/bucket/a", t0);
 	ck_assert_int_eq(n, 10);

@@ -57,36 +57,6 @@ static const char *num(long long v)
 	return b;
 }
 
-static const char *lb_key(const char *path)
-{
-	static char buf[4][256];
-	static unsigned next;
-	char *b = buf[next++ % 4];
-
-	snprintf(b, sizeof(buf[0]), "sluice:{%s}:leaky_bucket", path);
-	return b;
-}
-
-static const char *lb_meta(const char *path)
-{
-	static char buf[4][256];
-	static unsigned next;
-	char *b = buf[next++ % 4];
-
-	snprintf(b, sizeof(buf[0]), "sluice:{%s}:leaky_bucket:meta", path);
-	return b;
-}
-
-static const char *sl_key(const char *path)
-{
-	static char buf[4][256];
-	static unsigned next;
-	char *b = buf[next++ % 4];
-
-	snprintf(b, sizeof(buf[0]), "sluice:{%s}:sliding_log", path);
-	return b;
-}
-
 /* EVAL (or EVAL_RO when `ro`) script `id` with argv[0..argc): nkeys KEYS, then ARGV. */
 static redisReply *eval_argv(enum script_id id, int ro, int nkeys, int argc,
 			     const char *const *argv)
@@ -289,36 +259,36 @@ static long long redis_ms(void)
 static redisReply *lb_acquire(const char *path, const char *cap, const char *rate, const char *n,
 			      const char *now)
 {
-	return ev(SCRIPT_LEAKY_BUCKET, 3, lb_key(path), lb_meta(path), LB_REG, path, cap, rate, n,
+	return ev(SCRIPT_LEAKY_BUCKET, 3, test_lb_key(path), test_lb_meta(path), LB_REG, path, cap, rate, n,
 		  now, NULL);
 }
 
 static redisReply *lb_drain1(const char *path, const char *rate, long long now)
 {
-	return ev(SCRIPT_LEAKY_BUCKET_DRAIN, 3, LB_REG, lb_key(path), lb_meta(path), num(now),
+	return ev(SCRIPT_LEAKY_BUCKET_DRAIN, 3, LB_REG, test_lb_key(path), test_lb_meta(path), num(now),
 		  path, rate, NULL);
 }
 
 static redisReply *lb_state(const char *path, const char *cap, const char *rate, const char *now)
 {
-	return ev(SCRIPT_LEAKY_BUCKET_STATE, 2, lb_key(path), lb_meta(path), cap, rate, now, NULL);
+	return ev(SCRIPT_LEAKY_BUCKET_STATE, 2, test_lb_key(path), test_lb_meta(path), cap, rate, now, NULL);
 }
 
 static redisReply *sl_acquire(const char *path, const char *limit, const char *window,
 			      const char *now)
 {
-	return ev(SCRIPT_SLIDING_LOG, 2, sl_key(path), SL_REG, path, limit, window, now, NULL);
+	return ev(SCRIPT_SLIDING_LOG, 2, test_sl_key(path), SL_REG, path, limit, window, now, NULL);
 }
 
 static redisReply *sl_prune1(const char *path, const char *window, long long now)
 {
-	return ev(SCRIPT_SLIDING_LOG_PRUNE, 2, SL_REG, sl_key(path), num(now), path, window, NULL);
+	return ev(SCRIPT_SLIDING_LOG_PRUNE, 2, SL_REG, test_sl_key(path), num(now), path, window, NULL);
 }
 
 static redisReply *sl_state(const char *path, const char *limit, const char *window,
 			    const char *now)
 {
-	return ev(SCRIPT_SLIDING_LOG_STATE, 1, sl_key(path), limit, window, now, NULL);
+	return ev(SCRIPT_SLIDING_LOG_STATE, 1, test_sl_key(path), limit, window, now, NULL);
 }
 
 static long long zcard(const char *key)
@@ -402,8 +372,8 @@ START_TEST(test_drain_exact)
 	ck_assert_int_eq(elem_int(r, 1), 0);
 	freeReplyObject(r);
 	freeReplyObject(lb_acquire(b, cap, dc->rate, cap, "0"));
-	ck_assert_int_eq(zcard(lb_key(a)), dc->entries);
-	ck_assert_int_eq(zcard(lb_key(b)), dc->entries);
+	ck_assert_int_eq(zcard(test_lb_key(a)), dc->entries);
+	ck_assert_int_eq(zcard(test_lb_key(b)), dc->entries);
 
 	for (int i = 0;; i++) {
 		if (i < 8 && dc->times[i] >= 0 && (i == 0 || dc->times[i - 1] >= 0))
@@ -424,19 +394,19 @@ START_TEST(test_drain_exact)
 		ck_assert_int_eq(elem_int(r, 0), 0);
 		ck_assert_int_eq(elem_int(r, 2), -1);
 		freeReplyObject(r);
-		ck_assert_int_eq(zcard(lb_key(a)), predicted);
-		ck_assert_int_eq(zcard(lb_key(a)), zcard(lb_key(b)));
+		ck_assert_int_eq(zcard(test_lb_key(a)), predicted);
+		ck_assert_int_eq(zcard(test_lb_key(a)), zcard(test_lb_key(b)));
 		last_t = t;
 		calls++;
 	}
-	ck_assert_msg(zcard(lb_key(a)) == dc->left, "%s: %lld left after %d drains, want %lld",
-		      dc->name, zcard(lb_key(a)), calls, dc->left);
+	ck_assert_msg(zcard(test_lb_key(a)) == dc->left, "%s: %lld left after %d drains, want %lld",
+		      dc->name, zcard(test_lb_key(a)), calls, dc->left);
 	ck_assert_int_eq(drained, dc->entries - dc->left);
-	ck_assert_int_eq(zcard(lb_key(b)), dc->left);
+	ck_assert_int_eq(zcard(test_lb_key(b)), dc->left);
 	if (dc->left > 0) {
 		/* Same leak, same accounting: identical meta (last, carry). */
-		redisReply *ma = test_cmd(c, "HMGET %s last carry", lb_meta(a));
-		redisReply *mb = test_cmd(c, "HMGET %s last carry", lb_meta(b));
+		redisReply *ma = test_cmd(c, "HMGET %s last carry", test_lb_meta(a));
+		redisReply *mb = test_cmd(c, "HMGET %s last carry", test_lb_meta(b));
 
 		ck_assert_str_eq(ma->element[0]->str, mb->element[0]->str);
 		ck_assert_str_eq(ma->element[1]->str, mb->element[1]->str);
@@ -444,7 +414,7 @@ START_TEST(test_drain_exact)
 		freeReplyObject(mb);
 		ck_assert_int_eq(test_cmd_int(c, "SISMEMBER %s %s", LB_REG, a), 1);
 	} else {
-		ck_assert_int_eq(test_cmd_int(c, "EXISTS %s %s", lb_key(a), lb_meta(a)), 0);
+		ck_assert_int_eq(test_cmd_int(c, "EXISTS %s %s", test_lb_key(a), test_lb_meta(a)), 0);
 		ck_assert_int_eq(test_cmd_int(c, "SISMEMBER %s %s", LB_REG, a), 0);
 	}
 }
@@ -458,15 +428,15 @@ START_TEST(test_drain_twice_same_instant)
 	for (long long t = 0; t < 10; t++)
 		freeReplyObject(lb_acquire(p, "10", "2", "1", num(t)));
 	ck_reply(lb_drain1(p, "2", 1250), 2, 0, 1, 0);
-	ck_cmd("{\"last\", \"1250\", \"carry\", \"0.5\", \"seq\", \"10\"}", "HGETALL %s", lb_meta(p));
+	ck_cmd("{\"last\", \"1250\", \"carry\", \"0.5\", \"seq\", \"10\"}", "HGETALL %s", test_lb_meta(p));
 	ck_reply(lb_drain1(p, "2", 1250), 0, 0, 1, 0);
-	ck_cmd("{\"last\", \"1250\", \"carry\", \"0.5\", \"seq\", \"10\"}", "HGETALL %s", lb_meta(p));
+	ck_cmd("{\"last\", \"1250\", \"carry\", \"0.5\", \"seq\", \"10\"}", "HGETALL %s", test_lb_meta(p));
 	/* The kept half entry of credit counts: 250 ms more make one. */
 	ck_reply(lb_drain1(p, "2", 1499), 0, 0, 1, 0);
 	ck_reply(lb_drain1(p, "2", 1500), 1, 0, 1, 0);
-	ck_assert_int_eq(zcard(lb_key(p)), 7);
+	ck_assert_int_eq(zcard(test_lb_key(p)), 7);
 	/* The oldest entries went first. */
-	ck_cmd("{\"3:4\", \"4:5\"}", "ZRANGE %s 0 1", lb_key(p));
+	ck_cmd("{\"3:4\", \"4:5\"}", "ZRANGE %s 0 1", test_lb_key(p));
 }
 END_TEST
 
@@ -482,15 +452,15 @@ START_TEST(test_drain_empty_bucket_earns_no_credit)
 	ck_reply(lb_drain1(p, "1", 10000), 0, 0, 1, 0);
 	ck_reply(lb_drain1(p, "1", 10999), 0, 0, 1, 0);
 	ck_reply(lb_drain1(p, "1", 11000), 1, 0, 1, 0);
-	ck_assert_int_eq(zcard(lb_key(p)), 2);
+	ck_assert_int_eq(zcard(test_lb_key(p)), 2);
 
 	/* Emptied by the drain at 13000, idle until 20000: the idle time earns nothing. */
 	ck_reply(lb_drain1(p, "1", 13000), 2, 1, 1, 0);
 	ck_reply(lb_acquire(p, "10", "1", "2", "20000"), 1, 8, 0, 1000);
-	ck_cmd("\"20000\"", "HGET %s last", lb_meta(p));
+	ck_cmd("\"20000\"", "HGET %s last", test_lb_meta(p));
 	ck_reply(lb_drain1(p, "1", 20999), 0, 0, 1, 0);
 	ck_reply(lb_drain1(p, "1", 21000), 1, 0, 1, 0);
-	ck_assert_int_eq(zcard(lb_key(p)), 1);
+	ck_assert_int_eq(zcard(test_lb_key(p)), 1);
 }
 END_TEST
 
@@ -501,7 +471,7 @@ START_TEST(test_drain_empties_bucket)
 	freeReplyObject(lb_acquire(p, "5", "1", "2", "0"));
 	ck_assert_int_eq(test_cmd_int(c, "SISMEMBER %s %s", LB_REG, p), 1);
 	ck_reply(lb_drain1(p, "1", 5000), 2, 1, 1, 0);
-	ck_assert_int_eq(test_cmd_int(c, "EXISTS %s %s", lb_key(p), lb_meta(p)), 0);
+	ck_assert_int_eq(test_cmd_int(c, "EXISTS %s %s", test_lb_key(p), test_lb_meta(p)), 0);
 	ck_assert_int_eq(test_cmd_int(c, "SISMEMBER %s %s", LB_REG, p), 0);
 	/* Nothing left to do. */
 	ck_reply(lb_drain1(p, "1", 6000), 0, 0, 1, 0);
@@ -514,12 +484,12 @@ START_TEST(test_drain_older_now_is_last)
 
 	freeReplyObject(lb_acquire(p, "10", "2", "10", "0"));
 	ck_reply(lb_drain1(p, "2", 2000), 4, 0, 1, 0);
-	ck_cmd("\"2000\"", "HGET %s last", lb_meta(p));
+	ck_cmd("\"2000\"", "HGET %s last", test_lb_meta(p));
 	/* A drain whose clock is behind is served at `last`: nothing due, nothing moves back. */
 	ck_reply(lb_drain1(p, "2", 1500), 0, 0, 1, 0);
-	ck_cmd("\"2000\"", "HGET %s last", lb_meta(p));
+	ck_cmd("\"2000\"", "HGET %s last", test_lb_meta(p));
 	ck_reply(lb_drain1(p, "2", 2500), 1, 0, 1, 0);
-	ck_assert_int_eq(zcard(lb_key(p)), 5);
+	ck_assert_int_eq(zcard(test_lb_key(p)), 5);
 }
 END_TEST
 
@@ -531,17 +501,17 @@ START_TEST(test_drain_batch)
 	freeReplyObject(lb_acquire("A", "5", "1", "3", "0"));
 	freeReplyObject(lb_acquire("C", "5", "2", "2", "0"));
 	freeReplyObject(test_cmd(c, "SADD %s B D", LB_REG));
-	freeReplyObject(test_cmd(c, "HSET %s last 0 carry 0.5 seq 9", lb_meta("B")));
-	freeReplyObject(test_cmd(c, "SET %s foreign", lb_key("D")));
-	ck_reply(ev(SCRIPT_LEAKY_BUCKET_DRAIN, 9, LB_REG, lb_key("A"), lb_meta("A"), lb_key("B"),
-		    lb_meta("B"), lb_key("C"), lb_meta("C"), lb_key("D"), lb_meta("D"), "1000", "A",
+	freeReplyObject(test_cmd(c, "HSET %s last 0 carry 0.5 seq 9", test_lb_meta("B")));
+	freeReplyObject(test_cmd(c, "SET %s foreign", test_lb_key("D")));
+	ck_reply(ev(SCRIPT_LEAKY_BUCKET_DRAIN, 9, LB_REG, test_lb_key("A"), test_lb_meta("A"), test_lb_key("B"),
+		    test_lb_meta("B"), test_lb_key("C"), test_lb_meta("C"), test_lb_key("D"), test_lb_meta("D"), "1000", "A",
 		    "1", "B", "1", "C", "2", "D", "1", NULL),
 		 3, 2, 4, 1);
 	ck_cmd("{\"A\", \"D\"}", "SORT %s ALPHA", LB_REG);
-	ck_assert_int_eq(zcard(lb_key("A")), 2);
-	ck_assert_int_eq(test_cmd_int(c, "EXISTS %s %s", lb_key("C"), lb_meta("C")), 0);
-	ck_assert_int_eq(test_cmd_int(c, "EXISTS %s", lb_meta("B")), 0);
-	ck_cmd("\"foreign\"", "GET %s", lb_key("D"));
+	ck_assert_int_eq(zcard(test_lb_key("A")), 2);
+	ck_assert_int_eq(test_cmd_int(c, "EXISTS %s %s", test_lb_key("C"), test_lb_meta("C")), 0);
+	ck_assert_int_eq(test_cmd_int(c, "EXISTS %s", test_lb_meta("B")), 0);
+	ck_cmd("\"foreign\"", "GET %s", test_lb_key("D"));
 	/* An empty batch is fine too. */
 	ck_reply(ev(SCRIPT_LEAKY_BUCKET_DRAIN, 1, LB_REG, "1000", NULL), 0, 0, 0, 0);
 	ck_reply(ev(SCRIPT_LEAKY_BUCKET_DRAIN, 1, LB_REG, NULL), 0, 0, 0, 0);
@@ -572,7 +542,7 @@ START_TEST(test_drain_uses_redis_time)
 	redisReply *r;
 
 	freeReplyObject(lb_acquire(p, "10", "1", "10", num(t0)));
-	r = ev(SCRIPT_LEAKY_BUCKET_DRAIN, 3, LB_REG, lb_key(p), lb_meta(p), "", p, "1", NULL);
+	r = ev(SCRIPT_LEAKY_BUCKET_DRAIN, 3, LB_REG, test_lb_key(p), test_lb_meta(p), "", p, "1", NULL);
 	/* 5 s (plus the test's own few ms) at 1 per second. */
 	ck_assert_int_ge(elem_int(r, 0), 5);
 	ck_assert_int_le(elem_int(r, 0), 6);
@@ -588,36 +558,36 @@ START_TEST(test_acquire_capacity_3_rate_1)
 	long long ttl, ttl2;
 
 	ck_reply(lb_acquire(p, "3", "1", "1", "1000"), 1, 2, 0, 1000);
-	ttl = test_cmd_int(c, "PTTL %s", lb_key(p));
+	ttl = test_cmd_int(c, "PTTL %s", test_lb_key(p));
 	ck_assert_int_gt(ttl, 1900); /* 1 entry at 1/s: drained 1000 ms later, + 1 + 1000 grace */
 	ck_assert_int_le(ttl, 2001);
 	ck_reply(lb_acquire(p, "3", "1", "1", "1000"), 1, 1, 0, 1000);
 	ck_reply(lb_acquire(p, "3", "1", "1", "1000"), 1, 0, 0, 1000);
-	ttl = test_cmd_int(c, "PTTL %s", lb_key(p)); /* 3 entries: 3000 ms, +1, +1000 grace */
+	ttl = test_cmd_int(c, "PTTL %s", test_lb_key(p)); /* 3 entries: 3000 ms, +1, +1000 grace */
 	ck_assert_int_gt(ttl, 3900);
 	ck_assert_int_le(ttl, 4001);
-	ck_assert_int_gt(test_cmd_int(c, "PTTL %s", lb_meta(p)), 3900);
-	ck_assert_int_le(test_cmd_int(c, "PTTL %s", lb_meta(p)), 4001);
+	ck_assert_int_gt(test_cmd_int(c, "PTTL %s", test_lb_meta(p)), 3900);
+	ck_assert_int_le(test_cmd_int(c, "PTTL %s", test_lb_meta(p)), 4001);
 	ck_cmd("{\"1000:1\", \"1000\", \"1000:2\", \"1000\", \"1000:3\", \"1000\"}",
-	       "ZRANGE %s 0 -1 WITHSCORES", lb_key(p));
-	ck_cmd("{\"last\", \"1000\", \"carry\", \"0\", \"seq\", \"3\"}", "HGETALL %s", lb_meta(p));
+	       "ZRANGE %s 0 -1 WITHSCORES", test_lb_key(p));
+	ck_cmd("{\"last\", \"1000\", \"carry\", \"0\", \"seq\", \"3\"}", "HGETALL %s", test_lb_meta(p));
 	ck_assert_int_eq(test_cmd_int(c, "SISMEMBER %s %s", LB_REG, p), 1);
 
 	/* Full: denied, told to come back when one entry has leaked; nothing added,
 	 * TTL not extended. */
 	ck_reply(lb_acquire(p, "3", "1", "1", "1000"), 0, 0, 1000, 1000);
-	ck_assert_int_eq(zcard(lb_key(p)), 3);
+	ck_assert_int_eq(zcard(test_lb_key(p)), 3);
 	ck_reply(lb_acquire(p, "3", "1", "1", "1500"), 0, 0, 500, 500);
 	ck_reply(lb_acquire(p, "3", "1", "1", "1999"), 0, 0, 1, 1);
-	ttl2 = test_cmd_int(c, "PTTL %s", lb_key(p));
+	ttl2 = test_cmd_int(c, "PTTL %s", test_lb_key(p));
 	ck_assert_int_le(ttl2, ttl);
-	ck_assert_int_eq(zcard(lb_key(p)), 3);
-	ck_cmd("{\"last\", \"1000\", \"carry\", \"0\", \"seq\", \"3\"}", "HGETALL %s", lb_meta(p));
+	ck_assert_int_eq(zcard(test_lb_key(p)), 3);
+	ck_cmd("{\"last\", \"1000\", \"carry\", \"0\", \"seq\", \"3\"}", "HGETALL %s", test_lb_meta(p));
 
 	/* At 2000 one has leaked: admitted again, next leak 1 s later. */
 	ck_reply(lb_acquire(p, "3", "1", "1", "2000"), 1, 0, 0, 1000);
-	ck_cmd("{\"1000:2\", \"1000:3\", \"2000:4\"}", "ZRANGE %s 0 -1", lb_key(p));
-	ck_cmd("{\"last\", \"2000\", \"carry\", \"0\", \"seq\", \"4\"}", "HGETALL %s", lb_meta(p));
+	ck_cmd("{\"1000:2\", \"1000:3\", \"2000:4\"}", "ZRANGE %s 0 -1", test_lb_key(p));
+	ck_cmd("{\"last\", \"2000\", \"carry\", \"0\", \"seq\", \"4\"}", "HGETALL %s", test_lb_meta(p));
 }
 END_TEST
 
@@ -632,9 +602,9 @@ START_TEST(test_acquire_cost_n)
 	ck_reply(lb_acquire(p, "5", "1", "1", "0"), 1, 0, 0, 1000);
 	/* 5 + 2 > 5: two must leak. */
 	ck_reply(lb_acquire(p, "5", "1", "2", "0"), 0, 0, 2000, 1000);
-	ck_assert_int_eq(zcard(lb_key(p)), 5);
+	ck_assert_int_eq(zcard(test_lb_key(p)), 5);
 	ck_reply(lb_acquire(p, "5", "1", "2", "2000"), 1, 0, 0, 1000);
-	ck_assert_int_eq(zcard(lb_key(p)), 5);
+	ck_assert_int_eq(zcard(test_lb_key(p)), 5);
 }
 END_TEST
 
@@ -646,8 +616,8 @@ START_TEST(test_acquire_n_over_capacity)
 	ck_assert_int_eq(test_cmd_int(c, "DBSIZE"), 0);
 	ck_reply(lb_acquire(p, "3", "1", "1", "0"), 1, 2, 0, 1000);
 	ck_reply(lb_acquire(p, "3", "1", "4", "0"), 0, 2, -1, 1000);
-	ck_assert_int_eq(zcard(lb_key(p)), 1);
-	ck_cmd("{\"last\", \"0\", \"carry\", \"0\", \"seq\", \"1\"}", "HGETALL %s", lb_meta(p));
+	ck_assert_int_eq(zcard(test_lb_key(p)), 1);
+	ck_cmd("{\"last\", \"0\", \"carry\", \"0\", \"seq\", \"1\"}", "HGETALL %s", test_lb_meta(p));
 }
 END_TEST
 
@@ -657,9 +627,9 @@ START_TEST(test_acquire_same_ms_counted_apart)
 
 	for (int i = 1; i <= 5; i++)
 		ck_reply(lb_acquire(p, "10", "1", "1", "5000"), 1, 10 - i, 0, 1000);
-	ck_assert_int_eq(zcard(lb_key(p)), 5);
+	ck_assert_int_eq(zcard(test_lb_key(p)), 5);
 	ck_cmd("{\"5000:1\", \"5000:2\", \"5000:3\", \"5000:4\", \"5000:5\"}", "ZRANGE %s 0 -1",
-	       lb_key(p));
+	       test_lb_key(p));
 }
 END_TEST
 
@@ -670,14 +640,14 @@ START_TEST(test_acquire_default_n)
 	redisReply *r;
 
 	/* No n (and so no now: Redis TIME, hence reset_ms only in range). */
-	r = ev(SCRIPT_LEAKY_BUCKET, 3, lb_key(p), lb_meta(p), LB_REG, p, "3", "1", NULL);
+	r = ev(SCRIPT_LEAKY_BUCKET, 3, test_lb_key(p), test_lb_meta(p), LB_REG, p, "3", "1", NULL);
 	ck_assert_int_ge(elem_int(r, 3), 900);
 	ck_reply(r, 1, 2, 0, elem_int(r, 3));
-	r = ev(SCRIPT_LEAKY_BUCKET, 3, lb_key(p), lb_meta(p), LB_REG, p, "3", "1", "", "", NULL);
+	r = ev(SCRIPT_LEAKY_BUCKET, 3, test_lb_key(p), test_lb_meta(p), LB_REG, p, "3", "1", "", "", NULL);
 	ck_assert_int_ge(elem_int(r, 3), 900);
 	ck_reply(r, 1, 1, 0, elem_int(r, 3));
-	ck_assert_int_eq(zcard(lb_key(p)), 2);
-	ck_cmd("\"2\"", "HGET %s seq", lb_meta(p));
+	ck_assert_int_eq(zcard(test_lb_key(p)), 2);
+	ck_cmd("\"2\"", "HGET %s seq", test_lb_meta(p));
 }
 END_TEST
 
@@ -689,7 +659,7 @@ START_TEST(test_acquire_uses_redis_time)
 
 	ck_reply(lb_acquire(p, "3", "1", "1", NULL), 1, 2, 0, 1000);
 	after = redis_ms();
-	r = test_cmd(c, "HGET %s last", lb_meta(p));
+	r = test_cmd(c, "HGET %s last", test_lb_meta(p));
 	last = atoll(r->str);
 	freeReplyObject(r);
 	ck_assert_int_ge(last, before);
@@ -719,13 +689,13 @@ START_TEST(test_acquire_retry_after_is_exact)
 	ck_reply(lb_acquire(p, "3", rate, "3", "0"), 1, 0, 0, r);
 	ck_reply(lb_acquire(p, "3", rate, "1", "0"), 0, 0, r, r);
 	ck_reply(lb_acquire(p, "3", rate, "1", num(r - 1)), 0, 0, 1, 1);
-	ck_assert_int_eq(zcard(lb_key(p)), 3);
+	ck_assert_int_eq(zcard(test_lb_key(p)), 3);
 	reply = lb_acquire(p, "3", rate, "1", num(r));
 	ck_assert_int_eq(elem_int(reply, 0), 1);
 	ck_assert_int_eq(elem_int(reply, 1), 0);
 	ck_assert_int_eq(elem_int(reply, 2), 0);
 	freeReplyObject(reply);
-	ck_assert_int_eq(zcard(lb_key(p)), 3);
+	ck_assert_int_eq(zcard(test_lb_key(p)), 3);
 }
 END_TEST
 
@@ -737,9 +707,9 @@ START_TEST(test_acquire_older_now_is_last)
 	ck_reply(lb_acquire(p, "3", "1", "1", "5000"), 1, 2, 0, 1000);
 	/* A client whose clock is 1 s behind is served at 5000. */
 	ck_reply(lb_acquire(p, "3", "1", "1", "4000"), 1, 1, 0, 1000);
-	ck_cmd("{\"5000:1\", \"5000\", \"5000:2\", \"5000\"}", "ZRANGE %s 0 -1 WITHSCORES", lb_key(p));
+	ck_cmd("{\"5000:1\", \"5000\", \"5000:2\", \"5000\"}", "ZRANGE %s 0 -1 WITHSCORES", test_lb_key(p));
 	/* Empty at 7000 in its clock, 3000 ms from its 4000 (+1, +1000 grace). */
-	ttl = test_cmd_int(c, "PTTL %s", lb_key(p));
+	ttl = test_cmd_int(c, "PTTL %s", test_lb_key(p));
 	ck_assert_int_gt(ttl, 3900);
 	ck_assert_int_le(ttl, 4001);
 }
@@ -753,12 +723,12 @@ START_TEST(test_acquire_fractional_carry)
 	ck_reply(lb_acquire(p, "2", "1.5", "2", "0"), 1, 0, 0, 667);
 	ck_reply(lb_acquire(p, "2", "1.5", "1", "667"), 1, 0, 0, 667);
 	ck_cmd("{\"last\", \"667\", \"carry\", \"0.00049999999999994493\", \"seq\", \"3\"}",
-	       "HGETALL %s", lb_meta(p));
+	       "HGETALL %s", test_lb_meta(p));
 	/* Next leak: (1 - 0.0005) / 1.5 s = 666.33 ms -> 667 ms after 667. */
 	ck_reply(lb_acquire(p, "2", "1.5", "1", "1333"), 0, 0, 1, 1);
 	/* At 1334 the carry is 0.001: (1 - 0.001) / 1.5 s is 666 ms exactly. */
 	ck_reply(lb_acquire(p, "2", "1.5", "1", "1334"), 1, 0, 0, 666);
-	ck_cmd("\"0.00099999999999988987\"", "HGET %s carry", lb_meta(p));
+	ck_cmd("\"0.00099999999999988987\"", "HGET %s carry", test_lb_meta(p));
 }
 END_TEST
 
@@ -767,10 +737,10 @@ START_TEST(test_acquire_member_collision_with_foreign_entries)
 	const char *p = "/collide";
 
 	/* Left by someone else: our member name, no meta (so no seq). */
-	freeReplyObject(test_cmd(c, "ZADD %s 7000 7000:1", lb_key(p)));
+	freeReplyObject(test_cmd(c, "ZADD %s 7000 7000:1", test_lb_key(p)));
 	ck_reply(lb_acquire(p, "5", "1", "1", "7000"), 1, 3, 0, 1000);
-	ck_cmd("{\"7000:1\", \"7000:2\"}", "ZRANGE %s 0 -1", lb_key(p));
-	ck_cmd("\"2\"", "HGET %s seq", lb_meta(p));
+	ck_cmd("{\"7000:1\", \"7000:2\"}", "ZRANGE %s 0 -1", test_lb_key(p));
+	ck_cmd("\"2\"", "HGET %s seq", test_lb_meta(p));
 }
 END_TEST
 
@@ -780,10 +750,10 @@ START_TEST(test_acquire_large_n)
 
 	/* 10,003 values: more than Lua 5.1 unpack() returns (about 8,000). */
 	ck_reply(lb_acquire(p, "10000", "1000", "5000", "0"), 1, 5000, 0, 1);
-	ck_assert_int_eq(zcard(lb_key(p)), 5000);
-	ck_cmd("\"5000\"", "HGET %s seq", lb_meta(p));
-	ck_cmd("\"0\"", "ZSCORE %s 0:1", lb_key(p));
-	ck_cmd("\"0\"", "ZSCORE %s 0:5000", lb_key(p));
+	ck_assert_int_eq(zcard(test_lb_key(p)), 5000);
+	ck_cmd("\"5000\"", "HGET %s seq", test_lb_meta(p));
+	ck_cmd("\"0\"", "ZSCORE %s 0:1", test_lb_key(p));
+	ck_cmd("\"0\"", "ZSCORE %s 0:5000", test_lb_key(p));
 }
 END_TEST
 
@@ -793,8 +763,8 @@ START_TEST(test_acquire_tiny_rate_never_expires)
 
 	/* Drains in more than 2^53 ms: no TTL at all rather than a short one. */
 	ck_reply(lb_acquire(p, "1", "1e-300", "1", "0"), 1, 0, 0, 9007199254740992LL);
-	ck_assert_int_eq(test_cmd_int(c, "PTTL %s", lb_key(p)), -1);
-	ck_assert_int_eq(test_cmd_int(c, "PTTL %s", lb_meta(p)), -1);
+	ck_assert_int_eq(test_cmd_int(c, "PTTL %s", test_lb_key(p)), -1);
+	ck_assert_int_eq(test_cmd_int(c, "PTTL %s", test_lb_meta(p)), -1);
 }
 END_TEST
 
@@ -831,9 +801,9 @@ END_TEST
 
 START_TEST(test_state_scripts_are_read_only)
 {
-	const char *lb_args[] = { lb_key("/ro"), lb_meta("/ro"), "5", "2", "0" };
-	const char *sl_args[] = { sl_key("/ro"), "3", "1000", "0" };
-	const char *acq_args[] = { lb_key("/ro"), lb_meta("/ro"), LB_REG, "/ro", "5", "2", "1", "0" };
+	const char *lb_args[] = { test_lb_key("/ro"), test_lb_meta("/ro"), "5", "2", "0" };
+	const char *sl_args[] = { test_sl_key("/ro"), "3", "1000", "0" };
+	const char *acq_args[] = { test_lb_key("/ro"), test_lb_meta("/ro"), LB_REG, "/ro", "5", "2", "1", "0" };
 
 	freeReplyObject(lb_acquire("/ro", "5", "2", "1", "0"));
 	freeReplyObject(sl_acquire("/ro", "3", "1000", "0"));
@@ -860,22 +830,22 @@ START_TEST(test_sliding_limit_3_window_1000)
 	ck_reply(sl_acquire(p, "3", "1000", "0"), 1, 2, 0, 1000);
 	ck_reply(sl_acquire(p, "3", "1000", "0"), 1, 1, 0, 1000);
 	ck_reply(sl_acquire(p, "3", "1000", "0"), 1, 0, 0, 1000);
-	ck_assert_int_eq(zcard(sl_key(p)), 3);
-	ck_cmd("{\"0:0\", \"0\", \"0:1\", \"0\", \"0:2\", \"0\"}", "ZRANGE %s 0 -1 WITHSCORES", sl_key(p));
-	ttl = test_cmd_int(c, "PTTL %s", sl_key(p));
+	ck_assert_int_eq(zcard(test_sl_key(p)), 3);
+	ck_cmd("{\"0:0\", \"0\", \"0:1\", \"0\", \"0:2\", \"0\"}", "ZRANGE %s 0 -1 WITHSCORES", test_sl_key(p));
+	ttl = test_cmd_int(c, "PTTL %s", test_sl_key(p));
 	ck_assert_int_gt(ttl, 900);
 	ck_assert_int_le(ttl, 1000);
 	ck_assert_int_eq(test_cmd_int(c, "SISMEMBER %s %s", SL_REG, p), 1);
 
 	/* Rejected requests are not added and do not extend the TTL. */
 	ck_reply(sl_acquire(p, "3", "1000", "500"), 0, 0, 500, 500);
-	ck_assert_int_eq(zcard(sl_key(p)), 3);
+	ck_assert_int_eq(zcard(test_sl_key(p)), 3);
 	ck_reply(sl_acquire(p, "3", "1000", "999"), 0, 0, 1, 1);
-	ck_assert_int_eq(zcard(sl_key(p)), 3);
-	ck_assert_int_le(test_cmd_int(c, "PTTL %s", sl_key(p)), ttl);
+	ck_assert_int_eq(zcard(test_sl_key(p)), 3);
+	ck_assert_int_le(test_cmd_int(c, "PTTL %s", test_sl_key(p)), ttl);
 	/* The entries at 0 count for [0, 1000): gone at 1000. */
 	ck_reply(sl_acquire(p, "3", "1000", "1000"), 1, 2, 0, 1000);
-	ck_cmd("{\"1000:0\", \"1000\"}", "ZRANGE %s 0 -1 WITHSCORES", sl_key(p));
+	ck_cmd("{\"1000:0\", \"1000\"}", "ZRANGE %s 0 -1 WITHSCORES", test_sl_key(p));
 }
 END_TEST
 
@@ -890,7 +860,7 @@ START_TEST(test_sliding_retrying_client_gets_in)
 	 * rejected attempts do not push the window on. */
 	for (t = 150; t < 1000; t += 50) {
 		ck_reply(sl_acquire(p, "2", "1000", num(t)), 0, 0, 1000 - t, 1000 - t);
-		ck_assert_int_eq(zcard(sl_key(p)), 2);
+		ck_assert_int_eq(zcard(test_sl_key(p)), 2);
 	}
 	ck_reply(sl_acquire(p, "2", "1000", "1000"), 1, 0, 0, 100);
 	ck_reply(sl_acquire(p, "2", "1000", "1050"), 0, 0, 50, 50);
@@ -905,9 +875,9 @@ START_TEST(test_sliding_older_now_is_newest)
 
 	ck_reply(sl_acquire(p, "3", "1000", "5000"), 1, 2, 0, 1000);
 	ck_reply(sl_acquire(p, "3", "1000", "4000"), 1, 1, 0, 1000);
-	ck_cmd("{\"5000:0\", \"5000\", \"5000:1\", \"5000\"}", "ZRANGE %s 0 -1 WITHSCORES", sl_key(p));
+	ck_cmd("{\"5000:0\", \"5000\", \"5000:1\", \"5000\"}", "ZRANGE %s 0 -1 WITHSCORES", test_sl_key(p));
 	/* The newest entry lives until 6000 in its clock: 2000 ms from its 4000. */
-	ttl = test_cmd_int(c, "PTTL %s", sl_key(p));
+	ttl = test_cmd_int(c, "PTTL %s", test_sl_key(p));
 	ck_assert_int_gt(ttl, 1900);
 	ck_assert_int_le(ttl, 2000);
 }
@@ -920,9 +890,9 @@ START_TEST(test_sliding_members_stay_unique)
 	for (int i = 0; i < 3; i++)
 		freeReplyObject(sl_acquire(p, "10", "1000", "0"));
 	/* Someone removed part of that millisecond's group. */
-	freeReplyObject(test_cmd(c, "ZREM %s 0:0", sl_key(p)));
+	freeReplyObject(test_cmd(c, "ZREM %s 0:0", test_sl_key(p)));
 	ck_reply(sl_acquire(p, "10", "1000", "0"), 1, 7, 0, 1000);
-	ck_cmd("{\"0:1\", \"0:2\", \"0:3\"}", "ZRANGE %s 0 -1", sl_key(p));
+	ck_cmd("{\"0:1\", \"0:2\", \"0:3\"}", "ZRANGE %s 0 -1", test_sl_key(p));
 }
 END_TEST
 
@@ -937,7 +907,7 @@ START_TEST(test_sliding_limit_lowered)
 	ck_reply(sl_acquire(p, "3", "1000", "500"), 0, 0, 700, 500);
 	ck_reply(sl_acquire(p, "3", "1000", "1199"), 0, 0, 1, 1);
 	ck_reply(sl_acquire(p, "3", "1000", "1200"), 1, 0, 0, 100);
-	ck_cmd("{\"300:0\", \"400:0\", \"1200:0\"}", "ZRANGE %s 0 -1", sl_key(p));
+	ck_cmd("{\"300:0\", \"400:0\", \"1200:0\"}", "ZRANGE %s 0 -1", test_sl_key(p));
 }
 END_TEST
 
@@ -949,7 +919,7 @@ START_TEST(test_sliding_uses_redis_time)
 
 	ck_reply(sl_acquire(p, "3", "1000", NULL), 1, 2, 0, 1000);
 	after = redis_ms();
-	r = test_cmd(c, "ZRANGE %s 0 0 WITHSCORES", sl_key(p));
+	r = test_cmd(c, "ZRANGE %s 0 0 WITHSCORES", test_sl_key(p));
 	score = atoll(r->element[1]->str);
 	freeReplyObject(r);
 	ck_assert_int_ge(score, before);
@@ -963,10 +933,10 @@ START_TEST(test_prune_window_boundary)
 
 	ck_reply(sl_acquire(p, "3", "1000", "1000"), 1, 2, 0, 1000);
 	ck_reply(sl_prune1(p, "1000", 1999), 0, 0, 1, 0);
-	ck_assert_int_eq(zcard(sl_key(p)), 1);
+	ck_assert_int_eq(zcard(test_sl_key(p)), 1);
 	ck_assert_int_eq(test_cmd_int(c, "SISMEMBER %s %s", SL_REG, p), 1);
 	ck_reply(sl_prune1(p, "1000", 2000), 1, 1, 1, 0);
-	ck_assert_int_eq(test_cmd_int(c, "EXISTS %s", sl_key(p)), 0);
+	ck_assert_int_eq(test_cmd_int(c, "EXISTS %s", test_sl_key(p)), 0);
 	ck_assert_int_eq(test_cmd_int(c, "SISMEMBER %s %s", SL_REG, p), 0);
 	ck_reply(sl_prune1(p, "1000", 2000), 0, 0, 1, 0);
 }
@@ -981,16 +951,16 @@ START_TEST(test_prune_batch)
 	freeReplyObject(sl_acquire("A", "10", "1000", "900"));
 	freeReplyObject(sl_acquire("C", "10", "5000", "0"));
 	freeReplyObject(test_cmd(c, "SADD %s B D", SL_REG));
-	freeReplyObject(test_cmd(c, "HSET %s f 1", sl_key("D")));
-	ck_reply(ev(SCRIPT_SLIDING_LOG_PRUNE, 5, SL_REG, sl_key("A"), sl_key("B"), sl_key("C"),
-		    sl_key("D"), "1500", "A", "1000", "B", "1000", "C", "5000", "D", "1000", NULL),
+	freeReplyObject(test_cmd(c, "HSET %s f 1", test_sl_key("D")));
+	ck_reply(ev(SCRIPT_SLIDING_LOG_PRUNE, 5, SL_REG, test_sl_key("A"), test_sl_key("B"), test_sl_key("C"),
+		    test_sl_key("D"), "1500", "A", "1000", "B", "1000", "C", "5000", "D", "1000", NULL),
 		 2, 1, 4, 1);
-	ck_cmd("{\"900:0\"}", "ZRANGE %s 0 -1", sl_key("A"));
-	ck_assert_int_eq(zcard(sl_key("C")), 1);
+	ck_cmd("{\"900:0\"}", "ZRANGE %s 0 -1", test_sl_key("A"));
+	ck_assert_int_eq(zcard(test_sl_key("C")), 1);
 	ck_cmd("{\"A\", \"C\", \"D\"}", "SORT %s ALPHA", SL_REG);
 	/* Twice at one instant: nothing more. */
-	ck_reply(ev(SCRIPT_SLIDING_LOG_PRUNE, 5, SL_REG, sl_key("A"), sl_key("B"), sl_key("C"),
-		    sl_key("D"), "1500", "A", "1000", "B", "1000", "C", "5000", "D", "1000", NULL),
+	ck_reply(ev(SCRIPT_SLIDING_LOG_PRUNE, 5, SL_REG, test_sl_key("A"), test_sl_key("B"), test_sl_key("C"),
+		    test_sl_key("D"), "1500", "A", "1000", "B", "1000", "C", "5000", "D", "1000", NULL),
 		 0, 0, 4, 1);
 }
 END_TEST
@@ -1033,8 +1003,8 @@ START_TEST(test_reset)
 	freeReplyObject(lb_acquire("/other", "10", "1", "1", "0"));
 	freeReplyObject(test_cmd(c, "SET sluice:{%s}:fixed_window 7", p));
 	{
-		const char *argv[] = { SL_REG, LB_REG, lb_key(p), lb_meta(p), "sluice:{/api/users}:none",
-				       sl_key(p), "sluice:{/api/users}:fixed_window", "2", p };
+		const char *argv[] = { SL_REG, LB_REG, test_lb_key(p), test_lb_meta(p), "sluice:{/api/users}:none",
+				       test_sl_key(p), "sluice:{/api/users}:fixed_window", "2", p };
 		redisReply *r = eval_argv(SCRIPT_RESET, 0, 7, 9, argv);
 
 		ck_assert_int_eq(r->type, REDIS_REPLY_ARRAY);
@@ -1052,15 +1022,15 @@ START_TEST(test_reset)
 		}
 		freeReplyObject(r);
 	}
-	ck_assert_int_eq(test_cmd_int(c, "EXISTS %s %s %s sluice:{%s}:fixed_window", lb_key(p),
-				      lb_meta(p), sl_key(p), p),
+	ck_assert_int_eq(test_cmd_int(c, "EXISTS %s %s %s sluice:{%s}:fixed_window", test_lb_key(p),
+				      test_lb_meta(p), test_sl_key(p), p),
 			 0);
 	ck_cmd("{\"/other\"}", "SMEMBERS %s", LB_REG);
 	ck_assert_int_eq(test_cmd_int(c, "EXISTS %s", SL_REG), 0);
-	ck_assert_int_eq(zcard(lb_key("/other")), 1);
+	ck_assert_int_eq(zcard(test_lb_key("/other")), 1);
 	/* Again: nothing left. */
 	{
-		const char *argv[] = { SL_REG, LB_REG, lb_key(p), lb_meta(p), sl_key(p), "2", p };
+		const char *argv[] = { SL_REG, LB_REG, test_lb_key(p), test_lb_meta(p), test_sl_key(p), "2", p };
 
 		ck_reply(eval_argv(SCRIPT_RESET, 0, 5, 7, argv), 0);
 	}
@@ -1164,18 +1134,18 @@ START_TEST(test_evalsha_and_noscript)
 	ck_assert_uint_eq(load->len, 40);
 	memcpy(sha, load->str, 41);
 	freeReplyObject(load);
-	ck_reply(test_cmd(c, "EVALSHA %s 3 %s %s %s /sha 3 1 1 1000", sha, lb_key("/sha"),
-			  lb_meta("/sha"), LB_REG),
+	ck_reply(test_cmd(c, "EVALSHA %s 3 %s %s %s /sha 3 1 1 1000", sha, test_lb_key("/sha"),
+			  test_lb_meta("/sha"), LB_REG),
 		 1, 2, 0, 1000);
 	/* Same script, same state, whichever way it is called. */
 	ck_reply(lb_acquire("/sha", "3", "1", "1", "1000"), 1, 1, 0, 1000);
 	/* A restart, failover or SCRIPT FLUSH empties the script cache: EVALSHA then
 	 * answers NOSCRIPT and the daemon must SCRIPT LOAD again and retry. */
 	freeReplyObject(test_cmd(c, "SCRIPT FLUSH"));
-	ck_error(test_cmd(c, "EVALSHA %s 3 %s %s %s /sha 3 1 1 1000", sha, lb_key("/sha"),
-			  lb_meta("/sha"), LB_REG),
+	ck_error(test_cmd(c, "EVALSHA %s 3 %s %s %s /sha 3 1 1 1000", sha, test_lb_key("/sha"),
+			  test_lb_meta("/sha"), LB_REG),
 		 "NOSCRIPT");
-	ck_assert_int_eq(zcard(lb_key("/sha")), 2);
+	ck_assert_int_eq(zcard(test_lb_key("/sha")), 2);
 }
 END_TEST
 

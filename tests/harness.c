@@ -189,6 +189,52 @@ void test_redis_flush(redisContext *c)
 	freeReplyObject(test_cmd(c, "SCRIPT FLUSH"));
 }
 
+long long test_server_ms(redisContext *c)
+{
+	redisReply *r = test_cmd(c, "TIME");
+	long long ms;
+
+	if (r->type != REDIS_REPLY_ARRAY || r->elements != 2) {
+		fprintf(stderr, "harness: TIME did not answer an array\n");
+		abort();
+	}
+	ms = atoll(r->element[0]->str) * 1000 + atoll(r->element[1]->str) / 1000;
+	freeReplyObject(r);
+	return ms;
+}
+
+static const char *key_of(char (*buf)[256], unsigned *next, const char *path, const char *kind)
+{
+	char *b = buf[(*next)++ % 4];
+
+	snprintf(b, 256, "sluice:{%s}:%s", path, kind);
+	return b;
+}
+
+const char *test_lb_key(const char *path)
+{
+	static char buf[4][256];
+	static unsigned next;
+
+	return key_of(buf, &next, path, "leaky_bucket");
+}
+
+const char *test_lb_meta(const char *path)
+{
+	static char buf[4][256];
+	static unsigned next;
+
+	return key_of(buf, &next, path, "leaky_bucket:meta");
+}
+
+const char *test_sl_key(const char *path)
+{
+	static char buf[4][256];
+	static unsigned next;
+
+	return key_of(buf, &next, path, "sliding_log");
+}
+
 int test_run_suite(Suite *s)
 {
 	SRunner *sr = srunner_create(s);

@@ -33,6 +33,16 @@ long long test_cmd_int(redisContext *c, const char *fmt, ...);
 /* FLUSHALL and SCRIPT FLUSH. */
 void test_redis_flush(redisContext *c);
 
+/* Redis's clock (TIME) in ms: the clock every script and the daemon use. */
+long long test_server_ms(redisContext *c);
+/*
+ * sluice's key names for `path` (layout "sluice:"), in one of 4 rotating static
+ * buffers each, so a few can be used in one call; paths up to 200 bytes.
+ */
+const char *test_lb_key(const char *path);   /* sluice:{path}:leaky_bucket */
+const char *test_lb_meta(const char *path);  /* sluice:{path}:leaky_bucket:meta */
+const char *test_sl_key(const char *path);   /* sluice:{path}:sliding_log */
+
 /* Standard Check runner main: runs `s`, prints Check's summary, returns the exit code. */
 struct Suite;
 int test_run_suite(struct Suite *s);
