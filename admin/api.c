@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "admin/pathstate.h"
 #include "core/jsonv.h"
@@ -21,6 +22,8 @@ struct api {
 	const struct layout *layouts;
 	size_t nlayouts;
 	struct worker *worker;
+	char *token;             /* or NULL */
+	int auth_reads;
 	struct ruleset rules;    /* cache, refreshed by version before use */
 };
 
@@ -35,7 +38,9 @@ struct api *api_new(const struct api_config *cfg)
 	a->layouts = cfg->layouts;
 	a->nlayouts = cfg->nlayouts;
 	a->worker = cfg->worker;
-	if (!a->conn || !a->prefix) {
+	a->auth_reads = cfg->auth_reads;
+	a->token = cfg->token ? strdup(cfg->token) : NULL;
+	if (!a->conn || !a->prefix || (cfg->token && !a->token)) {
 		api_free(a);
 		return NULL;
 	}
@@ -49,6 +54,10 @@ void api_free(struct api *a)
 	rconn_free(a->conn);
 	ruleset_clear(&a->rules);
 	free(a->prefix);
+	if (a->token) {
+		explicit_bzero(a->token, strlen(a->token));
+		free(a->token);
+	}
 	free(a);
 }
 
@@ -573,11 +582,47 @@ static void not_allowed(struct api_response *res, const char *allow)
 	res->allow = allow;
 }
 
+int api_token_equal(const char *a, size_t a_len, const char *b, size_t b_len)
+{
+	unsigned char diff = a_len != b_len;
+
+	/* walk the expected token's length whatever the guess, so time tells nothing */
+	for (size_t i = 0; i < b_len; i++)
+		diff |= (unsigned char)(b[i] ^ (i < a_len ? a[i] : 0));
+	return diff == 0;
+}
+
+/* Does the request carry "Authorization: Bearer <token>"? */
+static int authorized(const struct api *a, const struct api_request *req)
+{
+	const char *h = req->authorization;
+
+	if (!h || strncasecmp(h, "Bearer ", 7) != 0)
+		return 0;
+	h += 7;
+	while (*h == ' ')
+		h++;
+	return api_token_equal(h, strlen(h), a->token, strlen(a->token));
+}
+
+static int is_probe(const char *path)
+{
+	return strcmp(path, "/healthz") == 0 || strcmp(path, "/readyz") == 0;
+}
+
 void api_handle(struct api *a, const struct api_request *req, struct api_response *res)
 {
 	struct segs g;
+	int read_only = strcmp(req->method, "GET") == 0 || strcmp(req->method, "HEAD") == 0;
 
 	memset(res, 0, sizeof(*res));
+	if (a->token && (!read_only || (a->auth_reads && !is_probe(req->path))) && !authorized(a, req)) {
+		fail(res, 401, "unauthorized",
+		     req->authorization ? "wrong bearer token" : "this request needs Authorization: Bearer <token>",
+		     NULL);
+		res->challenge = 1;
+		return;
+	}
 	if (segs_split(req->path, &g)) {
 		reply(res, 500, NULL);
 		return;

@@ -23,6 +23,8 @@ struct api_config {
 	const struct layout *layouts;     /* borrowed; outlive the api */
 	size_t nlayouts;
 	struct worker *worker;            /* borrowed, for GET /v1/worker (worker_status is thread-safe); may be NULL */
+	const char *token;                /* admin bearer token (copied), or NULL: no auth */
+	int auth_reads;                   /* with a token: reads need it too (not /healthz, /readyz) */
 };
 
 struct api_request {
@@ -33,12 +35,14 @@ struct api_request {
 	const char *query_count;
 	const char *body;          /* may be NULL when body_len is 0 */
 	size_t body_len;
+	const char *authorization; /* the Authorization header, or NULL */
 };
 
 struct api_response {
 	int status;                /* HTTP status */
 	cJSON *body;               /* owned by the caller after api_handle; NULL for no body */
 	const char *allow;         /* for 405: the Allow header value (static), else NULL */
+	int challenge;             /* for 401: send WWW-Authenticate: Bearer */
 };
 
 struct api;
@@ -48,6 +52,8 @@ struct api *api_new(const struct api_config *cfg);
 void api_free(struct api *a);
 /* Handle one request; always fills `res` (500 with an error body when out of memory). */
 void api_handle(struct api *a, const struct api_request *req, struct api_response *res);
+/* 1 when the `a_len` bytes of `a` equal the `b_len` bytes of `b`, in time that depends only on the lengths. */
+int api_token_equal(const char *a, size_t a_len, const char *b, size_t b_len);
 /* A JSON error body {"error": {"code", "message"[, "field"]}}; caller owns; NULL on ENOMEM. */
 cJSON *api_error(const char *code, const char *message, const char *field);
 

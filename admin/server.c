@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/clock.h"
 #include "core/log.h"
 
 struct server {
@@ -23,6 +24,7 @@ struct req {
 	char *body;
 	size_t len, cap;
 	size_t discarded;  /* bytes of an oversized chunked body read and dropped */
+	int64_t start_us;  /* CLOCK_MONOTONIC, for the access log */
 	int too_large;
 };
 
@@ -64,7 +66,8 @@ static void completed(void *cls, struct MHD_Connection *c, void **req_cls,
 	}
 }
 
-static enum MHD_Result send_json(struct MHD_Connection *c, int status, cJSON *body, const char *allow)
+static enum MHD_Result send_json(struct MHD_Connection *c, int status, cJSON *body, const char *allow,
+				  int challenge)
 {
 	char *text = body ? cJSON_PrintUnformatted(body) : NULL;
 	struct MHD_Response *resp;
@@ -82,6 +85,8 @@ static enum MHD_Result send_json(struct MHD_Connection *c, int status, cJSON *bo
 	MHD_add_response_header(resp, "Content-Type", "application/json");
 	if (allow)
 		MHD_add_response_header(resp, "Allow", allow);
+	if (challenge)
+		MHD_add_response_header(resp, "WWW-Authenticate", "Bearer realm=\"sluice\"");
 	ret = MHD_queue_response(c, (unsigned)status, resp);
 	MHD_destroy_response(resp);
 	return ret;
@@ -90,7 +95,7 @@ static enum MHD_Result send_json(struct MHD_Connection *c, int status, cJSON *bo
 static enum MHD_Result send_error(struct MHD_Connection *c, int status, const char *code, const char *msg)
 {
 	cJSON *e = api_error(code, msg, NULL);
-	enum MHD_Result ret = send_json(c, status, e, NULL);
+	enum MHD_Result ret = send_json(c, status, e, NULL, 0);
 
 	cJSON_Delete(e);
 	return ret;
@@ -134,6 +139,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 
 		if (!(r = calloc(1, sizeof(*r))))
 			return MHD_NO;
+		r->start_us = clock_mono_us();
 		*req_cls = r;
 		/* refuse an announced oversized body before reading any of it */
 		if (cl && strtoull(cl, NULL, 10) > s->max_body) {
@@ -196,9 +202,17 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 	req.query_count = count;
 	req.body = r->body;
 	req.body_len = r->len;
+	req.authorization = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
 	api_handle(s->api, &req, &res);
-	ret = send_json(c, res.status, res.body, res.allow);
+	ret = send_json(c, res.status, res.body, res.allow, res.challenge);
 	cJSON_Delete(res.body);
+	{
+		char q[300];
+
+		log_event(LOG_INFO, "http", "method=%s path=%s status=%d us=%lld", method,
+			  log_quote(q, sizeof(q), url, strlen(url)), res.status,
+			  (long long)(clock_mono_us() - r->start_us));
+	}
 out:
 	free(match);
 	free(cursor);
@@ -251,6 +265,30 @@ fail:
 	api_free(s->api);
 	free(s);
 	return NULL;
+}
+
+int server_host_is_loopback(const char *host)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai = NULL, *p;
+	int loop = 1;
+
+	if (getaddrinfo(host, NULL, &hints, &ai))
+		return 0;
+	for (p = ai; p; p = p->ai_next) {
+		if (p->ai_family == AF_INET) {
+			const struct sockaddr_in *sa = (const struct sockaddr_in *)p->ai_addr;
+
+			loop = loop && (ntohl(sa->sin_addr.s_addr) >> 24) == 127;
+		} else if (p->ai_family == AF_INET6) {
+			const struct sockaddr_in6 *sa = (const struct sockaddr_in6 *)p->ai_addr;
+
+			loop = loop && IN6_IS_ADDR_LOOPBACK(&sa->sin6_addr);
+		} else {
+			loop = 0;
+		}
+	}
+	freeaddrinfo(ai);
+	return loop;
 }
 
 int server_port(const struct server *s)

@@ -25,6 +25,11 @@ struct server;
  * NULL on failure with a reason in `err` (cap bytes).
  */
 struct server *server_start(const struct server_config *cfg, struct api *api, char *err, size_t cap);
+/*
+ * 1 when every address `host` resolves to is a loopback address (127.0.0.0/8,
+ * ::1); 0 otherwise or when it does not resolve.
+ */
+int server_host_is_loopback(const char *host);
 /* The port actually bound. */
 int server_port(const struct server *s);
 /* Stop accepting, finish the thread, free the api and the server.  NULL is a no-op. */

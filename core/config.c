@@ -181,7 +181,8 @@ int config_defaults(struct config *cfg)
 	cfg->redis_url = strdup("redis://127.0.0.1:6379/0");
 	cfg->listen_host = strdup("127.0.0.1");
 	cfg->prefix = strdup("sluice:");
-	if (!cfg->redis_url || !cfg->listen_host || !cfg->prefix ||
+	cfg->admin_token_env = strdup("SLUICE_ADMIN_TOKEN");
+	if (!cfg->redis_url || !cfg->listen_host || !cfg->prefix || !cfg->admin_token_env ||
 	    redis_url_parse(cfg->redis_url, &cfg->redis, NULL)) {
 		config_free(cfg);
 		return -ENOMEM;
@@ -195,6 +196,12 @@ void config_free(struct config *cfg)
 	redis_target_clear(&cfg->redis);
 	free(cfg->listen_host);
 	free(cfg->prefix);
+	free(cfg->admin_token_file);
+	free(cfg->admin_token_env);
+	if (cfg->admin_token) {
+		explicit_bzero(cfg->admin_token, strlen(cfg->admin_token));
+		free(cfg->admin_token);
+	}
 	for (size_t i = 0; i < cfg->nrules; i++)
 		rule_free(cfg->rules[i]);
 	free(cfg->rules);
@@ -242,7 +249,7 @@ static const struct int_field int_fields[] = {
 int config_apply_json(struct config *cfg, const char *text, size_t len, struct sl_error *err)
 {
 	struct config next = *cfg; /* shallow: strings and rules are swapped in only at the end */
-	char *redis_url = NULL, *listen_host = NULL, *prefix = NULL;
+	char *redis_url = NULL, *listen_host = NULL, *prefix = NULL, *token_file = NULL, *token_env = NULL;
 	struct redis_target target = { 0 };
 	struct rule **rules = NULL;
 	size_t nrules = 0;
@@ -315,6 +322,49 @@ int config_apply_json(struct config *cfg, const char *text, size_t len, struct s
 				rc = sl_fail(err, "log_level", "must be debug, info, warn or error");
 				goto out;
 			}
+		} else if (!strcmp(key, "admin")) {
+			const cJSON *a;
+
+			if (!cJSON_IsObject(it)) {
+				rc = sl_fail(err, "admin", "must be an object");
+				goto out;
+			}
+			if ((s = jsonv_duplicate_key(it))) {
+				char f[96];
+
+				snprintf(f, sizeof(f), "admin.%s", s);
+				rc = sl_fail(err, f, "appears twice");
+				goto out;
+			}
+			cJSON_ArrayForEach(a, it) {
+				char f[96];
+
+				snprintf(f, sizeof(f), "admin.%s", a->string);
+				if (!strcmp(a->string, "token_file") || !strcmp(a->string, "token_env")) {
+					char **dst = !strcmp(a->string, "token_file") ? &token_file : &token_env;
+
+					if ((rc = jsonv_string(a, f, &s, err)))
+						goto out;
+					if (!*s) {
+						rc = sl_fail(err, f, "must not be empty");
+						goto out;
+					}
+					free(*dst);
+					if (!(*dst = strdup(s))) {
+						rc = -ENOMEM;
+						goto out;
+					}
+				} else if (!strcmp(a->string, "auth_reads")) {
+					if (!cJSON_IsBool(a)) {
+						rc = sl_fail(err, f, "must be true or false");
+						goto out;
+					}
+					next.admin_auth_reads = cJSON_IsTrue(a);
+				} else {
+					rc = sl_fail(err, f, "unknown field");
+					goto out;
+				}
+			}
 		} else if (!strcmp(key, "rules")) {
 			const cJSON *r;
 			size_t n = 0;
@@ -371,6 +421,16 @@ int config_apply_json(struct config *cfg, const char *text, size_t len, struct s
 		next.prefix = prefix;
 		prefix = NULL;
 	}
+	if (token_file) {
+		free(next.admin_token_file);
+		next.admin_token_file = token_file;
+		token_file = NULL;
+	}
+	if (token_env) {
+		free(next.admin_token_env);
+		next.admin_token_env = token_env;
+		token_env = NULL;
+	}
 	if (have_rules) {
 		for (size_t i = 0; i < next.nrules; i++)
 			rule_free(next.rules[i]);
@@ -386,6 +446,8 @@ out:
 	free(redis_url);
 	free(listen_host);
 	free(prefix);
+	free(token_file);
+	free(token_env);
 	redis_target_clear(&target);
 	for (size_t i = 0; i < nrules; i++)
 		rule_free(rules[i]);
@@ -421,4 +483,39 @@ int config_apply_file(struct config *cfg, const char *path, struct sl_error *err
 	free(buf);
 	fclose(f);
 	return rc;
+}
+
+#define TOKEN_MAX 4096 /* bytes */
+
+int config_load_token(struct config *cfg, struct sl_error *err)
+{
+	char buf[TOKEN_MAX + 2];
+	const char *env;
+	size_t n;
+	FILE *f;
+
+	if (!cfg->admin_token_file) {
+		env = cfg->admin_token_env ? getenv(cfg->admin_token_env) : NULL;
+		if (!env || !*env)
+			return 0;
+		if (strlen(env) > TOKEN_MAX)
+			return sl_fail(err, cfg->admin_token_env, "token longer than %d bytes", TOKEN_MAX);
+		return (cfg->admin_token = strdup(env)) ? 0 : -ENOMEM;
+	}
+	if (!(f = fopen(cfg->admin_token_file, "rb")))
+		return sl_fail(err, "admin.token_file", "cannot open %s: %s", cfg->admin_token_file,
+			       strerror(errno));
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
+		buf[--n] = '\0';
+	if (n > TOKEN_MAX || memchr(buf, '\0', n) || n == 0) {
+		explicit_bzero(buf, sizeof(buf));
+		return sl_fail(err, "admin.token_file", "%s must hold one token of 1..%d bytes",
+			       cfg->admin_token_file, TOKEN_MAX);
+	}
+	cfg->admin_token = strdup(buf);
+	explicit_bzero(buf, sizeof(buf));
+	return cfg->admin_token ? 0 : -ENOMEM;
 }

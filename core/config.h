@@ -44,6 +44,11 @@ struct config {
 	int64_t max_body_bytes;      /* admin request bodies, default 65536 */
 	int64_t max_connections;     /* admin connections, default 64 */
 	enum log_level log_level;    /* default info */
+	char *admin_token_file;      /* owned or NULL: file holding the admin bearer token */
+	char *admin_token_env;       /* owned: environment variable with the token, default SLUICE_ADMIN_TOKEN */
+	int admin_auth_reads;        /* 1: reads need the token too (probes stay open) */
+	int insecure;                /* --insecure: allow a non-loopback listen address without a token */
+	char *admin_token;           /* owned or NULL: the token, filled by config_load_token() */
 	struct rule **rules;         /* owned, from the config file's "rules" */
 	size_t nrules;
 };
@@ -59,6 +64,14 @@ int config_apply_json(struct config *cfg, const char *text, size_t len, struct s
 int config_apply_file(struct config *cfg, const char *path, struct sl_error *err);
 /* Set redis_url (and the parsed target) from `url`; -EINVAL with `err`, cfg unchanged. */
 int config_set_redis(struct config *cfg, const char *url, const char *field, struct sl_error *err);
+/*
+ * Fill cfg->admin_token from admin_token_file (trailing newline stripped) or,
+ * when no file is named, from the environment variable admin_token_env; a
+ * token is never taken from a flag (it would show in ps).  No token at all is
+ * not an error (cfg->admin_token stays NULL).  -EINVAL with `err` when the
+ * file cannot be read, is empty, larger than 4 KiB or holds NUL bytes.
+ */
+int config_load_token(struct config *cfg, struct sl_error *err);
 void config_free(struct config *cfg);
 
 #endif

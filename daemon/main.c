@@ -181,6 +181,18 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	log_set_level(d.cfg.log_level);
+	if (config_load_token(&d.cfg, &err)) {
+		fprintf(stderr, "sluiced: %s: %s\n", err.field, err.message);
+		config_free(&d.cfg);
+		return 2;
+	}
+	if (!d.cfg.admin_token && !d.cfg.insecure && !server_host_is_loopback(d.cfg.listen_host)) {
+		fprintf(stderr, "sluiced: --listen: %s is not a loopback address; set an admin token "
+			"(admin.token_file, or $%s) or pass --insecure\n", d.cfg.listen_host,
+			d.cfg.admin_token_env);
+		config_free(&d.cfg);
+		return 2;
+	}
 
 	if ((sfd = setup_signals()) < 0) {
 		fprintf(stderr, "sluiced: signalfd: %s\n", strerror(errno));
@@ -195,7 +207,8 @@ int main(int argc, char **argv)
 		};
 		struct api_config ac = {
 			.redis = &d.cfg.redis, .timeout_ms = d.cfg.redis_timeout_ms, .prefix = d.cfg.prefix,
-			.layouts = d.layouts, .nlayouts = d.nlayouts,
+			.layouts = d.layouts, .nlayouts = d.nlayouts, .token = d.cfg.admin_token,
+			.auth_reads = d.cfg.admin_auth_reads,
 		};
 
 		if (!(d.worker = worker_new(&wc)))
@@ -236,10 +249,12 @@ int main(int argc, char **argv)
 		}
 	}
 	log_event(LOG_INFO, "started",
-		  "version=%s redis=%s listen=%s:%d drain_interval_ms=%lld prune_interval_ms=%lld rules=%zu",
+		  "version=%s redis=%s listen=%s:%d drain_interval_ms=%lld prune_interval_ms=%lld rules=%zu "
+		  "auth=%s",
 		  SLUICE_VERSION, redis_target_describe(&d.cfg.redis, where, sizeof(where)),
 		  d.cfg.listen_host, server_port(srv), (long long)d.cfg.drain_interval_ms,
-		  (long long)d.cfg.prune_interval_ms, d.cfg.nrules);
+		  (long long)d.cfg.prune_interval_ms, d.cfg.nrules,
+		  !d.cfg.admin_token ? "none" : d.cfg.admin_auth_reads ? "all" : "writes");
 
 	while (!stop) {
 		int64_t wait_us = sched_next_due(d.sched) - clock_mono_us();

@@ -16,6 +16,7 @@ enum {
 	O_LOG_LEVEL,
 	O_BATCH,
 	O_BUDGET,
+	O_INSECURE,
 };
 
 static const struct option longopts[] = {
@@ -27,6 +28,7 @@ static const struct option longopts[] = {
 	{ "batch-size", required_argument, NULL, O_BATCH },
 	{ "sweep-budget-ms", required_argument, NULL, O_BUDGET },
 	{ "log-level", required_argument, NULL, O_LOG_LEVEL },
+	{ "insecure", no_argument, NULL, O_INSECURE },
 	{ "help", no_argument, NULL, O_HELP },
 	{ "version", no_argument, NULL, O_VERSION },
 	{ NULL, 0, NULL, 0 },
@@ -51,8 +53,13 @@ void options_usage(FILE *out)
 	      "      --batch-size N           paths per SSCAN and per script call (default 500)\n"
 	      "      --sweep-budget-ms N      time budget of one tick (default 80% of the period)\n"
 	      "      --log-level LEVEL        debug, info, warn or error (default info)\n"
+	      "      --insecure               allow a non-loopback --listen address without an\n"
+	      "                               admin token (writes then need no Authorization)\n"
 	      "  -h, --help                   this text\n"
 	      "  -V, --version                print the version\n"
+	      "\n"
+	      "The admin token (Authorization: Bearer) is read from the file named by\n"
+	      "admin.token_file in the config, else from $SLUICE_ADMIN_TOKEN; never from a flag.\n"
 	      "\n"
 	      "Exit status: 0 after SIGTERM/SIGINT, 1 on a start-up failure, 2 on a bad\n"
 	      "flag or config.\n",
@@ -138,6 +145,10 @@ int options_parse(int argc, char **argv, struct config *cfg, enum options_action
 			break;
 		case O_BUDGET:
 			rc = parse_int(optarg, "--sweep-budget-ms", 0, 3600000, &cfg->sweep_budget_ms, err);
+			break;
+		case O_INSECURE:
+			cfg->insecure = 1;
+			rc = 0;
 			break;
 		case O_LOG_LEVEL:
 			rc = log_level_parse(optarg, &cfg->log_level)

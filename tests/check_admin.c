@@ -60,6 +60,7 @@ static struct {
 	char *text;
 	cJSON *json;
 	const char *allow;
+	int challenge;
 } res;
 
 static void srv_start(void)
@@ -125,6 +126,9 @@ static void teardown(void)
 
 /* ---- requests --------------------------------------------------------------- */
 
+/* Authorization header for the next call_on (then reset), or NULL. */
+static const char *next_auth;
+
 /* One request to api `a`; the response lands in `res`.  Returns the status. */
 static int call_on(struct api *a, const char *method, const char *path, const char *body, size_t len,
 		   const char *match, const char *cursor, const char *count)
@@ -141,8 +145,11 @@ static int call_on(struct api *a, const char *method, const char *path, const ch
 	rq.query_count = count;
 	rq.body = body;
 	rq.body_len = len;
+	rq.authorization = next_auth;
+	next_auth = NULL;
 	api_handle(a, &rq, &rs);
 	res.status = rs.status;
+	res.challenge = rs.challenge;
 	res.allow = rs.allow;
 	ck_assert_msg(rs.body != NULL, "%s: no body (status %d)", res.what, rs.status);
 	res.text = cJSON_PrintUnformatted(rs.body);
@@ -1367,6 +1374,85 @@ START_TEST(test_registry_of_wrong_type)
 }
 END_TEST
 
+/* ---- auth ------------------------------------------------------------------- */
+
+static struct api *api_with_token(const char *token, int auth_reads)
+{
+	struct api_config ac = { .redis = &target, .timeout_ms = 5000, .prefix = PFX, .layouts = layouts,
+				 .nlayouts = nlayouts, .worker = w, .token = token, .auth_reads = auth_reads };
+	struct api *a = api_new(&ac);
+
+	ck_assert_ptr_nonnull(a);
+	return a;
+}
+
+START_TEST(test_auth_writes)
+{
+	struct api *a = api_with_token("s3cret-token", 0);
+	char before[512], after[512];
+
+	rules_snapshot(before, sizeof(before));
+	call_on(a, "PUT", "/v1/rules/api", API_BODY, strlen(API_BODY), NULL, NULL, NULL);
+	ck_err(401, "unauthorized", NULL);
+	ck_assert_int_eq(res.challenge, 1);
+	next_auth = "Bearer s3cret-tokeN";
+	call_on(a, "PUT", "/v1/rules/api", API_BODY, strlen(API_BODY), NULL, NULL, NULL);
+	ck_err(401, "unauthorized", NULL);
+	next_auth = "Bearer s3cret-token-and-more";
+	call_on(a, "PUT", "/v1/rules/api", API_BODY, strlen(API_BODY), NULL, NULL, NULL);
+	ck_err(401, "unauthorized", NULL);
+	next_auth = "Basic s3cret-token";
+	call_on(a, "DELETE", "/v1/rules/api", NULL, 0, NULL, NULL, NULL);
+	ck_err(401, "unauthorized", NULL);
+	next_auth = "s3cret-token";
+	call_on(a, "POST", "/v1/paths/%2Fx/reset", NULL, 0, NULL, NULL, NULL);
+	ck_err(401, "unauthorized", NULL);
+	rules_snapshot(after, sizeof(after));
+	ck_assert_str_eq(before, after); /* nothing reached Redis */
+
+	next_auth = "Bearer s3cret-token";
+	call_on(a, "PUT", "/v1/rules/api", API_BODY, strlen(API_BODY), NULL, NULL, NULL);
+	ck_assert_int_eq(res.status, 201);
+	next_auth = "bearer  s3cret-token"; /* the scheme is case-insensitive */
+	call_on(a, "DELETE", "/v1/rules/api", NULL, 0, NULL, NULL, NULL);
+	ck_assert_int_eq(res.status, 200);
+	/* reads stay open */
+	call_on(a, "GET", "/v1/rules", NULL, 0, NULL, NULL, NULL);
+	ck_assert_int_eq(res.status, 200);
+	api_free(a);
+}
+END_TEST
+
+START_TEST(test_auth_reads)
+{
+	struct api *a = api_with_token("t", 1);
+
+	call_on(a, "GET", "/v1/rules", NULL, 0, NULL, NULL, NULL);
+	ck_err(401, "unauthorized", NULL);
+	call_on(a, "GET", "/v1/worker", NULL, 0, NULL, NULL, NULL);
+	ck_err(401, "unauthorized", NULL);
+	call_on(a, "GET", "/healthz", NULL, 0, NULL, NULL, NULL); /* probes stay open */
+	ck_res(200, "{\"status\":\"ok\"}");
+	call_on(a, "GET", "/readyz", NULL, 0, NULL, NULL, NULL);
+	ck_assert_int_eq(res.status, 200);
+	next_auth = "Bearer t";
+	call_on(a, "GET", "/v1/rules", NULL, 0, NULL, NULL, NULL);
+	ck_assert_int_eq(res.status, 200);
+	api_free(a);
+}
+END_TEST
+
+START_TEST(test_token_compare)
+{
+	ck_assert_int_eq(api_token_equal("abc", 3, "abc", 3), 1);
+	ck_assert_int_eq(api_token_equal("abd", 3, "abc", 3), 0);
+	ck_assert_int_eq(api_token_equal("ab", 2, "abc", 3), 0);
+	ck_assert_int_eq(api_token_equal("abcd", 4, "abc", 3), 0);
+	ck_assert_int_eq(api_token_equal("", 0, "abc", 3), 0);
+	ck_assert_int_eq(api_token_equal("ab\0", 3, "abc", 3), 0);
+}
+END_TEST
+
 /* ---- worker ----------------------------------------------------------------- */
 
 START_TEST(test_worker_status)
@@ -1747,6 +1833,9 @@ static Suite *admin_suite(void)
 	tcase_add_test(tc, test_rules_epoch_after_flush);
 	tcase_add_test(tc, test_rules_store_corrupt);
 	tcase_add_test(tc, test_registry_of_wrong_type);
+	tcase_add_test(tc, test_auth_writes);
+	tcase_add_test(tc, test_auth_reads);
+	tcase_add_test(tc, test_token_compare);
 
 	TC("paths");
 	tcase_add_test(tc, test_path_leaky_bucket);

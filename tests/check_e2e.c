@@ -410,6 +410,24 @@ START_TEST(bad_config_exits_2_and_touches_nothing)
 }
 END_TEST
 
+START_TEST(non_loopback_needs_token)
+{
+	char cmd[512], line[512] = "";
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "env -u SLUICE_ADMIN_TOKEN %s --redis %s --listen 0.0.0.0:%d 2>&1; echo \"exit=$?\"",
+		 binary(), R.url, test_free_port());
+	p = popen(cmd, "r");
+	ck_assert_ptr_nonnull(fgets(line, sizeof(line), p));
+	ck_assert_str_eq(line, "sluiced: --listen: 0.0.0.0 is not a loopback address; set an admin token "
+			       "(admin.token_file, or $SLUICE_ADMIN_TOKEN) or pass --insecure\n");
+	ck_assert_ptr_nonnull(fgets(line, sizeof(line), p));
+	ck_assert_str_eq(line, "exit=2\n");
+	pclose(p);
+	ck_assert_int_eq(test_cmd_int(C, "DBSIZE"), 0);
+}
+END_TEST
+
 START_TEST(help_and_version)
 {
 	char cmd[512], line[512] = "";
@@ -442,6 +460,7 @@ static Suite *e2e_suite(void)
 	tcase_add_test(tc, prune_and_reset_through_admin_api);
 	tcase_add_test(tc, redis_outage_and_recovery);
 	tcase_add_test(tc, bad_config_exits_2_and_touches_nothing);
+	tcase_add_test(tc, non_loopback_needs_token);
 	tcase_add_test(tc, help_and_version);
 	suite_add_tcase(s, tc);
 	return s;

@@ -4,6 +4,7 @@
  */
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -191,6 +192,10 @@ static const struct {
 	{ "{\"batch_size\":10,\"batch_size\":20}", "batch_size" },
 	{ "{\"prefix\":\"a\\u0000b\"}", "config" },
 	{ "{\"rules\":{}}", "rules" },
+	{ "{\"admin\":[]}", "admin" },
+	{ "{\"admin\":{\"token\":\"x\"}}", "admin.token" },
+	{ "{\"admin\":{\"token_file\":\"\"}}", "admin.token_file" },
+	{ "{\"admin\":{\"auth_reads\":1}}", "admin.auth_reads" },
 	{ "{\"rules\":[{\"name\":\"a\",\"match\":\"/a\",\"algorithm\":\"leaky_bucket\",\"capacity\":0,\"rate\":1}]}", "rules[0].capacity" },
 	{ "{\"rules\":[{\"name\":\"a\",\"match\":\"/a\",\"algorithm\":\"sliding_log\",\"limit\":1,\"window_ms\":1},"
 	  "{\"name\":\"b\",\"match\":\"/b\",\"algorithm\":\"leaky_bucket\",\"capacity\":1,\"rate\":-2}]}", "rules[1].rate" },
@@ -224,6 +229,50 @@ START_TEST(config_file_missing)
 	config_defaults(&c);
 	ck_assert_int_eq(config_apply_file(&c, "/nonexistent/sluice.json", &err), -ENOENT);
 	ck_assert_str_eq(err.field, "/nonexistent/sluice.json");
+	config_free(&c);
+}
+END_TEST
+
+START_TEST(config_admin_token)
+{
+	char path[] = "/tmp/sluice-token-XXXXXX", json[128];
+	int fd = mkstemp(path);
+	struct sl_error err = { 0 };
+	struct config c;
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, "tok-123\n", 8), 8);
+	close(fd);
+	config_defaults(&c);
+	snprintf(json, sizeof(json), "{\"admin\":{\"token_file\":\"%s\",\"auth_reads\":true}}", path);
+	ck_assert_int_eq(config_apply_json(&c, json, strlen(json), &err), 0);
+	ck_assert_int_eq(c.admin_auth_reads, 1);
+	setenv("SLUICE_ADMIN_TOKEN", "from-env", 1);
+	ck_assert_int_eq(config_load_token(&c, &err), 0);
+	ck_assert_str_eq(c.admin_token, "tok-123"); /* the file wins; its newline is dropped */
+	config_free(&c);
+
+	/* no file: the environment variable */
+	config_defaults(&c);
+	ck_assert_int_eq(config_load_token(&c, &err), 0);
+	ck_assert_str_eq(c.admin_token, "from-env");
+	config_free(&c);
+	unsetenv("SLUICE_ADMIN_TOKEN");
+	config_defaults(&c);
+	ck_assert_int_eq(config_load_token(&c, &err), 0);
+	ck_assert_ptr_null(c.admin_token);
+	config_free(&c);
+
+	/* an empty file is an error, as is a missing one */
+	fd = open(path, O_WRONLY | O_TRUNC);
+	ck_assert_int_eq(write(fd, "\n", 1), 1);
+	close(fd);
+	config_defaults(&c);
+	config_apply_json(&c, json, strlen(json), &err);
+	ck_assert_int_eq(config_load_token(&c, &err), -EINVAL);
+	ck_assert_str_eq(err.field, "admin.token_file");
+	unlink(path);
+	ck_assert_int_eq(config_load_token(&c, &err), -EINVAL);
 	config_free(&c);
 }
 END_TEST
@@ -697,6 +746,7 @@ static Suite *unit_suite(void)
 	tcase_add_test(tc, config_full_file);
 	tcase_add_loop_test(tc, config_bad_changes_nothing, 0, sizeof(bad_configs) / sizeof(bad_configs[0]));
 	tcase_add_test(tc, config_file_missing);
+	tcase_add_test(tc, config_admin_token);
 	tcase_add_test(tc, flags_override_file);
 	tcase_add_test(tc, flags_help_version_and_errors);
 	suite_add_tcase(s, tc);
