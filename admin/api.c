@@ -15,6 +15,7 @@
 #define MAX_SEGMENTS 6
 #define PATHS_COUNT_DEFAULT 100
 #define PATHS_COUNT_MAX 1000
+#define RESET_BATCH 200 /* paths per pipeline in a bulk reset */
 
 struct api {
 	struct rconn *conn;
@@ -499,6 +500,53 @@ static void h_path_reset(struct api *a, const struct segs *g, struct api_respons
 	reply(res, 200, o);
 }
 
+/* POST /v1/reset {"match": glob, "dry_run": bool} */
+static void h_reset_match(struct api *a, const struct api_request *req, struct api_response *res)
+{
+	const cJSON *it, *match = NULL, *dry = NULL;
+	cJSON *body, *o = NULL;
+	const char *dup;
+	int rc;
+
+	if (!(body = parse_body(req, res)))
+		return;
+	if (!cJSON_IsObject(body)) {
+		fail(res, 400, "invalid_body", "the body must be an object {\"match\": glob, \"dry_run\": bool}", NULL);
+		goto out;
+	}
+	if ((dup = jsonv_duplicate_key(body))) {
+		fail(res, 400, "invalid_body", "a field appears twice", dup);
+		goto out;
+	}
+	cJSON_ArrayForEach(it, body) {
+		if (!strcmp(it->string, "match")) {
+			match = it;
+		} else if (!strcmp(it->string, "dry_run")) {
+			dry = it;
+		} else {
+			fail(res, 400, "invalid_body", "unknown field", it->string);
+			goto out;
+		}
+	}
+	if (!cJSON_IsString(match) || !*match->valuestring || strlen(match->valuestring) > RULE_MATCH_MAX) {
+		fail(res, 400, "invalid_body", "match must be a glob of 1..1024 bytes (\"*\" for every path)", "match");
+		goto out;
+	}
+	if (dry && !cJSON_IsBool(dry)) {
+		fail(res, 400, "invalid_body", "dry_run must be true or false", "dry_run");
+		goto out;
+	}
+	rc = pathstate_reset_match(a->conn, a->layouts, a->nlayouts, match->valuestring, cJSON_IsTrue(dry),
+				   RESET_BATCH, &o);
+	if (rc) {
+		fail_redis(a, res, rc);
+		goto out;
+	}
+	reply(res, 200, o);
+out:
+	cJSON_Delete(body);
+}
+
 static int add_job(cJSON *jobs, const char *name, const char *entries, const struct worker_job_status *j)
 {
 	cJSON *o = cJSON_CreateObject();
@@ -688,6 +736,13 @@ void api_handle(struct api *a, const struct api_request *req, struct api_respons
 		} else {
 			goto not_found;
 		}
+		goto out;
+	}
+	if (g.n == 2 && seg_is(&g, 1, "reset")) {
+		if (!method_is(req, "POST"))
+			not_allowed(res, "POST");
+		else
+			h_reset_match(a, req, res);
 		goto out;
 	}
 	if (g.n == 2 && seg_is(&g, 1, "worker")) {

@@ -288,100 +288,243 @@ out:
 	return rc;
 }
 
-int pathstate_reset(struct rconn *c, const struct layout *layouts, size_t nlayouts,
-		    const char *path, size_t len, cJSON **out)
-{
-	struct strbuf buf = { 0 };
-	size_t *off = calloc(3 * nlayouts + 2, sizeof(size_t)), *lens = calloc(3 * nlayouts + 2, sizeof(size_t));
-	const char **argv = calloc(3 * nlayouts + 2, sizeof(char *));
-	char *meta = calloc(3 * nlayouts + 2, 1); /* meta[i]: KEYS[i] is a meta hash, not entries */
-	char nreg[16];
-	size_t n = 0;
-	long long entries = 0, keys = 0;
-	redisReply *r = NULL;
-	cJSON *o = NULL, *arr;
-	int rc = -ENOMEM;
+/* The arguments of one reset.lua call, and which of its KEYS are meta hashes. */
+struct reset_call {
+	struct strbuf buf;
+	size_t *off, *lens;
+	const char **argv;
+	char *meta;              /* meta[i]: argv[i] is a meta hash (bookkeeping, not entries) */
+	size_t n;                /* argc */
+	size_t nkeys;
+};
 
-	if (!off || !lens || !argv || !meta)
-		goto out;
-	/* KEYS: every registry, then every data (and meta) key; ARGV: #registries, path */
-#define PUSH(expr)                                 \
-	do {                                       \
-		off[n] = buf.len;                  \
-		if (expr)                          \
-			goto out;                  \
-		lens[n] = buf.len - off[n];        \
-		n++;                               \
+static void reset_call_free(struct reset_call *rc)
+{
+	strbuf_free(&rc->buf);
+	free(rc->off);
+	free(rc->lens);
+	free(rc->argv);
+	free(rc->meta);
+	memset(rc, 0, sizeof(*rc));
+}
+
+/*
+ * KEYS: every registry, then every data (and meta) key of `path`;
+ * ARGV: #registries, path, "dry" or "", walked registry (1-based) or "".
+ */
+static int reset_call_build(struct reset_call *rc, const struct layout *layouts, size_t nlayouts,
+			    const char *path, size_t len, int dry, size_t walked)
+{
+	size_t cap = 3 * nlayouts + 4;
+	char num[24];
+
+	memset(rc, 0, sizeof(*rc));
+	rc->off = calloc(cap, sizeof(size_t));
+	rc->lens = calloc(cap, sizeof(size_t));
+	rc->argv = calloc(cap, sizeof(char *));
+	rc->meta = calloc(cap, 1);
+	if (!rc->off || !rc->lens || !rc->argv || !rc->meta)
+		goto oom;
+#define PUSH(expr)                                         \
+	do {                                               \
+		rc->off[rc->n] = rc->buf.len;              \
+		if (expr)                                  \
+			goto oom;                          \
+		rc->lens[rc->n] = rc->buf.len - rc->off[rc->n]; \
+		rc->n++;                                   \
 	} while (0)
 	for (size_t i = 0; i < nlayouts; i++)
-		PUSH(strbuf_add(&buf, layouts[i].registry, strlen(layouts[i].registry)));
+		PUSH(strbuf_add(&rc->buf, layouts[i].registry, strlen(layouts[i].registry)));
 	for (size_t i = 0; i < nlayouts; i++) {
-		PUSH(layout_key(&layouts[i], path, len, 0, &buf));
+		PUSH(layout_key(&layouts[i], path, len, 0, &rc->buf));
 		if (layouts[i].algorithm == ALG_LEAKY_BUCKET) {
-			PUSH(layout_key(&layouts[i], path, len, 1, &buf));
-			meta[n - 1] = 1;
+			PUSH(layout_key(&layouts[i], path, len, 1, &rc->buf));
+			rc->meta[rc->n - 1] = 1;
 		}
 	}
-	snprintf(nreg, sizeof(nreg), "%zu", nlayouts);
-	PUSH(strbuf_add(&buf, nreg, strlen(nreg)));
-	PUSH(strbuf_add(&buf, path, len));
+	rc->nkeys = rc->n;
+	snprintf(num, sizeof(num), "%zu", nlayouts);
+	PUSH(strbuf_add(&rc->buf, num, strlen(num)));
+	PUSH(strbuf_add(&rc->buf, path, len));
+	PUSH(strbuf_add(&rc->buf, dry ? "dry" : "", dry ? 3 : 0));
+	if (walked)
+		snprintf(num, sizeof(num), "%zu", walked);
+	else
+		num[0] = '\0';
+	PUSH(strbuf_add(&rc->buf, num, strlen(num)));
 #undef PUSH
-	for (size_t i = 0; i < n; i++)
-		argv[i] = buf.p + off[i];
-	if ((rc = rconn_eval(c, SCRIPT_RESET, (int)n - 2, (int)n, argv, lens, &r)))
-		goto out;
-	rc = r->type == REDIS_REPLY_ERROR ? -EBADMSG : -EPROTO;
+	for (size_t i = 0; i < rc->n; i++)
+		rc->argv[i] = rc->buf.p + rc->off[i];
+	return 0;
+oom:
+	reset_call_free(rc);
+	return -ENOMEM;
+}
+
+/* Totals of what went (or would go); `keys_out` (may be NULL) gets one object per key. */
+struct reset_sum {
+	long long paths, keys, entries, registries;
+};
+
+static int reset_call_sum(const struct reset_call *rc, const redisReply *r, struct reset_sum *sum,
+			  cJSON *keys_out)
+{
+	if (!r)
+		return -EPROTO;
+	if (r->type == REDIS_REPLY_ERROR)
+		return -EBADMSG;
 	if (r->type != REDIS_REPLY_ARRAY || r->elements < 1 || r->element[0]->type != REDIS_REPLY_INTEGER)
-		goto out;
-	if (!(o = cJSON_CreateObject()) || jsonv_add_path(o, "path", path, len) ||
-	    !(arr = cJSON_CreateArray()))
-		goto out;
+		return -EPROTO;
+	if (r->element[0]->integer < 0)
+		return 0; /* counted in an earlier registry's walk */
 	for (size_t i = 1; i < r->elements; i++) {
 		const redisReply *e = r->element[i];
-		int is_meta;
+		int is_meta = 0;
 		cJSON *k;
 
 		if (e->type != REDIS_REPLY_ARRAY || e->elements != 2 ||
-		    e->element[0]->type != REDIS_REPLY_STRING || e->element[1]->type != REDIS_REPLY_INTEGER) {
-			cJSON_Delete(arr);
-			goto out;
-		}
-		is_meta = 0;
-		for (size_t j = 0; j < n; j++)
-			if (meta[j] && lens[j] == e->element[0]->len &&
-			    memcmp(argv[j], e->element[0]->str, lens[j]) == 0)
+		    e->element[0]->type != REDIS_REPLY_STRING || e->element[1]->type != REDIS_REPLY_INTEGER)
+			return -EPROTO;
+		for (size_t j = 0; j < rc->nkeys; j++)
+			if (rc->meta[j] && rc->lens[j] == e->element[0]->len &&
+			    memcmp(rc->argv[j], e->element[0]->str, rc->lens[j]) == 0)
 				is_meta = 1;
+		sum->keys++;
+		if (!is_meta)
+			sum->entries += e->element[1]->integer;
+		if (!keys_out)
+			continue;
 		k = cJSON_CreateObject();
 		/* a meta hash holds bookkeeping (last, carry, seq), not admitted entries */
 		if (!k || jsonv_add_path(k, "key", e->element[0]->str, e->element[0]->len) ||
 		    (is_meta ? !cJSON_AddBoolToObject(k, "meta", 1)
 			     : jsonv_add_int(k, "entries", e->element[1]->integer)) ||
-		    !cJSON_AddItemToArray(arr, k)) {
+		    !cJSON_AddItemToArray(keys_out, k)) {
 			cJSON_Delete(k);
-			cJSON_Delete(arr);
-			goto out;
+			return -ENOMEM;
 		}
-		keys++;
-		if (!is_meta)
-			entries += e->element[1]->integer;
 	}
-	if (jsonv_add_int(o, "keys_removed", keys) || jsonv_add_int(o, "entries_removed", entries) ||
-	    jsonv_add_int(o, "registries_removed", r->element[0]->integer) ||
-	    !cJSON_AddItemToObject(o, "keys", arr)) {
-		cJSON_Delete(arr);
+	sum->registries += r->element[0]->integer;
+	if (r->elements > 1 || r->element[0]->integer > 0)
+		sum->paths++;
+	return 0;
+}
+
+int pathstate_reset(struct rconn *c, const struct layout *layouts, size_t nlayouts,
+		    const char *path, size_t len, cJSON **out)
+{
+	struct reset_call call;
+	struct reset_sum sum = { 0 };
+	redisReply *r = NULL;
+	cJSON *o = NULL, *arr = NULL;
+	int rc;
+
+	if ((rc = reset_call_build(&call, layouts, nlayouts, path, len, 0, 0)))
+		return rc;
+	if ((rc = rconn_eval(c, SCRIPT_RESET, (int)call.nkeys, (int)call.n, call.argv, call.lens, &r)))
 		goto out;
-	}
+	rc = -ENOMEM;
+	if (!(o = cJSON_CreateObject()) || jsonv_add_path(o, "path", path, len) ||
+	    !(arr = cJSON_CreateArray()))
+		goto out;
+	if ((rc = reset_call_sum(&call, r, &sum, arr)))
+		goto out;
+	rc = -ENOMEM;
+	if (jsonv_add_int(o, "keys_removed", sum.keys) || jsonv_add_int(o, "entries_removed", sum.entries) ||
+	    jsonv_add_int(o, "registries_removed", sum.registries) || !cJSON_AddItemToObject(o, "keys", arr))
+		goto out;
+	arr = NULL;
 	*out = o;
 	o = NULL;
 	rc = 0;
 out:
 	if (r)
 		freeReplyObject(r);
+	cJSON_Delete(arr);
 	cJSON_Delete(o);
-	strbuf_free(&buf);
-	free(off);
-	free(lens);
-	free(argv);
-	free(meta);
+	reset_call_free(&call);
+	return rc;
+}
+
+int pathstate_reset_match(struct rconn *c, const struct layout *layouts, size_t nlayouts,
+			  const char *match, int dry_run, size_t batch, cJSON **out)
+{
+	struct reset_sum sum = { 0 };
+	struct rbatch *b = rbatch_new();
+	struct reset_call *calls = calloc(batch, sizeof(*calls));
+	char count[24];
+	cJSON *o = NULL;
+	int rc = -ENOMEM;
+
+	if (!b || !calls)
+		goto out;
+	snprintf(count, sizeof(count), "%zu", batch);
+	rc = 0;
+	for (size_t li = 0; li < nlayouts && !rc; li++) {
+		char cursor[24] = "0";
+
+		do {
+			const char *argv[6] = { "SSCAN", layouts[li].registry, cursor, "MATCH", match, "COUNT" };
+			const char *argv7[7];
+			size_t lens[7] = { 5, strlen(layouts[li].registry), strlen(cursor), 5, strlen(match), 5,
+					   strlen(count) };
+			redisReply *page = NULL, *members;
+			size_t ncalls = 0;
+
+			memcpy(argv7, argv, sizeof(argv));
+			argv7[6] = count;
+			if ((rc = rconn_command(c, 7, argv7, lens, &page)))
+				break;
+			if (page->type != REDIS_REPLY_ARRAY || page->elements != 2 ||
+			    page->element[0]->type != REDIS_REPLY_STRING || page->element[0]->len >= sizeof(cursor) ||
+			    page->element[1]->type != REDIS_REPLY_ARRAY) {
+				rc = page->type == REDIS_REPLY_ERROR ? -EBADMSG : -EPROTO;
+				freeReplyObject(page);
+				break;
+			}
+			memcpy(cursor, page->element[0]->str, page->element[0]->len + 1);
+			members = page->element[1];
+			rbatch_clear(b);
+			/* one pipelined script call per path of the page, at most `batch` at a time */
+			for (size_t i = 0; i < members->elements && !rc; i++) {
+				const redisReply *m = members->element[i];
+
+				if (m->type != REDIS_REPLY_STRING || m->len == 0)
+					continue;
+				rc = reset_call_build(&calls[ncalls], layouts, nlayouts, m->str, m->len, dry_run, li + 1);
+				if (!rc) {
+					rc = rbatch_eval(b, SCRIPT_RESET, (int)calls[ncalls].nkeys, (int)calls[ncalls].n,
+							 calls[ncalls].argv, calls[ncalls].lens);
+					ncalls++;
+				}
+				if (!rc && (ncalls == batch || i + 1 == members->elements)) {
+					rc = rbatch_run(c, b);
+					for (size_t k = 0; k < ncalls && !rc; k++)
+						rc = reset_call_sum(&calls[k], rbatch_reply(b, k), &sum, NULL);
+					for (size_t k = 0; k < ncalls; k++)
+						reset_call_free(&calls[k]);
+					ncalls = 0;
+					rbatch_clear(b);
+				}
+			}
+			for (size_t k = 0; k < ncalls; k++)
+				reset_call_free(&calls[k]);
+			freeReplyObject(page);
+		} while (!rc && strcmp(cursor, "0") != 0);
+	}
+	if (rc)
+		goto out;
+	rc = -ENOMEM;
+	if (!(o = cJSON_CreateObject()) || !cJSON_AddStringToObject(o, "match", match) ||
+	    !cJSON_AddBoolToObject(o, "dry_run", dry_run) || jsonv_add_int(o, "paths", sum.paths) ||
+	    jsonv_add_int(o, "keys", sum.keys) || jsonv_add_int(o, "entries", sum.entries))
+		goto out;
+	*out = o;
+	o = NULL;
+	rc = 0;
+out:
+	cJSON_Delete(o);
+	rbatch_free(b);
+	free(calls);
 	return rc;
 }

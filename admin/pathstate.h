@@ -38,4 +38,15 @@ int pathstate_get(struct rconn *c, const struct layout *layouts, size_t nlayouts
 int pathstate_reset(struct rconn *c, const struct layout *layouts, size_t nlayouts,
 		    const char *path, size_t len, cJSON **out);
 
+/*
+ * Bulk reset: every path of every layout's registry that matches the glob
+ * `match` (SSCAN MATCH, `batch` paths per pipeline), reset as pathstate_reset
+ * does, or with `dry_run` only counted.  A path in several registries counts
+ * once.  *out: {"match", "dry_run", "paths", "keys", "entries"}: paths reset,
+ * keys deleted (meta hashes included), admitted entries among them.
+ * Errors as pathstate_reset; a failure part-way leaves the paths already reset reset.
+ */
+int pathstate_reset_match(struct rconn *c, const struct layout *layouts, size_t nlayouts,
+			  const char *match, int dry_run, size_t batch, cJSON **out);
+
 #endif

@@ -1,6 +1,10 @@
 -- sluice: reset one path, an admin write.  Contract: lua/README.md.
 --
--- ARGV[1] registry_count R (integer >= 0), ARGV[2] path
+-- ARGV[1] registry_count R (integer >= 0), ARGV[2] path,
+-- ARGV[3] optional "dry": report what would go and change nothing,
+-- ARGV[4] optional walked registry index w (1..R): a bulk reset walking
+--   registry w skips a path that is also in an earlier registry (1..w-1), as
+--   that walk already counted (or reset) it; the reply is then {-1}.
 -- KEYS[1..R] registry sets the path is taken out of;
 -- KEYS[R+1..] the path's data keys (any type), deleted
 -- Reply {registries_removed_from, {key, entries}, {key, entries}, ...}:
@@ -26,6 +30,20 @@ for i = 1, nreg do
   end
 end
 
+local dry = ARGV[3] == 'dry'
+if ARGV[3] ~= nil and ARGV[3] ~= '' and not dry then
+  return redis.error_reply('ERR sluice: mode must be "dry" or empty')
+end
+if ARGV[4] ~= nil and ARGV[4] ~= '' then
+  local w = tonumber(ARGV[4])
+  if not ARGV[4]:find('^%d+$') or w < 1 or w > nreg then
+    return redis.error_reply('ERR sluice: walked registry index must be 1..registry_count')
+  end
+  for i = 1, w - 1 do
+    if redis.call('SISMEMBER', KEYS[i], path) == 1 then return { -1 } end
+  end
+end
+
 local size_of = { zset = 'ZCARD', hash = 'HLEN', set = 'SCARD', list = 'LLEN', stream = 'XLEN' }
 local removed = {}
 for i = nreg + 1, #KEYS do
@@ -34,13 +52,17 @@ for i = nreg + 1, #KEYS do
   if kind ~= 'none' then
     local entries = 1
     if size_of[kind] then entries = redis.call(size_of[kind], key) end
-    redis.call('DEL', key)
+    if not dry then redis.call('DEL', key) end
     removed[#removed + 1] = { key, entries }
   end
 end
 local registries = 0
 for i = 1, nreg do
-  registries = registries + redis.call('SREM', KEYS[i], path)
+  if dry then
+    registries = registries + redis.call('SISMEMBER', KEYS[i], path)
+  else
+    registries = registries + redis.call('SREM', KEYS[i], path)
+  end
 end
 table.insert(removed, 1, registries)
 return removed

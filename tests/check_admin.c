@@ -1374,6 +1374,66 @@ START_TEST(test_registry_of_wrong_type)
 }
 END_TEST
 
+/* ---- bulk reset ------------------------------------------------------------- */
+
+START_TEST(test_bulk_reset)
+{
+	long long t = test_server_ms(c) + HOUR_MS, dbsize;
+	const char *body;
+
+	lb_admit("/api/a", 10, "0.1", t);
+	lb_admit("/api/a", 10, "0.1", t + 1);
+	lb_admit("/api/b", 10, "0.1", t);
+	lb_admit("/web/c", 10, "0.1", t);
+	sl_admit("/api/a", 10, 60000, t);   /* the same path in a second registry */
+	sl_admit("/api/x", 10, 60000, t);
+	dbsize = test_cmd_int(c, "DBSIZE");
+
+	body = "{\"match\":\"/api/*\",\"dry_run\":true}";
+	call("POST", "/v1/reset", body);
+	/* /api/a: bucket (2) + meta + log (1); /api/b: bucket (1) + meta; /api/x: log (1) */
+	ck_res(200, "{\"match\":\"/api/*\",\"dry_run\":true,\"paths\":3,\"keys\":6,\"entries\":5}");
+	ck_assert_int_eq(test_cmd_int(c, "DBSIZE"), dbsize); /* nothing removed */
+	ck_assert_int_eq(test_cmd_int(c, "SCARD %s", LB_REG), 3);
+
+	call("POST", "/v1/reset", "{\"match\":\"/api/*\"}");
+	ck_res(200, "{\"match\":\"/api/*\",\"dry_run\":false,\"paths\":3,\"keys\":6,\"entries\":5}");
+	ck_assert_int_eq(test_cmd_int(c, "SCARD %s", LB_REG), 1);
+	ck_assert_int_eq(test_cmd_int(c, "SISMEMBER %s /web/c", LB_REG), 1);
+	ck_assert_int_eq(test_cmd_int(c, "EXISTS %s", SL_REG), 0);
+	ck_assert_int_eq(test_cmd_int(c, "ZCARD %s", test_lb_key("/web/c")), 1);
+	ck_assert_int_eq(test_cmd_int(c, "EXISTS %s %s %s %s", test_lb_key("/api/a"), test_lb_meta("/api/a"),
+				      test_sl_key("/api/a"), test_lb_key("/api/b")), 0);
+	/* again: nothing left to match */
+	call("POST", "/v1/reset", "{\"match\":\"/api/*\",\"dry_run\":false}");
+	ck_res(200, "{\"match\":\"/api/*\",\"dry_run\":false,\"paths\":0,\"keys\":0,\"entries\":0}");
+}
+END_TEST
+
+START_TEST(test_bulk_reset_errors)
+{
+	lb_admit("/api/a", 10, "0.1", test_server_ms(c) + HOUR_MS);
+	call("POST", "/v1/reset", "{}");
+	ck_err(400, "invalid_body", "match");
+	call("POST", "/v1/reset", "{\"match\":\"\"}");
+	ck_err(400, "invalid_body", "match");
+	call("POST", "/v1/reset", "{\"match\":5}");
+	ck_err(400, "invalid_body", "match");
+	call("POST", "/v1/reset", "{\"match\":\"*\",\"dry_run\":\"yes\"}");
+	ck_err(400, "invalid_body", "dry_run");
+	call("POST", "/v1/reset", "{\"match\":\"*\",\"dryrun\":true}");
+	ck_err(400, "invalid_body", "dryrun");
+	call("POST", "/v1/reset", "[\"*\"]");
+	ck_err(400, "invalid_body", NULL);
+	call("POST", "/v1/reset", "{\"match\":\"*\"");
+	ck_err(400, "invalid_json", NULL);
+	call("GET", "/v1/reset", NULL);
+	ck_err(405, "method_not_allowed", NULL);
+	ck_assert_str_eq(res.allow, "POST");
+	ck_assert_int_eq(test_cmd_int(c, "ZCARD %s", test_lb_key("/api/a")), 1); /* untouched */
+}
+END_TEST
+
 /* ---- auth ------------------------------------------------------------------- */
 
 static struct api *api_with_token(const char *token, int auth_reads)
@@ -1833,6 +1893,8 @@ static Suite *admin_suite(void)
 	tcase_add_test(tc, test_rules_epoch_after_flush);
 	tcase_add_test(tc, test_rules_store_corrupt);
 	tcase_add_test(tc, test_registry_of_wrong_type);
+	tcase_add_test(tc, test_bulk_reset);
+	tcase_add_test(tc, test_bulk_reset_errors);
 	tcase_add_test(tc, test_auth_writes);
 	tcase_add_test(tc, test_auth_reads);
 	tcase_add_test(tc, test_token_compare);

@@ -1037,6 +1037,50 @@ START_TEST(test_reset)
 }
 END_TEST
 
+START_TEST(test_reset_dry_and_walked)
+{
+	const char *p = "/api/users";
+
+	freeReplyObject(lb_acquire(p, "10", "1", "3", "0"));
+	freeReplyObject(sl_acquire(p, "10", "1000", "0"));
+	{
+		/* dry: the same reply, nothing changed */
+		const char *argv[] = { LB_REG, SL_REG, test_lb_key(p), test_lb_meta(p), test_sl_key(p), "2", p, "dry", "" };
+		redisReply *r = eval_argv(SCRIPT_RESET, 0, 5, 9, argv);
+
+		ck_assert_int_eq(r->type, REDIS_REPLY_ARRAY);
+		ck_assert_uint_eq(r->elements, 4);
+		ck_assert_int_eq(r->element[0]->integer, 2);
+		freeReplyObject(r);
+		ck_assert_int_eq(zcard(test_lb_key(p)), 3);
+		ck_assert_int_eq(zcard(test_sl_key(p)), 1);
+		ck_assert_int_eq(test_cmd_int(c, "SISMEMBER %s %s", SL_REG, p), 1);
+	}
+	{
+		/* walking the second registry: the path is in the first, so it is skipped */
+		const char *argv[] = { LB_REG, SL_REG, test_lb_key(p), test_lb_meta(p), test_sl_key(p), "2", p, "", "2" };
+
+		ck_reply(eval_argv(SCRIPT_RESET, 0, 5, 9, argv), -1);
+		ck_assert_int_eq(zcard(test_lb_key(p)), 3);
+	}
+	{
+		const char *argv[] = { LB_REG, SL_REG, test_lb_key(p), "2", p, "wet", "" };
+		redisReply *r = eval_argv(SCRIPT_RESET, 0, 3, 7, argv);
+
+		ck_assert_int_eq(r->type, REDIS_REPLY_ERROR);
+		ck_assert_str_eq(r->str, "ERR sluice: mode must be \"dry\" or empty");
+		freeReplyObject(r);
+	}
+	{
+		const char *argv[] = { LB_REG, SL_REG, test_lb_key(p), "2", p, "", "3" };
+		redisReply *r = eval_argv(SCRIPT_RESET, 0, 3, 7, argv);
+
+		ck_assert_int_eq(r->type, REDIS_REPLY_ERROR);
+		freeReplyObject(r);
+	}
+}
+END_TEST
+
 /* ---- validation -------------------------------------------------------------- */
 
 /* One bad call: the script, its KEYS count, all its arguments, the error prefix. */
@@ -1209,6 +1253,7 @@ static Suite *scripts_suite(void)
 
 	TC("reset");
 	tcase_add_test(tc, test_reset);
+	tcase_add_test(tc, test_reset_dry_and_walked);
 
 	TC("validation");
 	tcase_add_loop_test(tc, test_bad_arguments_change_nothing, 0,
