@@ -16,6 +16,7 @@
 #define PATHS_COUNT_DEFAULT 100
 #define PATHS_COUNT_MAX 1000
 #define RESET_BATCH 200 /* paths per pipeline in a bulk reset */
+#define SWEEP_WAIT_MS 30000
 
 struct api {
 	struct rconn *conn;
@@ -500,6 +501,60 @@ static void h_path_reset(struct api *a, const struct segs *g, struct api_respons
 	reply(res, 200, o);
 }
 
+static int add_result(cJSON *o, const char *name, const char *entries, const struct worker_result *r,
+		      int64_t us)
+{
+	cJSON *j = cJSON_CreateObject();
+
+	if (!j || !cJSON_AddItemToObject(o, name, j)) {
+		cJSON_Delete(j);
+		return -ENOMEM;
+	}
+	return jsonv_add_int(j, "paths", (int64_t)r->paths) || jsonv_add_int(j, entries, (int64_t)r->entries) ||
+	       jsonv_add_int(j, "emptied", (int64_t)r->emptied) ||
+	       jsonv_add_int(j, "unmatched", (int64_t)r->unmatched) ||
+	       jsonv_add_int(j, "skipped", (int64_t)r->skipped) || jsonv_add_int(j, "batches", (int64_t)r->batches) ||
+	       jsonv_add_int(j, "duration_us", us)
+		       ? -ENOMEM : 0;
+}
+
+/* POST /v1/worker/sweep: one full sweep of every job now, run by the worker's own thread. */
+static void h_sweep(struct api *a, struct api_response *res)
+{
+	struct worker_result r[WORKER__JOBS];
+	int64_t us[WORKER__JOBS];
+	cJSON *o;
+	int rc;
+
+	if (!a->worker) {
+		fail(res, 503, "no_worker", "this process runs no worker", NULL);
+		return;
+	}
+	rc = worker_request_sweep(a->worker, SWEEP_WAIT_MS, r, us);
+	if (rc == -ETIMEDOUT) {
+		fail(res, 503, "sweep_timeout", "the sweep did not finish within 30 s; it goes on in the worker", NULL);
+		return;
+	}
+	if (rc) {
+		struct worker_status st;
+		char msg[256];
+
+		worker_status(a->worker, &st);
+		snprintf(msg, sizeof(msg), "the sweep failed: %s",
+			 st.job[WORKER_DRAIN].last_error[0] ? st.job[WORKER_DRAIN].last_error
+							    : st.job[WORKER_PRUNE].last_error);
+		fail(res, 503, rc == -EIO || rc == -EAGAIN ? "redis_unavailable" : "sweep_failed", msg, NULL);
+		return;
+	}
+	o = cJSON_CreateObject();
+	if (o && (add_result(o, "drain", "drained", &r[WORKER_DRAIN], us[WORKER_DRAIN]) ||
+		  add_result(o, "prune", "pruned", &r[WORKER_PRUNE], us[WORKER_PRUNE]))) {
+		cJSON_Delete(o);
+		o = NULL;
+	}
+	reply(res, 200, o);
+}
+
 /* POST /v1/reset {"match": glob, "dry_run": bool} */
 static void h_reset_match(struct api *a, const struct api_request *req, struct api_response *res)
 {
@@ -750,6 +805,13 @@ void api_handle(struct api *a, const struct api_request *req, struct api_respons
 			not_allowed(res, "GET");
 		else
 			h_worker(a, res);
+		goto out;
+	}
+	if (g.n == 3 && seg_is(&g, 1, "worker") && seg_is(&g, 2, "sweep")) {
+		if (!method_is(req, "POST"))
+			not_allowed(res, "POST");
+		else
+			h_sweep(a, res);
 		goto out;
 	}
 not_found:

@@ -258,17 +258,20 @@ int main(int argc, char **argv)
 
 	while (!stop) {
 		int64_t wait_us = sched_next_due(d.sched) - clock_mono_us();
-		struct pollfd pfd = { .fd = sfd, .events = POLLIN };
+		struct pollfd pfd[2] = { { .fd = sfd, .events = POLLIN },
+					 { .fd = worker_request_fd(d.worker), .events = POLLIN } };
 		int n;
 
 		if (wait_us < 0)
 			wait_us = 0;
-		n = poll(&pfd, 1, (int)((wait_us + 999) / 1000));
+		n = poll(pfd, 2, (int)((wait_us + 999) / 1000));
 		if (n < 0 && errno != EINTR) {
 			log_event(LOG_ERROR, "poll_failed", "errno=%d", errno);
 			goto out;
 		}
-		if (n > 0) {
+		if (n > 0 && (pfd[1].revents & POLLIN))
+			worker_serve_requests(d.worker); /* POST /v1/worker/sweep */
+		if (n > 0 && (pfd[0].revents & POLLIN)) {
 			struct signalfd_siginfo si;
 
 			while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {

@@ -26,6 +26,8 @@
 #include "worker/worker.h"
 
 #include <check.h>
+#include <poll.h>
+#include <pthread.h>
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
 #include <hiredis/hiredis.h>
@@ -1434,6 +1436,43 @@ START_TEST(test_bulk_reset_errors)
 }
 END_TEST
 
+/* ---- POST /v1/worker/sweep ------------------------------------------------------ */
+
+/* Plays the daemon's main loop: serves one sweep request on the worker's own thread. */
+static void *serve_one(void *arg)
+{
+	struct pollfd pfd = { .fd = worker_request_fd(arg), .events = POLLIN };
+
+	if (poll(&pfd, 1, 5000) == 1)
+		worker_serve_requests(arg);
+	return NULL;
+}
+
+START_TEST(test_worker_sweep_now)
+{
+	long long t = test_server_ms(c) - 10000; /* ten seconds ago */
+	pthread_t th;
+
+	put_ok("api", "{\"match\":\"/api/*\",\"algorithm\":\"leaky_bucket\",\"capacity\":10,\"rate\":0.1}");
+	lb_admit("/api/a", 10, "0.1", t);
+	lb_admit("/api/a", 10, "0.1", t);
+	lb_admit("/norule", 10, "0.1", t);
+	ck_assert_int_eq(pthread_create(&th, NULL, serve_one, w), 0);
+	call("POST", "/v1/worker/sweep", NULL);
+	pthread_join(th, NULL);
+	ck_assert_int_eq(res.status, 200);
+	/* 0.1 per second for 10 s: one entry of /api/a; /norule is left alone */
+	ck_assert_int_eq(jint("drain.paths"), 2);
+	ck_assert_int_eq(jint("drain.drained"), 1);
+	ck_assert_int_eq(jint("drain.unmatched"), 1);
+	ck_assert_int_eq(jint("drain.emptied"), 0);
+	ck_assert_int_eq(jint("prune.paths"), 0);
+	ck_assert_int_eq(test_cmd_int(c, "ZCARD %s", test_lb_key("/api/a")), 1);
+	call("GET", "/v1/worker/sweep", NULL);
+	ck_err(405, "method_not_allowed", NULL);
+}
+END_TEST
+
 /* ---- auth ------------------------------------------------------------------- */
 
 static struct api *api_with_token(const char *token, int auth_reads)
@@ -1893,6 +1932,7 @@ static Suite *admin_suite(void)
 	tcase_add_test(tc, test_rules_epoch_after_flush);
 	tcase_add_test(tc, test_rules_store_corrupt);
 	tcase_add_test(tc, test_registry_of_wrong_type);
+	tcase_add_test(tc, test_worker_sweep_now);
 	tcase_add_test(tc, test_bulk_reset);
 	tcase_add_test(tc, test_bulk_reset_errors);
 	tcase_add_test(tc, test_auth_writes);

@@ -5,6 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "core/clock.h"
 #include "core/rconn.h"
@@ -49,8 +52,16 @@ struct worker {
 	size_t *lens;
 	size_t argvcap;
 
-	pthread_mutex_t lock;    /* guards st */
+	pthread_mutex_t lock;    /* guards st and the request fields below */
 	struct worker_status st;
+
+	/* sweep requests from other threads */
+	pthread_cond_t done;     /* CLOCK_MONOTONIC */
+	int reqfd;               /* eventfd */
+	uint64_t req_seq, done_seq;
+	struct worker_result req_res[WORKER__JOBS];
+	int64_t req_us[WORKER__JOBS];
+	int req_rc;
 };
 
 const char *worker_job_name(enum worker_job j)
@@ -70,6 +81,21 @@ struct worker *worker_new(const struct worker_config *cfg)
 	if (!w)
 		return NULL;
 	pthread_mutex_init(&w->lock, NULL);
+	{
+		pthread_condattr_t ca;
+
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&w->done, &ca);
+		pthread_condattr_destroy(&ca);
+	}
+	w->reqfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (w->reqfd < 0) {
+		pthread_cond_destroy(&w->done);
+		pthread_mutex_destroy(&w->lock);
+		free(w);
+		return NULL;
+	}
 	w->batch_size = cfg->batch_size;
 	w->conn = rconn_new(cfg->redis, cfg->timeout_ms);
 	w->prefix = strdup(cfg->prefix);
@@ -112,6 +138,8 @@ void worker_free(struct worker *w)
 	free(w->argv);
 	free(w->lens);
 	free(w->prefix);
+	close(w->reqfd);
+	pthread_cond_destroy(&w->done);
 	pthread_mutex_destroy(&w->lock);
 	free(w);
 }
@@ -476,5 +504,71 @@ void worker_status(struct worker *w, struct worker_status *out)
 {
 	pthread_mutex_lock(&w->lock);
 	*out = w->st;
+	pthread_mutex_unlock(&w->lock);
+}
+
+int worker_request_fd(const struct worker *w)
+{
+	return w->reqfd;
+}
+
+int worker_request_sweep(struct worker *w, int64_t timeout_ms, struct worker_result res[WORKER__JOBS],
+			 int64_t duration_us[WORKER__JOBS])
+{
+	uint64_t one = 1, mine;
+	struct timespec until;
+	int rc = 0;
+
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_sec += timeout_ms / 1000;
+	until.tv_nsec += (timeout_ms % 1000) * 1000000L;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&w->lock);
+	mine = ++w->req_seq;
+	pthread_mutex_unlock(&w->lock);
+	if (write(w->reqfd, &one, sizeof(one)) != (ssize_t)sizeof(one))
+		return -errno;
+	pthread_mutex_lock(&w->lock);
+	while (w->done_seq < mine && rc == 0)
+		rc = pthread_cond_timedwait(&w->done, &w->lock, &until);
+	if (w->done_seq >= mine) {
+		/* a sweep that started after our request covers it */
+		memcpy(res, w->req_res, sizeof(w->req_res));
+		memcpy(duration_us, w->req_us, sizeof(w->req_us));
+		rc = w->req_rc;
+	} else {
+		rc = -ETIMEDOUT;
+	}
+	pthread_mutex_unlock(&w->lock);
+	return rc;
+}
+
+void worker_serve_requests(struct worker *w)
+{
+	struct worker_result r[WORKER__JOBS] = { 0 };
+	int64_t us[WORKER__JOBS] = { 0 };
+	uint64_t n, target;
+	int rc = 0;
+
+	if (read(w->reqfd, &n, sizeof(n)) != (ssize_t)sizeof(n))
+		return;
+	pthread_mutex_lock(&w->lock);
+	target = w->req_seq;
+	pthread_mutex_unlock(&w->lock);
+	for (int j = 0; j < WORKER__JOBS && !rc; j++) {
+		int64_t t0 = clock_mono_us();
+
+		rc = worker_sweep(w, (enum worker_job)j, -1, &r[j]);
+		us[j] = clock_mono_us() - t0;
+	}
+	pthread_mutex_lock(&w->lock);
+	memcpy(w->req_res, r, sizeof(r));
+	memcpy(w->req_us, us, sizeof(us));
+	w->req_rc = rc;
+	w->done_seq = target;
+	pthread_cond_broadcast(&w->done);
 	pthread_mutex_unlock(&w->lock);
 }

@@ -96,6 +96,23 @@ int worker_step(struct worker *w, enum worker_job job, int64_t budget_us, int64_
 int worker_sweep(struct worker *w, enum worker_job job, int64_t now_ms, struct worker_result *res);
 /* Record the scheduler's view of the job (lag and overruns), for the status. */
 void worker_note_schedule(struct worker *w, enum worker_job job, int64_t lag_us, uint64_t overruns);
+/*
+ * Sweeps on request from another thread (POST /v1/worker/sweep), run by the
+ * thread that drives the worker, so its Redis connection stays single-threaded.
+ *
+ * worker_request_sweep(), from any thread: asks for one full sweep of every
+ * job and waits up to `timeout_ms` for it.  0 and res[job] filled, the
+ * sweep's own error (negative errno), or -ETIMEDOUT (the sweep goes on).
+ *
+ * worker_request_fd(): an eventfd that turns readable when a request waits;
+ * the driving thread polls it and then calls worker_serve_requests(), which
+ * runs the sweeps and wakes every waiting requester.
+ */
+int worker_request_sweep(struct worker *w, int64_t timeout_ms, struct worker_result res[WORKER__JOBS],
+			 int64_t duration_us[WORKER__JOBS]);
+int worker_request_fd(const struct worker *w);
+void worker_serve_requests(struct worker *w);
+
 /* Thread-safe snapshot of the counters. */
 void worker_status(struct worker *w, struct worker_status *out);
 
