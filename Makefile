@@ -41,7 +41,9 @@ TEST_SRC := $(sort $(wildcard tests/check_*.c))
 TEST_BIN := $(TEST_SRC:tests/%.c=$(B)/tests/%)
 TEST_HARNESS := $(B)/tests/harness.o
 
-.PHONY: all test asan run bench install uninstall clean deps check-deps
+.PHONY: all test asan run bench install uninstall clean deps check-deps check-run
+# keep every object (the test objects are intermediates of a pattern chain)
+.SECONDARY:
 .DEFAULT_GOAL := all
 
 all: $(B)/bin/sluiced
@@ -88,7 +90,7 @@ test: deps
 	@$(MAKE) --no-print-directory check-run
 
 # Runs every suite even when one fails, then prints one closing line for all.
-check-run: $(B)/bin/sluiced $(TEST_BIN)
+check-run: all $(TEST_BIN)
 	@fail=0; log=$$(mktemp); for t in $(TEST_BIN); do \
 	  echo "== $$t"; SLUICED=$(B)/bin/sluiced $$t 2>&1 | tee -a $$log; \
 	  [ $${PIPESTATUS[0]} -eq 0 ] || fail=1; \
@@ -101,7 +103,8 @@ asan: deps
 	@$(MAKE) --no-print-directory FLAVOUR=asan check-run
 
 # --- running ---------------------------------------------------------------
-run: deps $(B)/bin/sluiced
+run: deps
+	@$(MAKE) --no-print-directory all
 	SLUICED=$(B)/bin/sluiced tools/run.sh
 
 bench: deps

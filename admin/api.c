@@ -15,6 +15,7 @@
 #define MAX_SEGMENTS 6
 #define PATHS_COUNT_DEFAULT 100
 #define PATHS_COUNT_MAX 1000
+#define PATHS_SCANS_MAX 16 /* SSCAN pages one GET /v1/paths may read */
 #define RESET_BATCH 200 /* paths per pipeline in a bulk reset */
 #define SWEEP_WAIT_MS 30000
 
@@ -365,18 +366,18 @@ static int parse_cursor(const char *s, size_t nlayouts, size_t *layout, char *ss
 	return 0;
 }
 
+/*
+ * GET /v1/paths: SSCAN pages, registry after registry, until `count` paths are
+ * collected, every registry is walked, or PATHS_SCANS_MAX pages were read (a
+ * sparse MATCH must not hold the request long); the cursor says where to go on.
+ */
 static void h_paths_list(struct api *a, const struct api_request *req, struct api_response *res)
 {
 	char sscan[24], count[16], next[48];
-	size_t layout, n = 0;
-	long cnt = PATHS_COUNT_DEFAULT;
-	const char *argv[7];
-	size_t lens[7];
-	const char **paths = NULL;
-	size_t *plens = NULL;
-	redisReply *r = NULL;
+	size_t layout;
+	long cnt = PATHS_COUNT_DEFAULT, got = 0;
 	cJSON *o = NULL, *arr;
-	int argc = 0, rc;
+	int rc = 0, done = 0;
 
 	if (req->query_count) {
 		char *end;
@@ -392,80 +393,91 @@ static void h_paths_list(struct api *a, const struct api_request *req, struct ap
 		fail(res, 400, "invalid_query", "cursor must be \"0\" or a cursor this API returned", "cursor");
 		return;
 	}
-	if (a->nlayouts == 0) {
-		o = cJSON_CreateObject();
-		if (o && (!cJSON_AddArrayToObject(o, "paths") || !cJSON_AddStringToObject(o, "cursor", "0"))) {
-			cJSON_Delete(o);
-			o = NULL;
-		}
-		reply(res, 200, o);
+	if (a->nlayouts && refresh(a, res))
+		return;
+	if (!(o = cJSON_CreateObject()) || !(arr = cJSON_AddArrayToObject(o, "paths"))) {
+		cJSON_Delete(o);
+		reply(res, 500, NULL);
 		return;
 	}
-	if (refresh(a, res))
-		return;
-	snprintf(count, sizeof(count), "%ld", cnt);
-	argv[argc] = "SSCAN", lens[argc++] = 5;
-	argv[argc] = a->layouts[layout].registry, lens[argc] = strlen(argv[argc]), argc++;
-	argv[argc] = sscan, lens[argc++] = strlen(sscan);
-	if (req->query_match && *req->query_match) {
-		argv[argc] = "MATCH", lens[argc++] = 5;
-		argv[argc] = req->query_match, lens[argc] = strlen(req->query_match), argc++;
-	}
-	argv[argc] = "COUNT", lens[argc++] = 5;
-	argv[argc] = count, lens[argc++] = strlen(count);
-	if ((rc = rconn_command(a->conn, argc, argv, lens, &r))) {
-		fail_redis(a, res, rc);
-		return;
-	}
-	if (r->type == REDIS_REPLY_ERROR) {
-		/* an out-of-range cursor is the caller's; a registry of another type is ours */
-		int bad_cursor = strstr(r->str, "cursor") != NULL;
+	done = a->nlayouts == 0;
+	for (int scans = 0; !done && got < cnt && scans < PATHS_SCANS_MAX && !rc; scans++) {
+		const char *argv[7];
+		size_t lens[7], n;
+		const char **paths = NULL;
+		size_t *plens = NULL;
+		redisReply *r = NULL;
+		int argc = 0;
 
+		snprintf(count, sizeof(count), "%ld", cnt - got);
+		argv[argc] = "SSCAN", lens[argc++] = 5;
+		argv[argc] = a->layouts[layout].registry, lens[argc] = strlen(argv[argc]), argc++;
+		argv[argc] = sscan, lens[argc++] = strlen(sscan);
+		if (req->query_match && *req->query_match) {
+			argv[argc] = "MATCH", lens[argc++] = 5;
+			argv[argc] = req->query_match, lens[argc] = strlen(req->query_match), argc++;
+		}
+		argv[argc] = "COUNT", lens[argc++] = 5;
+		argv[argc] = count, lens[argc++] = strlen(count);
+		if ((rc = rconn_command(a->conn, argc, argv, lens, &r)))
+			break;
+		if (r->type == REDIS_REPLY_ERROR) {
+			/* an out-of-range cursor is the caller's; a registry of another type is ours */
+			int bad_cursor = strstr(r->str, "cursor") != NULL;
+
+			freeReplyObject(r);
+			cJSON_Delete(o);
+			if (bad_cursor)
+				fail(res, 400, "invalid_query", "cursor must be \"0\" or a cursor this API returned",
+				     "cursor");
+			else
+				fail_redis(a, res, -EBADMSG);
+			return;
+		}
+		if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 || r->element[0]->type != REDIS_REPLY_STRING ||
+		    r->element[0]->len >= sizeof(sscan) || r->element[1]->type != REDIS_REPLY_ARRAY) {
+			freeReplyObject(r);
+			rc = -EPROTO;
+			break;
+		}
+		n = r->element[1]->elements;
+		paths = calloc(n + 1, sizeof(*paths));
+		plens = calloc(n + 1, sizeof(*plens));
+		if (!paths || !plens) {
+			rc = -ENOMEM;
+		} else {
+			for (size_t i = 0; i < n; i++) {
+				paths[i] = r->element[1]->element[i]->str;
+				plens[i] = r->element[1]->element[i]->len;
+			}
+			rc = pathstate_list(a->conn, &a->layouts[layout], &a->rules, paths, plens, n, arr);
+			got += (long)n;
+		}
+		/* where the walk goes on */
+		if (strcmp(r->element[0]->str, "0") != 0) {
+			memcpy(sscan, r->element[0]->str, r->element[0]->len + 1);
+		} else if (layout + 1 < a->nlayouts) {
+			layout++;
+			strcpy(sscan, "0");
+		} else {
+			done = 1;
+		}
+		free(paths);
+		free(plens);
 		freeReplyObject(r);
-		if (bad_cursor)
-			fail(res, 400, "invalid_query", "cursor must be \"0\" or a cursor this API returned", "cursor");
-		else
-			fail_redis(a, res, -EBADMSG);
-		return;
 	}
-	if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
-	    r->element[0]->type != REDIS_REPLY_STRING || r->element[1]->type != REDIS_REPLY_ARRAY) {
-		freeReplyObject(r);
-		fail_redis(a, res, -EPROTO);
-		return;
-	}
-	if (strcmp(r->element[0]->str, "0") != 0)
-		snprintf(next, sizeof(next), "%zu-%s", layout, r->element[0]->str);
-	else if (layout + 1 < a->nlayouts)
-		snprintf(next, sizeof(next), "%zu-0", layout + 1);
-	else
-		snprintf(next, sizeof(next), "0");
-	n = r->element[1]->elements;
-	paths = calloc(n + 1, sizeof(*paths));
-	plens = calloc(n + 1, sizeof(*plens));
-	o = cJSON_CreateObject();
-	arr = cJSON_CreateArray();
-	if (!paths || !plens || !o || !arr || !cJSON_AddItemToObject(o, "paths", arr)) {
-		cJSON_Delete(arr);
-		rc = -ENOMEM;
-		goto out;
-	}
-	for (size_t i = 0; i < n; i++) {
-		paths[i] = r->element[1]->element[i]->str;
-		plens[i] = r->element[1]->element[i]->len;
-	}
-	if ((rc = pathstate_list(a->conn, &a->layouts[layout], &a->rules, paths, plens, n, arr)))
-		goto out;
-	if (!cJSON_AddStringToObject(o, "cursor", next))
-		rc = -ENOMEM;
-out:
-	freeReplyObject(r);
-	free(paths);
-	free(plens);
 	if (rc) {
 		cJSON_Delete(o);
 		fail_redis(a, res, rc);
 		return;
+	}
+	if (done)
+		snprintf(next, sizeof(next), "0");
+	else
+		snprintf(next, sizeof(next), "%zu-%s", layout, sscan);
+	if (!cJSON_AddStringToObject(o, "cursor", next)) {
+		cJSON_Delete(o);
+		o = NULL;
 	}
 	reply(res, 200, o);
 }

@@ -192,7 +192,7 @@ int pathstate_list(struct rconn *c, const struct layout *l, const struct ruleset
 		rc = rbatch_run(c, b);
 	for (size_t i = 0; i < n && !rc; i++) {
 		const struct rule *rule = ruleset_match(rules, paths[i], lens[i]);
-		cJSON *o = state_json(l, rule, paths[i], lens[i], rbatch_reply(b, i), -1);
+		cJSON *o = state_json(l, rule, paths[i], lens[i], rbatch_reply(b, i), 1);
 
 		if (!o || !cJSON_AddItemToArray(out, o)) {
 			cJSON_Delete(o);

@@ -36,6 +36,21 @@ if [ -z "${REDIS_URL:-}" ]; then
 fi
 port=${REDIS_URL##*:}; port=${port%%/*}
 host=${LISTEN%:*}; aport=${LISTEN##*:}
+"$SLUICED" --config "$CONFIG" --redis "$REDIS_URL" --listen "$LISTEN" &
+pid=$!
+trap 'kill -TERM $pid 2>/dev/null' INT TERM
+# wait until the admin API answers, or sluiced has died (port taken, bad config)
+for _ in $(seq 1 50); do
+	kill -0 "$pid" 2>/dev/null || break
+	curl -sf "http://$host:$aport/healthz" >/dev/null 2>&1 && break
+	sleep 0.1
+done
+if ! kill -0 "$pid" 2>/dev/null; then
+	rc=0
+	wait "$pid" || rc=$?
+	echo "run: sluiced failed to start (exit $rc); see its message above" >&2
+	exit "$rc"
+fi
 cat >&2 <<MSG
 run: sluiced admin API on http://$LISTEN ; in another terminal, try:
 
@@ -49,8 +64,11 @@ run: sluiced admin API on http://$LISTEN ; in another terminal, try:
 
 Stop with Ctrl-C.
 MSG
-"$SLUICED" --config "$CONFIG" --redis "$REDIS_URL" --listen "$LISTEN" &
-pid=$!
-trap 'kill -TERM $pid 2>/dev/null' INT TERM
-wait $pid || true
-wait $pid 2>/dev/null || true
+rc=0
+wait "$pid" || rc=$?
+# after Ctrl-C the first wait returns early: wait for the real exit status
+if kill -0 "$pid" 2>/dev/null; then
+	rc=0
+	wait "$pid" || rc=$?
+fi
+exit "$rc"
