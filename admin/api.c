@@ -9,6 +9,7 @@
 
 #include "admin/pathstate.h"
 #include "core/jsonv.h"
+#include "core/log.h"
 #include "core/rconn.h"
 #include "core/rulestore.h"
 
@@ -310,6 +311,8 @@ static void h_rule_put(struct api *a, const struct api_request *req, const struc
 		rule_free(r);
 		return;
 	}
+	log_event(LOG_INFO, "rule_changed", "rule=%s algorithm=%s change=%s", r->name,
+		  algorithm_name(r->algorithm), created ? "created" : "replaced");
 	reply(res, created ? 201 : 200, rule_to_json(r));
 	rule_free(r);
 }
@@ -331,6 +334,7 @@ static void h_rule_delete(struct api *a, const struct segs *g, struct api_respon
 		not_found_rule(res, g->s[2]);
 		return;
 	}
+	log_event(LOG_INFO, "rule_changed", "rule=%s change=deleted", g->s[2]);
 	o = cJSON_CreateObject();
 	if (o && !cJSON_AddStringToObject(o, "deleted", g->s[2])) {
 		cJSON_Delete(o);
