@@ -110,6 +110,7 @@ run: deps
 bench: deps
 	@$(MAKE) --no-print-directory $(B)/bin/sluiced $(B)/bench/drain_bench
 	SLUICED=$(B)/bin/sluiced DRAIN_BENCH=$(B)/bench/drain_bench bench/bench.sh
+	SLUICED=$(B)/bin/sluiced bench/http.sh
 
 $(B)/bench/%.o: bench/%.c
 	@mkdir -p $(dir $@)
