@@ -1,6 +1,8 @@
 #include "admin/api.h"
 
 #include <errno.h>
+#include <stdarg.h>
+#include <stddef.h>
 #include <microhttpd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +21,10 @@
 #define PATHS_SCANS_MAX 16 /* SSCAN pages one GET /v1/paths may read */
 #define RESET_BATCH 200 /* paths per pipeline in a bulk reset */
 #define SWEEP_WAIT_MS 30000
+#define NROUTES_MAX 16
+
+static const int http_statuses[] = { 200, 201, 400, 401, 404, 405, 409, 412, 413, 500, 503 };
+#define NSTATUS (sizeof(http_statuses) / sizeof(http_statuses[0]))
 
 struct api {
 	struct rconn *conn;
@@ -29,6 +35,9 @@ struct api {
 	char *token;             /* or NULL */
 	int auth_reads;
 	struct ruleset rules;    /* cache, refreshed by version before use */
+	char allow[64];          /* the Allow header of the last 405 */
+	/* requests answered, by route (NROUTES_MAX = no route) and status (http_statuses, last = other) */
+	uint64_t http[NROUTES_MAX + 1][NSTATUS + 1];
 };
 
 struct api *api_new(const struct api_config *cfg)
@@ -163,11 +172,6 @@ static int segs_split(const char *path, struct segs *g)
 			return 0;
 		p = end + 1;
 	}
-}
-
-static int seg_is(const struct segs *g, int i, const char *lit)
-{
-	return i < g->n && strlen(lit) == g->len[i] && memcmp(g->s[i], lit, g->len[i]) == 0;
 }
 
 static int refresh(struct api *a, struct api_response *res)
@@ -682,7 +686,253 @@ static void h_worker(struct api *a, struct api_response *res)
 	reply(res, 200, o);
 }
 
+/* ---- GET /metrics (Prometheus text format 0.0.4) ---------------------------- */
+
+static int mprintf(struct strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int mprintf(struct strbuf *b, const char *fmt, ...)
+{
+	char line[512];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= sizeof(line))
+		return -ENOMEM;
+	return strbuf_add(b, line, (size_t)n);
+}
+
+static void h_metrics(struct api *a, struct api_response *res);
+static size_t route_count(void);
+static const char *route_label(size_t i);
+
+static void h_metrics(struct api *a, struct api_response *res)
+{
+	static const char *const job_alg[WORKER__JOBS] = { "leaky_bucket", "sliding_log" };
+	struct strbuf b = { 0 };
+	struct worker_status st;
+	struct rbatch *batch = rbatch_new();
+	int bad = !batch, up = 0;
+
+	/* Redis: reachable?  registry sizes */
+	if (!bad) {
+		const char *ping[1] = { "PING" };
+		size_t pl[1] = { 4 };
+
+		bad = rbatch_cmd(batch, 1, ping, pl) != 0;
+		for (size_t i = 0; !bad && i < a->nlayouts; i++) {
+			const char *argv[2] = { "SCARD", a->layouts[i].registry };
+			size_t lens[2] = { 5, strlen(a->layouts[i].registry) };
+
+			bad = rbatch_cmd(batch, 2, argv, lens) != 0;
+		}
+		up = !bad && rbatch_run(a->conn, batch) == 0 && rbatch_reply(batch, 0) &&
+		     rbatch_reply(batch, 0)->type == REDIS_REPLY_STATUS;
+	}
+	bad = bad || mprintf(&b, "# HELP sluice_build_info sluiced version.\n# TYPE sluice_build_info gauge\n"
+				 "sluice_build_info{version=\"%s\"} 1\n", SLUICE_VERSION);
+	bad = bad || mprintf(&b, "# HELP sluice_redis_up 1 when the admin API reached Redis for this scrape.\n"
+				 "# TYPE sluice_redis_up gauge\nsluice_redis_up %d\n", up);
+	if (up) {
+		bad = bad || mprintf(&b, "# HELP sluice_registry_paths Paths in each layout's registry set.\n"
+					 "# TYPE sluice_registry_paths gauge\n");
+		for (size_t i = 0; !bad && i < a->nlayouts; i++) {
+			const redisReply *r = rbatch_reply(batch, i + 1);
+
+			if (r && r->type == REDIS_REPLY_INTEGER)
+				bad = mprintf(&b, "sluice_registry_paths{layout=\"%s\"} %lld\n", a->layouts[i].name,
+					      r->integer);
+		}
+	}
+	if (a->worker && !bad) {
+		static const struct {
+			const char *name, *help;
+			size_t off;
+		} counters[] = {
+			{ "sluice_worker_ticks_total", "Worker ticks (steps) run.", offsetof(struct worker_job_status, steps) },
+			{ "sluice_sweeps_total", "Complete sweeps over a job's registries.", offsetof(struct worker_job_status, sweeps) },
+			{ "sluice_script_calls_total", "Batched script calls sent.", offsetof(struct worker_job_status, batches) },
+			{ "sluice_paths_visited_total", "Registry members visited.", offsetof(struct worker_job_status, paths) },
+			{ "sluice_paths_emptied_total", "Paths whose state emptied and left the registry.", offsetof(struct worker_job_status, emptied) },
+			{ "sluice_paths_unmatched_total", "Paths left alone: no rule, or a rule of another algorithm.", offsetof(struct worker_job_status, unmatched) },
+			{ "sluice_paths_skipped_total", "Paths left alone: key of another type, or an empty member.", offsetof(struct worker_job_status, skipped) },
+			{ "sluice_worker_errors_total", "Worker ticks that failed.", offsetof(struct worker_job_status, errors) },
+			{ "sluice_tick_overruns_total", "Ticks skipped because a tick ran past the next.", offsetof(struct worker_job_status, overruns) },
+		};
+
+		worker_status(a->worker, &st);
+		bad = mprintf(&b, "# HELP sluice_drained_entries_total Leaky-bucket entries drained by the worker.\n"
+				  "# TYPE sluice_drained_entries_total counter\n"
+				  "sluice_drained_entries_total{algorithm=\"leaky_bucket\",layout=\"leaky_bucket\"} %llu\n"
+				  "# HELP sluice_pruned_entries_total Sliding-log entries pruned by the worker.\n"
+				  "# TYPE sluice_pruned_entries_total counter\n"
+				  "sluice_pruned_entries_total{algorithm=\"sliding_log\",layout=\"sliding_log\"} %llu\n",
+			      (unsigned long long)st.job[WORKER_DRAIN].entries,
+			      (unsigned long long)st.job[WORKER_PRUNE].entries);
+		for (size_t k = 0; !bad && k < sizeof(counters) / sizeof(counters[0]); k++) {
+			bad = mprintf(&b, "# HELP %s %s\n# TYPE %s counter\n", counters[k].name, counters[k].help,
+				      counters[k].name);
+			for (int j = 0; !bad && j < WORKER__JOBS; j++)
+				bad = mprintf(&b, "%s{job=\"%s\",algorithm=\"%s\"} %llu\n", counters[k].name,
+					      worker_job_name((enum worker_job)j), job_alg[j],
+					      (unsigned long long)*(const uint64_t *)((const char *)&st.job[j] + counters[k].off));
+		}
+		bad = bad || mprintf(&b, "# HELP sluice_sweep_duration_seconds Duration of complete sweeps.\n"
+					 "# TYPE sluice_sweep_duration_seconds histogram\n");
+		for (int j = 0; !bad && j < WORKER__JOBS; j++) {
+			const char *job = worker_job_name((enum worker_job)j);
+
+			for (int i = 0; !bad && i < WORKER_SWEEP_BUCKETS; i++)
+				bad = mprintf(&b, "sluice_sweep_duration_seconds_bucket{job=\"%s\",le=\"%g\"} %llu\n", job,
+					      worker_sweep_buckets[i], (unsigned long long)st.job[j].sweep_hist[i]);
+			bad = bad || mprintf(&b, "sluice_sweep_duration_seconds_bucket{job=\"%s\",le=\"+Inf\"} %llu\n"
+						 "sluice_sweep_duration_seconds_sum{job=\"%s\"} %.6f\n"
+						 "sluice_sweep_duration_seconds_count{job=\"%s\"} %llu\n",
+					     job, (unsigned long long)st.job[j].sweeps, job, st.job[j].sweep_seconds, job,
+					     (unsigned long long)st.job[j].sweeps);
+		}
+		bad = bad || mprintf(&b, "# HELP sluice_tick_lag_seconds How late the last tick started.\n"
+					 "# TYPE sluice_tick_lag_seconds gauge\n");
+		for (int j = 0; !bad && j < WORKER__JOBS; j++)
+			bad = mprintf(&b, "sluice_tick_lag_seconds{job=\"%s\"} %.6f\n", worker_job_name((enum worker_job)j),
+				      (double)st.job[j].lag_us / 1e6);
+		bad = bad || mprintf(&b, "# HELP sluice_worker_redis_up 1 when the worker's last tick reached Redis.\n"
+					 "# TYPE sluice_worker_redis_up gauge\nsluice_worker_redis_up %d\n"
+					 "# HELP sluice_rules_loaded Rules the worker holds.\n# TYPE sluice_rules_loaded gauge\n"
+					 "sluice_rules_loaded %zu\n"
+					 "# HELP sluice_rules_invalid Stored rules that fail validation (skipped).\n"
+					 "# TYPE sluice_rules_invalid gauge\nsluice_rules_invalid %zu\n",
+				     st.redis_up, st.rules, st.rules_invalid);
+	}
+	bad = bad || mprintf(&b, "# HELP sluice_http_requests_total Admin API requests by route, method and status.\n"
+				 "# TYPE sluice_http_requests_total counter\n");
+	for (size_t i = 0; !bad && i <= route_count(); i++)
+		for (size_t k = 0; !bad && k <= NSTATUS; k++) {
+			char status[8];
+
+			if (!a->http[i][k])
+				continue;
+			snprintf(status, sizeof(status), "%d", k < NSTATUS ? http_statuses[k] : 0);
+			bad = mprintf(&b, "sluice_http_requests_total{route=\"%s\",status=\"%s\"} %llu\n",
+				      route_label(i), k < NSTATUS ? status : "other", (unsigned long long)a->http[i][k]);
+		}
+	rbatch_free(batch);
+	if (bad || !b.p) {
+		strbuf_free(&b);
+		reply(res, 500, NULL);
+		return;
+	}
+	res->status = 200;
+	res->text = b.p;
+	res->content_type = "text/plain; version=0.0.4; charset=utf-8";
+}
+
 /* ---- routing ------------------------------------------------------------ */
+
+/* Adapters: every handler as (api, request, path segments, response). */
+#define ADAPT(name, call)                                                                     \
+	static void r_##name(struct api *a, const struct api_request *req, const struct segs *g,   \
+			     struct api_response *res)                                              \
+	{                                                                                     \
+		(void)a;                                                                      \
+		(void)req;                                                                    \
+		(void)g;                                                                      \
+		call;                                                                         \
+	}
+ADAPT(healthz, h_healthz(res))
+ADAPT(readyz, h_readyz(a, res))
+ADAPT(metrics, h_metrics(a, res))
+ADAPT(rules_list, h_rules_list(a, res))
+ADAPT(rule_get, h_rule_get(a, g, res))
+ADAPT(rule_put, h_rule_put(a, req, g, res))
+ADAPT(rule_delete, h_rule_delete(a, g, res))
+ADAPT(paths_list, h_paths_list(a, req, res))
+ADAPT(path_get, h_path_get(a, g, res))
+ADAPT(path_reset, h_path_reset(a, g, res))
+ADAPT(reset_match, h_reset_match(a, req, res))
+ADAPT(worker, h_worker(a, res))
+ADAPT(sweep, h_sweep(a, res))
+#undef ADAPT
+
+typedef void (*route_fn)(struct api *, const struct api_request *, const struct segs *,
+			 struct api_response *);
+
+/* Patterns are segment lists; "{...}" matches one non-empty segment (percent-decoded). */
+static const struct {
+	struct api_route r;
+	route_fn fn;
+} routes[] = {
+	{ { "GET", "/healthz" }, r_healthz },
+	{ { "GET", "/readyz" }, r_readyz },
+	{ { "GET", "/metrics" }, r_metrics },
+	{ { "GET", "/v1/rules" }, r_rules_list },
+	{ { "GET", "/v1/rules/{name}" }, r_rule_get },
+	{ { "PUT", "/v1/rules/{name}" }, r_rule_put },
+	{ { "DELETE", "/v1/rules/{name}" }, r_rule_delete },
+	{ { "GET", "/v1/paths" }, r_paths_list },
+	{ { "GET", "/v1/paths/{path}" }, r_path_get },
+	{ { "POST", "/v1/paths/{path}/reset" }, r_path_reset },
+	{ { "POST", "/v1/reset" }, r_reset_match },
+	{ { "GET", "/v1/worker" }, r_worker },
+	{ { "POST", "/v1/worker/sweep" }, r_sweep },
+};
+#define NROUTES (sizeof(routes) / sizeof(routes[0]))
+
+const struct api_route *api_route(size_t i)
+{
+	return i < NROUTES ? &routes[i].r : NULL;
+}
+
+static size_t route_count(void)
+{
+	return NROUTES;
+}
+
+/* "GET /v1/rules/{name}", or "unmatched" for requests no route answered. */
+static const char *route_label(size_t i)
+{
+	static char labels[NROUTES][48];
+
+	if (i >= NROUTES)
+		return "unmatched";
+	if (!labels[i][0]) /* built on first use; the api runs on one thread */
+		snprintf(labels[i], sizeof(labels[i]), "%s %s", routes[i].r.method, routes[i].r.pattern);
+	return labels[i];
+}
+
+static void count_request(struct api *a, const struct api_response *res)
+{
+	size_t r = res->route >= 0 ? (size_t)res->route : NROUTES, k;
+
+	for (k = 0; k < NSTATUS && http_statuses[k] != res->status; k++)
+		;
+	a->http[r][k]++;
+}
+
+/* Does `pattern` match the decoded segments? */
+static int pattern_matches(const char *pattern, const struct segs *g)
+{
+	const char *p = pattern + 1;
+	int i = 0;
+
+	for (;; i++) {
+		const char *end = strchr(p, '/');
+		size_t n = end ? (size_t)(end - p) : strlen(p);
+
+		if (i >= g->n)
+			return 0;
+		if (p[0] == '{') {
+			if (g->len[i] == 0)
+				return 0;
+		} else if (n != g->len[i] || memcmp(p, g->s[i], n) != 0) {
+			return 0;
+		}
+		if (!end)
+			return i + 1 == g->n;
+		p = end + 1;
+	}
+}
 
 /* HEAD is answered as GET (libmicrohttpd sends the headers only). */
 static int method_is(const struct api_request *req, const char *m)
@@ -690,15 +940,6 @@ static int method_is(const struct api_request *req, const char *m)
 	if (strcmp(m, "GET") == 0 && strcmp(req->method, "HEAD") == 0)
 		return 1;
 	return strcmp(req->method, m) == 0;
-}
-
-static void not_allowed(struct api_response *res, const char *allow)
-{
-	char msg[96];
-
-	snprintf(msg, sizeof(msg), "method not allowed; allowed: %s", allow);
-	fail(res, 405, "method_not_allowed", msg, NULL);
-	res->allow = allow;
 }
 
 int api_token_equal(const char *a, size_t a_len, const char *b, size_t b_len)
@@ -733,8 +974,10 @@ void api_handle(struct api *a, const struct api_request *req, struct api_respons
 {
 	struct segs g;
 	int read_only = strcmp(req->method, "GET") == 0 || strcmp(req->method, "HEAD") == 0;
+	size_t allow_len = 0;
 
 	memset(res, 0, sizeof(*res));
+	res->route = -1;
 	if (a->token && (!read_only || (a->auth_reads && !is_probe(req->path))) && !authorized(a, req)) {
 		fail(res, 401, "unauthorized",
 		     req->authorization ? "wrong bearer token" : "this request needs Authorization: Bearer <token>",
@@ -750,88 +993,28 @@ void api_handle(struct api *a, const struct api_request *req, struct api_respons
 		fail(res, 400, "invalid_path", "path has an invalid percent-encoding", NULL);
 		goto out;
 	}
-	if (g.too_many || g.n == 0)
-		goto not_found;
-	if (g.n == 1 && seg_is(&g, 0, "healthz")) {
-		if (!method_is(req, "GET"))
-			not_allowed(res, "GET");
-		else
-			h_healthz(res);
-		goto out;
-	}
-	if (g.n == 1 && seg_is(&g, 0, "readyz")) {
-		if (!method_is(req, "GET"))
-			not_allowed(res, "GET");
-		else
-			h_readyz(a, res);
-		goto out;
-	}
-	if (!seg_is(&g, 0, "v1") || g.n < 2)
-		goto not_found;
-	if (seg_is(&g, 1, "rules")) {
-		if (g.n == 2) {
-			if (!method_is(req, "GET"))
-				not_allowed(res, "GET");
-			else
-				h_rules_list(a, res);
-		} else if (g.n == 3 && g.len[2] > 0) {
-			if (method_is(req, "GET"))
-				h_rule_get(a, &g, res);
-			else if (method_is(req, "PUT"))
-				h_rule_put(a, req, &g, res);
-			else if (method_is(req, "DELETE"))
-				h_rule_delete(a, &g, res);
-			else
-				not_allowed(res, "GET, PUT, DELETE");
-		} else {
-			goto not_found;
+	a->allow[0] = '\0';
+	for (size_t i = 0; !g.too_many && i < NROUTES; i++) {
+		if (!pattern_matches(routes[i].r.pattern, &g))
+			continue;
+		if (method_is(req, routes[i].r.method)) {
+			res->route = (int)i;
+			routes[i].fn(a, req, &g, res);
+			goto out;
 		}
+		allow_len += (size_t)snprintf(a->allow + allow_len, sizeof(a->allow) - allow_len, "%s%s",
+					      allow_len ? ", " : "", routes[i].r.method);
+	}
+	if (allow_len) {
+		char msg[96];
+
+		snprintf(msg, sizeof(msg), "method not allowed; allowed: %s", a->allow);
+		fail(res, 405, "method_not_allowed", msg, NULL);
+		res->allow = a->allow;
 		goto out;
 	}
-	if (seg_is(&g, 1, "paths")) {
-		if (g.n == 2) {
-			if (!method_is(req, "GET"))
-				not_allowed(res, "GET");
-			else
-				h_paths_list(a, req, res);
-		} else if (g.n == 3 && g.len[2] > 0) {
-			if (!method_is(req, "GET"))
-				not_allowed(res, "GET");
-			else
-				h_path_get(a, &g, res);
-		} else if (g.n == 4 && g.len[2] > 0 && seg_is(&g, 3, "reset")) {
-			if (!method_is(req, "POST"))
-				not_allowed(res, "POST");
-			else
-				h_path_reset(a, &g, res);
-		} else {
-			goto not_found;
-		}
-		goto out;
-	}
-	if (g.n == 2 && seg_is(&g, 1, "reset")) {
-		if (!method_is(req, "POST"))
-			not_allowed(res, "POST");
-		else
-			h_reset_match(a, req, res);
-		goto out;
-	}
-	if (g.n == 2 && seg_is(&g, 1, "worker")) {
-		if (!method_is(req, "GET"))
-			not_allowed(res, "GET");
-		else
-			h_worker(a, res);
-		goto out;
-	}
-	if (g.n == 3 && seg_is(&g, 1, "worker") && seg_is(&g, 2, "sweep")) {
-		if (!method_is(req, "POST"))
-			not_allowed(res, "POST");
-		else
-			h_sweep(a, res);
-		goto out;
-	}
-not_found:
 	fail(res, 404, "not_found", "no such route", NULL);
 out:
+	count_request(a, res);
 	segs_free(&g);
 }

@@ -40,17 +40,31 @@ struct api_request {
 
 struct api_response {
 	int status;                /* HTTP status */
-	cJSON *body;               /* owned by the caller after api_handle; NULL for no body */
+	cJSON *body;               /* owned by the caller after api_handle; NULL when `text` is used */
+	char *text;                /* a non-JSON body (GET /metrics), owned by the caller (free), or NULL */
+	const char *content_type;  /* for `text`; static */
+	int route;                 /* index of the route that answered (api_route), -1 for none */
 	const char *allow;         /* for 405: the Allow header value (static), else NULL */
 	int challenge;             /* for 401: send WWW-Authenticate: Bearer */
 };
+
+/* One route the API answers: method and pattern ("{name}" stands for one path segment). */
+struct api_route {
+	const char *method;
+	const char *pattern;
+};
+/* Route `i` (0, 1, ... until NULL); static storage. */
+const struct api_route *api_route(size_t i);
 
 struct api;
 
 /* New api; does not connect yet.  NULL on ENOMEM. */
 struct api *api_new(const struct api_config *cfg);
 void api_free(struct api *a);
-/* Handle one request; always fills `res` (500 with an error body when out of memory). */
+/*
+ * Handle one request; always fills `res` (500 with an error body when out of
+ * memory).  The caller frees res->body (cJSON_Delete) and res->text (free).
+ */
 void api_handle(struct api *a, const struct api_request *req, struct api_response *res);
 /* 1 when the `a_len` bytes of `a` equal the `b_len` bytes of `b`, in time that depends only on the lengths. */
 int api_token_equal(const char *a, size_t a_len, const char *b, size_t b_len);

@@ -204,7 +204,21 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 	req.body_len = r->len;
 	req.authorization = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
 	api_handle(s->api, &req, &res);
-	ret = send_json(c, res.status, res.body, res.allow, res.challenge);
+	if (res.text) {
+		struct MHD_Response *resp = MHD_create_response_from_buffer(strlen(res.text), res.text,
+									   MHD_RESPMEM_MUST_FREE);
+
+		if (resp) {
+			MHD_add_response_header(resp, "Content-Type", res.content_type);
+			ret = MHD_queue_response(c, (unsigned)res.status, resp);
+			MHD_destroy_response(resp);
+		} else {
+			free(res.text);
+			ret = MHD_NO;
+		}
+	} else {
+		ret = send_json(c, res.status, res.body, res.allow, res.challenge);
+	}
 	cJSON_Delete(res.body);
 	{
 		char q[300];

@@ -64,6 +64,9 @@ struct worker {
 	int req_rc;
 };
 
+const double worker_sweep_buckets[WORKER_SWEEP_BUCKETS] = { 0.001, 0.005, 0.01, 0.05, 0.1, 0.25,
+							      0.5, 1, 2.5, 5, 10 };
+
 const char *worker_job_name(enum worker_job j)
 {
 	static const char *const names[WORKER__JOBS] = { "drain", "prune" };
@@ -447,8 +450,14 @@ out:
 		if (rc)
 			s->errors++;
 		if (r.sweep_done && !rc) {
+			double secs = (double)(end - js->sweep_start_us) / 1e6;
+
 			s->sweeps++;
 			s->last_sweep_us = end - js->sweep_start_us;
+			s->sweep_seconds += secs;
+			for (int i = 0; i < WORKER_SWEEP_BUCKETS; i++)
+				if (secs <= worker_sweep_buckets[i])
+					s->sweep_hist[i]++;
 		}
 		s->in_sweep = js->in_sweep;
 		if (!rc)

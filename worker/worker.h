@@ -29,6 +29,10 @@
 
 enum worker_job { WORKER_DRAIN = 0, WORKER_PRUNE, WORKER__JOBS };
 
+/* Upper bounds (s) of the sweep-duration histogram buckets (+Inf is `sweeps`). */
+#define WORKER_SWEEP_BUCKETS 11
+extern const double worker_sweep_buckets[WORKER_SWEEP_BUCKETS];
+
 /* "drain", "prune"; static storage. */
 const char *worker_job_name(enum worker_job j);
 
@@ -59,6 +63,9 @@ struct worker_job_status {
 	uint64_t overruns;
 	int in_sweep;            /* 1 while a sweep is part-way (cursor not at the start) */
 	char last_error[160];    /* why the last step failed; "" when it succeeded */
+	/* complete sweeps by duration: sweep_hist[i] counts those <= worker_sweep_buckets[i] s */
+	uint64_t sweep_hist[WORKER_SWEEP_BUCKETS];
+	double sweep_seconds;    /* sum of complete sweep durations, s */
 };
 
 struct worker_status {
