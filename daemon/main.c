@@ -129,6 +129,72 @@ static int run_job(void *arg)
 	return 0;
 }
 
+static int64_t budget_us(const struct config *cfg, int64_t interval_ms)
+{
+	int64_t ms = cfg->sweep_budget_ms ? cfg->sweep_budget_ms : interval_ms * 8 / 10;
+
+	return (ms > 0 ? ms : 1) * 1000;
+}
+
+/*
+ * SIGHUP: read the command line and config file again.  A broken file is
+ * logged and changes nothing.  Rules, intervals, the sweep budget and the log
+ * level apply at once; the Redis address, listen address, prefix, batch size
+ * and admin settings need a restart (logged when they differ).
+ */
+static void reload(struct daemon *d, int argc, char **argv)
+{
+	struct config next;
+	struct sl_error err = { 0 };
+	enum options_action action;
+	char q[300];
+	int64_t interval[WORKER__JOBS];
+
+	if (config_defaults(&next)) {
+		log_event(LOG_ERROR, "reload_failed", "error=\"out of memory\"");
+		return;
+	}
+	if (options_parse(argc, argv, &next, &action, NULL, &err)) {
+		log_event(LOG_ERROR, "reload_failed", "field=%s error=%s config=kept",
+			  log_quote(q, sizeof(q), err.field, strlen(err.field)),
+			  log_quote(q + 150, 150, err.message, strlen(err.message)));
+		config_free(&next);
+		return;
+	}
+	if (strcmp(next.redis_url, d->cfg.redis_url) || strcmp(next.listen_host, d->cfg.listen_host) ||
+	    next.listen_port != d->cfg.listen_port || strcmp(next.prefix, d->cfg.prefix) ||
+	    next.batch_size != d->cfg.batch_size || next.max_body_bytes != d->cfg.max_body_bytes ||
+	    next.max_connections != d->cfg.max_connections || next.admin_auth_reads != d->cfg.admin_auth_reads ||
+	    next.redis_timeout_ms != d->cfg.redis_timeout_ms)
+		log_event(LOG_WARN, "reload_partial",
+			  "reason=\"redis, listen, prefix, batch_size, redis_timeout_ms and admin settings apply at the next start\"");
+	/* what applies now */
+	d->cfg.drain_interval_ms = next.drain_interval_ms;
+	d->cfg.prune_interval_ms = next.prune_interval_ms;
+	d->cfg.sweep_budget_ms = next.sweep_budget_ms;
+	d->cfg.log_level = next.log_level;
+	log_set_level(next.log_level);
+	interval[WORKER_DRAIN] = d->cfg.drain_interval_ms;
+	interval[WORKER_PRUNE] = d->cfg.prune_interval_ms;
+	for (int j = 0; j < WORKER__JOBS; j++) {
+		sched_set_period(d->sched, d->jobs[j].sched_idx, interval[j] * 1000);
+		d->jobs[j].budget_us = budget_us(&d->cfg, interval[j]);
+	}
+	/* the file's rules are stored again (an identical rule changes nothing) */
+	for (size_t i = 0; i < d->cfg.nrules; i++)
+		rule_free(d->cfg.rules[i]);
+	free(d->cfg.rules);
+	d->cfg.rules = next.rules;
+	d->cfg.nrules = next.nrules;
+	next.rules = NULL;
+	next.nrules = 0;
+	if (d->cfg.nrules && !d->seed_conn)
+		d->seed_conn = rconn_new(&d->cfg.redis, d->cfg.redis_timeout_ms);
+	log_event(LOG_INFO, "reloaded", "drain_interval_ms=%lld prune_interval_ms=%lld rules=%zu",
+		  (long long)d->cfg.drain_interval_ms, (long long)d->cfg.prune_interval_ms, d->cfg.nrules);
+	config_free(&next);
+}
+
 static int setup_signals(void)
 {
 	sigset_t set;
@@ -144,12 +210,6 @@ static int setup_signals(void)
 	return signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
 }
 
-static int64_t budget_us(const struct config *cfg, int64_t interval_ms)
-{
-	int64_t ms = cfg->sweep_budget_ms ? cfg->sweep_budget_ms : interval_ms * 8 / 10;
-
-	return (ms > 0 ? ms : 1) * 1000;
-}
 
 int main(int argc, char **argv)
 {
@@ -276,7 +336,7 @@ int main(int argc, char **argv)
 
 			while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
 				if (si.ssi_signo == SIGHUP) {
-					log_event(LOG_INFO, "sighup_ignored", "reason=\"config reload is not supported yet\"");
+					reload(&d, argc, argv);
 					continue;
 				}
 				log_event(LOG_INFO, "stopping", "signal=%s", strsignal((int)si.ssi_signo));

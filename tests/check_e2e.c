@@ -410,6 +410,48 @@ START_TEST(bad_config_exits_2_and_touches_nothing)
 }
 END_TEST
 
+START_TEST(sighup_reloads_config)
+{
+	struct daemon_proc d;
+	char log[4096] = "";
+	FILE *f;
+	cJSON *j;
+	int64_t t0;
+
+	start_daemon(&d, R.url);
+	/* a new rule in the file, and a broken file after it */
+	f = fopen(d.config, "w");
+	fprintf(f, "{\"redis\":\"%s\",\"listen\":\"127.0.0.1:%d\",\"drain_interval_ms\":20,\"rules\":["
+		   "{\"name\":\"added\",\"match\":\"/added\",\"algorithm\":\"sliding_log\",\"limit\":1,\"window_ms\":1000}]}",
+		R.url, d.port);
+	fclose(f);
+	kill(d.pid, SIGHUP);
+	t0 = now_ms();
+	for (;;) {
+		j = get_json(d.port, "/v1/rules", 200);
+		if (cJSON_GetArraySize(cJSON_GetObjectItem(j, "rules")) == 3)
+			break;
+		cJSON_Delete(j);
+		ck_assert_msg(now_ms() - t0 < 3000, "the reloaded rule did not appear");
+		sleep_ms(20);
+	}
+	cJSON_Delete(j);
+	f = fopen(d.config, "w");
+	fputs("{\"drain_interval_ms\": 0", f);
+	fclose(f);
+	kill(d.pid, SIGHUP);
+	sleep_ms(200);
+	ck_assert_int_eq(http("GET", d.port, "/healthz", NULL, NULL), 200); /* still running */
+	f = fopen(d.log, "r");
+	ck_assert_ptr_nonnull(f);
+	(void)!fread(log, 1, sizeof(log) - 1, f);
+	fclose(f);
+	ck_assert_ptr_nonnull(strstr(log, "event=reloaded drain_interval_ms=20 prune_interval_ms=1000 rules=1"));
+	ck_assert_ptr_nonnull(strstr(log, "event=reload_failed field=\"config\""));
+	ck_assert_int_eq(stop_daemon(&d), 0);
+}
+END_TEST
+
 START_TEST(non_loopback_needs_token)
 {
 	char cmd[512], line[512] = "";
@@ -460,6 +502,7 @@ static Suite *e2e_suite(void)
 	tcase_add_test(tc, prune_and_reset_through_admin_api);
 	tcase_add_test(tc, redis_outage_and_recovery);
 	tcase_add_test(tc, bad_config_exits_2_and_touches_nothing);
+	tcase_add_test(tc, sighup_reloads_config);
 	tcase_add_test(tc, non_loopback_needs_token);
 	tcase_add_test(tc, help_and_version);
 	suite_add_tcase(s, tc);
