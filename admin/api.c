@@ -265,6 +265,10 @@ static void h_rule_get(struct api *a, const struct segs *g, struct api_response 
 		not_found_rule(res, g->s[2]);
 		return;
 	}
+	if (rulestore_etag(r, res->etag)) {
+		reply(res, 500, NULL);
+		return;
+	}
 	reply(res, 200, rule_to_json(r));
 }
 
@@ -310,18 +314,25 @@ static void h_rule_put(struct api *a, const struct api_request *req, const struc
 		fail(res, 400, "invalid_rule", msg, err.field);
 		return;
 	}
-	if ((rc = rulestore_put(a->conn, a->prefix, r, &created, NULL))) {
-		fail_redis(a, res, rc);
+	if ((rc = rulestore_put_if(a->conn, a->prefix, r, req->if_match, &created, NULL))) {
+		if (rc == -ESTALE)
+			fail(res, 412, "precondition_failed",
+			     "If-Match does not match the stored rule (changed or deleted since it was read)", NULL);
+		else
+			fail_redis(a, res, rc);
 		rule_free(r);
 		return;
 	}
+	if (rulestore_etag(r, res->etag))
+		res->etag[0] = '\0';
 	log_event(LOG_INFO, "rule_changed", "rule=%s algorithm=%s change=%s", r->name,
 		  algorithm_name(r->algorithm), created ? "created" : "replaced");
 	reply(res, created ? 201 : 200, rule_to_json(r));
 	rule_free(r);
 }
 
-static void h_rule_delete(struct api *a, const struct segs *g, struct api_response *res)
+static void h_rule_delete(struct api *a, const struct api_request *req, const struct segs *g,
+			  struct api_response *res)
 {
 	int deleted = 0, rc;
 	cJSON *o;
@@ -330,8 +341,12 @@ static void h_rule_delete(struct api *a, const struct segs *g, struct api_respon
 		not_found_rule(res, g->s[2]);
 		return;
 	}
-	if ((rc = rulestore_delete(a->conn, a->prefix, g->s[2], &deleted))) {
-		fail_redis(a, res, rc);
+	if ((rc = rulestore_delete_if(a->conn, a->prefix, g->s[2], req->if_match, &deleted))) {
+		if (rc == -ESTALE)
+			fail(res, 412, "precondition_failed",
+			     "If-Match does not match the stored rule (changed since it was read)", NULL);
+		else
+			fail_redis(a, res, rc);
 		return;
 	}
 	if (!deleted) {
@@ -846,7 +861,7 @@ ADAPT(metrics, h_metrics(a, res))
 ADAPT(rules_list, h_rules_list(a, res))
 ADAPT(rule_get, h_rule_get(a, g, res))
 ADAPT(rule_put, h_rule_put(a, req, g, res))
-ADAPT(rule_delete, h_rule_delete(a, g, res))
+ADAPT(rule_delete, h_rule_delete(a, req, g, res))
 ADAPT(paths_list, h_paths_list(a, req, res))
 ADAPT(path_get, h_path_get(a, g, res))
 ADAPT(path_reset, h_path_reset(a, g, res))

@@ -36,6 +36,7 @@ struct api_request {
 	const char *body;          /* may be NULL when body_len is 0 */
 	size_t body_len;
 	const char *authorization; /* the Authorization header, or NULL */
+	const char *if_match;      /* the If-Match header, or NULL */
 };
 
 struct api_response {
@@ -46,6 +47,7 @@ struct api_response {
 	int route;                 /* index of the route that answered (api_route), -1 for none */
 	const char *allow;         /* for 405: the Allow header value (static), else NULL */
 	int challenge;             /* for 401: send WWW-Authenticate: Bearer */
+	char etag[24];             /* an ETag header to send (a rule's), or "" */
 };
 
 /* One route the API answers: method and pattern ("{name}" stands for one path segment). */

@@ -67,7 +67,7 @@ static void completed(void *cls, struct MHD_Connection *c, void **req_cls,
 }
 
 static enum MHD_Result send_json(struct MHD_Connection *c, int status, cJSON *body, const char *allow,
-				  int challenge)
+				  int challenge, const char *etag)
 {
 	char *text = body ? cJSON_PrintUnformatted(body) : NULL;
 	struct MHD_Response *resp;
@@ -87,6 +87,8 @@ static enum MHD_Result send_json(struct MHD_Connection *c, int status, cJSON *bo
 		MHD_add_response_header(resp, "Allow", allow);
 	if (challenge)
 		MHD_add_response_header(resp, "WWW-Authenticate", "Bearer realm=\"sluice\"");
+	if (etag && *etag)
+		MHD_add_response_header(resp, "ETag", etag);
 	ret = MHD_queue_response(c, (unsigned)status, resp);
 	MHD_destroy_response(resp);
 	return ret;
@@ -95,7 +97,7 @@ static enum MHD_Result send_json(struct MHD_Connection *c, int status, cJSON *bo
 static enum MHD_Result send_error(struct MHD_Connection *c, int status, const char *code, const char *msg)
 {
 	cJSON *e = api_error(code, msg, NULL);
-	enum MHD_Result ret = send_json(c, status, e, NULL, 0);
+	enum MHD_Result ret = send_json(c, status, e, NULL, 0, NULL);
 
 	cJSON_Delete(e);
 	return ret;
@@ -203,6 +205,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 	req.body = r->body;
 	req.body_len = r->len;
 	req.authorization = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
+	req.if_match = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "If-Match");
 	api_handle(s->api, &req, &res);
 	if (res.text) {
 		struct MHD_Response *resp = MHD_create_response_from_buffer(strlen(res.text), res.text,
@@ -217,7 +220,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 			ret = MHD_NO;
 		}
 	} else {
-		ret = send_json(c, res.status, res.body, res.allow, res.challenge);
+		ret = send_json(c, res.status, res.body, res.allow, res.challenge, res.etag);
 	}
 	cJSON_Delete(res.body);
 	{

@@ -209,8 +209,10 @@ static int transaction(struct rconn *c, struct rbatch *b, size_t ncmds, redisRep
 	r = rbatch_reply(b, ncmds + 1);
 	if (!r)
 		return -EPROTO;
+	if (r->type == REDIS_REPLY_NIL)
+		return -ESTALE; /* a WATCHed key changed: EXEC ran nothing */
 	if (r->type != REDIS_REPLY_ARRAY || r->elements != ncmds)
-		return r->type == REDIS_REPLY_ERROR || r->type == REDIS_REPLY_NIL ? -EBADMSG : -EPROTO;
+		return r->type == REDIS_REPLY_ERROR ? -EBADMSG : -EPROTO;
 	for (size_t i = 0; i < r->elements; i++)
 		if (r->element[i]->type == REDIS_REPLY_ERROR)
 			return -EBADMSG;
@@ -226,8 +228,78 @@ static int queue_multi(struct rbatch *b, int exec)
 	return rbatch_cmd(b, 1, m, l) ? -ENOMEM : 0;
 }
 
+int rulestore_etag(const struct rule *r, char out[RULESTORE_ETAG_SIZE])
+{
+	char *text = rule_to_text(r);
+	uint64_t h = 1469598103934665603ULL; /* FNV-1a 64 offset basis */
+
+	if (!text)
+		return -ENOMEM;
+	for (const unsigned char *p = (const unsigned char *)text; *p; p++) {
+		h ^= *p;
+		h *= 1099511628211ULL; /* FNV 64 prime */
+	}
+	free(text);
+	snprintf(out, RULESTORE_ETAG_SIZE, "\"%016llx\"", (unsigned long long)h);
+	return 0;
+}
+
+/* Does the stored rule (`text`, or NULL when absent) satisfy If-Match `cond`? */
+static int precondition_holds(const char *cond, const char *name, const char *text, size_t len)
+{
+	char tag[RULESTORE_ETAG_SIZE];
+	struct rule *r = NULL;
+	const char *p = cond;
+
+	if (!text)
+		return 0; /* neither "*" nor a tag matches an absent rule */
+	while (*p == ' ')
+		p++;
+	if (strcmp(p, "*") == 0)
+		return 1;
+	if (rule_from_text(text, len, name, &r, NULL) || rulestore_etag(r, tag)) {
+		rule_free(r);
+		return 0;
+	}
+	rule_free(r);
+	/* a list of tags: "a", "b" (weak tags never match a strong comparison) */
+	while (*p) {
+		size_t n;
+
+		while (*p == ' ' || *p == ',')
+			p++;
+		n = strcspn(p, ",");
+		while (n && p[n - 1] == ' ')
+			n--;
+		if (n == strlen(tag) && memcmp(p, tag, n) == 0)
+			return 1;
+		p += strcspn(p, ",");
+	}
+	return 0;
+}
+
+static int watch_rules(struct rconn *c, const struct keys *k, int on)
+{
+	const char *argv[2] = { on ? "WATCH" : "UNWATCH", k->hash };
+	size_t lens[2] = { on ? 5 : 7, strlen(k->hash) };
+	redisReply *r;
+	int rc = rconn_command(c, on ? 2 : 1, argv, lens, &r);
+
+	if (!rc) {
+		rc = r->type == REDIS_REPLY_STATUS ? 0 : -EBADMSG;
+		freeReplyObject(r);
+	}
+	return rc;
+}
+
 int rulestore_put(struct rconn *c, const char *prefix, const struct rule *rule, int *created,
 		  int *unchanged)
+{
+	return rulestore_put_if(c, prefix, rule, NULL, created, unchanged);
+}
+
+int rulestore_put_if(struct rconn *c, const char *prefix, const struct rule *rule, const char *if_match,
+		     int *created, int *unchanged)
 {
 	struct keys k;
 	char *text = rule_to_text(rule), epoch[24];
@@ -235,16 +307,24 @@ int rulestore_put(struct rconn *c, const char *prefix, const struct rule *rule, 
 	size_t hgetl[3] = { 4, 0, strlen(rule->name) };
 	struct rbatch *b = NULL;
 	redisReply *old = NULL, *exec;
-	int rc;
+	int rc, execd = 0;
 
 	if (!text)
 		return -ENOMEM;
 	make_keys(prefix, &k);
 	hgetl[1] = strlen(k.hash);
+	/* WATCH before the read, so a change between the check and EXEC aborts EXEC */
+	if (if_match && (rc = watch_rules(c, &k, 1)))
+		goto out;
 	if ((rc = rconn_command(c, 3, hget, hgetl, &old)))
 		goto out;
 	if (old->type == REDIS_REPLY_ERROR) {
 		rc = -EBADMSG;
+		goto out;
+	}
+	if (if_match && !precondition_holds(if_match, rule->name,
+					    old->type == REDIS_REPLY_STRING ? old->str : NULL, old->len)) {
+		rc = -ESTALE;
 		goto out;
 	}
 	if (old->type == REDIS_REPLY_STRING && strcmp(old->str, text) == 0) {
@@ -275,13 +355,17 @@ int rulestore_put(struct rconn *c, const char *prefix, const struct rule *rule, 
 			goto out;
 		}
 	}
-	if ((rc = transaction(c, b, 3, &exec)))
+	rc = transaction(c, b, 3, &exec);
+	execd = 1; /* EXEC (run or aborted) ended the WATCH */
+	if (rc)
 		goto out;
 	if (created)
 		*created = old->type == REDIS_REPLY_NIL;
 	if (unchanged)
 		*unchanged = 0;
 out:
+	if (if_match && !execd)
+		watch_rules(c, &k, 0); /* EXEC clears the WATCH; every other way out must */
 	if (old)
 		freeReplyObject(old);
 	rbatch_free(b);
@@ -290,6 +374,12 @@ out:
 }
 
 int rulestore_delete(struct rconn *c, const char *prefix, const char *name, int *deleted)
+{
+	return rulestore_delete_if(c, prefix, name, NULL, deleted);
+}
+
+int rulestore_delete_if(struct rconn *c, const char *prefix, const char *name, const char *if_match,
+			int *deleted)
 {
 	struct keys k;
 	const char *hexists[3] = { "HEXISTS", k.hash, name };
@@ -303,18 +393,44 @@ int rulestore_delete(struct rconn *c, const char *prefix, const char *name, int 
 	make_keys(prefix, &k);
 	hel[1] = hdell[1] = strlen(k.hash);
 	incrl[1] = strlen(k.version);
-	/* only an existing rule is deleted and bumps the version */
-	if ((rc = rconn_command(c, 3, hexists, hel, &r)))
-		return rc;
-	rc = r->type == REDIS_REPLY_INTEGER ? 0 : r->type == REDIS_REPLY_ERROR ? -EBADMSG : -EPROTO;
-	if (!rc && r->integer == 0) {
+	if (if_match) {
+		const char *hget[3] = { "HGET", k.hash, name };
+		size_t hgl[3] = { 4, strlen(k.hash), strlen(name) };
+
+		if ((rc = watch_rules(c, &k, 1)))
+			return rc;
+		if ((rc = rconn_command(c, 3, hget, hgl, &r)))
+			return rc;
+		rc = r->type == REDIS_REPLY_ERROR ? -EBADMSG
+		     : r->type == REDIS_REPLY_NIL ? 0
+		     : !precondition_holds(if_match, name, r->type == REDIS_REPLY_STRING ? r->str : NULL, r->len)
+			     ? -ESTALE : 0;
+		if (!rc && r->type == REDIS_REPLY_NIL) {
+			/* nothing to delete: not found, whatever the precondition */
+			freeReplyObject(r);
+			watch_rules(c, &k, 0);
+			*deleted = 0;
+			return 0;
+		}
 		freeReplyObject(r);
-		*deleted = 0;
-		return 0;
+		if (rc || (rc = check_version(c, &k))) {
+			watch_rules(c, &k, 0);
+			return rc;
+		}
+	} else {
+		/* only an existing rule is deleted and bumps the version */
+		if ((rc = rconn_command(c, 3, hexists, hel, &r)))
+			return rc;
+		rc = r->type == REDIS_REPLY_INTEGER ? 0 : r->type == REDIS_REPLY_ERROR ? -EBADMSG : -EPROTO;
+		if (!rc && r->integer == 0) {
+			freeReplyObject(r);
+			*deleted = 0;
+			return 0;
+		}
+		freeReplyObject(r);
+		if (rc || (rc = check_version(c, &k)))
+			return rc;
 	}
-	freeReplyObject(r);
-	if (rc || (rc = check_version(c, &k)))
-		return rc;
 	if (!(b = rbatch_new()))
 		return -ENOMEM;
 	if (queue_multi(b, 0) || rbatch_cmd(b, 3, hdel, hdell) || rbatch_cmd(b, 2, incr, incrl) ||

@@ -12,7 +12,8 @@
  * Ties between globs of equal literal prefix are broken by rule name, so every
  * daemon orders the rules the same way whatever order HGETALL returns.
  *
- * Errors: 0, an rconn error (-EIO, -EAGAIN, -ENOMEM), -EBADMSG when Redis
+ * Errors: 0, an rconn error (-EIO, -EAGAIN, -ENOMEM), -ESTALE for a failed
+ * If-Match precondition (the *_if calls), -EBADMSG when Redis
  * refused a command (e.g. one of these keys has another type; nothing is
  * reported as done then), -EPROTO for an unexpected reply.
  */
@@ -41,5 +42,24 @@ int rulestore_put(struct rconn *c, const char *prefix, const struct rule *r, int
 		  int *unchanged);
 /* Delete rule `name`; *deleted = 1 when it existed (version bumped only then). */
 int rulestore_delete(struct rconn *c, const char *prefix, const char *name, int *deleted);
+
+/*
+ * The entity tag of a rule: FNV-1a 64 of its canonical JSON (rule_to_text),
+ * as a quoted HTTP strong ETag, e.g. "\"9f0c...\"" (19 bytes with NUL).
+ * Two daemons give the same rule the same tag.  0 or -ENOMEM.
+ */
+#define RULESTORE_ETAG_SIZE 20
+int rulestore_etag(const struct rule *r, char out[RULESTORE_ETAG_SIZE]);
+
+/*
+ * As rulestore_put / rulestore_delete, under an HTTP If-Match precondition:
+ * `if_match` is "*" (the rule must exist) or one or more ETags separated by
+ * commas; NULL means no precondition.  -ESTALE when the stored rule does not
+ * match (or changed while this call ran: WATCH on the rules hash).
+ */
+int rulestore_put_if(struct rconn *c, const char *prefix, const struct rule *r, const char *if_match,
+		     int *created, int *unchanged);
+int rulestore_delete_if(struct rconn *c, const char *prefix, const char *name, const char *if_match,
+			int *deleted);
 
 #endif

@@ -63,6 +63,7 @@ static struct {
 	cJSON *json;
 	const char *allow;
 	int challenge;
+	char etag[24];
 } res;
 
 static void srv_start(void)
@@ -128,8 +129,8 @@ static void teardown(void)
 
 /* ---- requests --------------------------------------------------------------- */
 
-/* Authorization header for the next call_on (then reset), or NULL. */
-static const char *next_auth;
+/* Authorization and If-Match headers for the next call_on (then reset), or NULL. */
+static const char *next_auth, *next_if_match;
 
 /* One request to api `a`; the response lands in `res`.  Returns the status. */
 static int call_on(struct api *a, const char *method, const char *path, const char *body, size_t len,
@@ -148,10 +149,12 @@ static int call_on(struct api *a, const char *method, const char *path, const ch
 	rq.body = body;
 	rq.body_len = len;
 	rq.authorization = next_auth;
-	next_auth = NULL;
+	rq.if_match = next_if_match;
+	next_auth = next_if_match = NULL;
 	api_handle(a, &rq, &rs);
 	res.status = rs.status;
 	res.challenge = rs.challenge;
+	memcpy(res.etag, rs.etag, sizeof(res.etag));
 	res.allow = rs.allow;
 	ck_assert_msg(rs.body != NULL, "%s: no body (status %d)", res.what, rs.status);
 	res.text = cJSON_PrintUnformatted(rs.body);
@@ -1376,6 +1379,53 @@ START_TEST(test_registry_of_wrong_type)
 }
 END_TEST
 
+/* ---- ETag / If-Match ------------------------------------------------------------ */
+
+START_TEST(test_rule_etags)
+{
+	const char *v2 = "{\"match\":\"/api/*\",\"algorithm\":\"leaky_bucket\",\"capacity\":20,\"rate\":2}";
+	const char *v3 = "{\"match\":\"/api/*\",\"algorithm\":\"leaky_bucket\",\"capacity\":30,\"rate\":2}";
+	char e1[24], e2[24], list[64], before[512], after[512];
+
+	/* If-Match "*" needs the rule to exist */
+	next_if_match = "*";
+	put("/v1/rules/api", API_BODY);
+	ck_err(412, "precondition_failed", NULL);
+	put_ok("api", API_BODY);
+	ck_assert_int_eq(strlen(res.etag), 18); /* "<16 hex digits>" */
+	memcpy(e1, res.etag, sizeof(e1));
+	get("/v1/rules/api");
+	ck_assert_str_eq(res.etag, e1);
+
+	next_if_match = e1;
+	put("/v1/rules/api", v2);
+	ck_assert_int_eq(res.status, 200);
+	memcpy(e2, res.etag, sizeof(e2));
+	ck_assert_str_ne(e1, e2);
+
+	/* a writer still holding e1 is refused, and nothing changes */
+	rules_snapshot(before, sizeof(before));
+	next_if_match = e1;
+	put("/v1/rules/api", v3);
+	ck_err(412, "precondition_failed", NULL);
+	next_if_match = e1;
+	call("DELETE", "/v1/rules/api", NULL);
+	ck_err(412, "precondition_failed", NULL);
+	rules_snapshot(after, sizeof(after));
+	ck_assert_str_eq(before, after);
+
+	/* one of several tags */
+	snprintf(list, sizeof(list), "\"0000000000000000\", %s", e2);
+	next_if_match = list;
+	put("/v1/rules/api", v3);
+	ck_assert_int_eq(res.status, 200);
+	get("/v1/rules/api");
+	next_if_match = res.etag[0] ? strcpy(e1, res.etag) : NULL;
+	call("DELETE", "/v1/rules/api", NULL);
+	ck_res(200, "{\"deleted\":\"api\"}");
+}
+END_TEST
+
 /* ---- bulk reset ------------------------------------------------------------- */
 
 START_TEST(test_bulk_reset)
@@ -2001,6 +2051,7 @@ static Suite *admin_suite(void)
 	tcase_add_test(tc, test_registry_of_wrong_type);
 	tcase_add_test(tc, test_worker_sweep_now);
 	tcase_add_test(tc, test_metrics);
+	tcase_add_test(tc, test_rule_etags);
 	tcase_add_test(tc, test_bulk_reset);
 	tcase_add_test(tc, test_bulk_reset_errors);
 	tcase_add_test(tc, test_auth_writes);
