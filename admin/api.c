@@ -167,6 +167,8 @@ static int segs_split(const char *path, struct segs *g)
 			return -ENOMEM;
 		/* libmicrohttpd's decoder; returns the decoded length (NUL bytes kept) */
 		g->len[g->n] = MHD_http_unescape(copy);
+		if (!jsonv_utf8_valid(copy, g->len[g->n]))
+			g->bad_escape = 1; /* a path is text: UTF-8 (NUL allowed, as %00) */
 		g->s[g->n++] = copy;
 		if (!end)
 			return 0;
@@ -1005,7 +1007,7 @@ void api_handle(struct api *a, const struct api_request *req, struct api_respons
 		return;
 	}
 	if (g.bad_escape) {
-		fail(res, 400, "invalid_path", "path has an invalid percent-encoding", NULL);
+		fail(res, 400, "invalid_path", "path has an invalid percent-encoding or is not UTF-8", NULL);
 		goto out;
 	}
 	a->allow[0] = '\0';

@@ -265,6 +265,8 @@ struct server *server_start(const struct server_config *cfg, struct api *api, ch
 				MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, /* first, to catch every message */
 				MHD_OPTION_SOCK_ADDR, ai->ai_addr,
 				MHD_OPTION_CONNECTION_LIMIT, cfg->max_connections,
+				/* room for a 10,000-byte path percent-encoded (30 KB) in the request line */
+				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(128 * 1024),
 				MHD_OPTION_CONNECTION_TIMEOUT, cfg->idle_timeout_s,
 				MHD_OPTION_UNESCAPE_CALLBACK, keep_escapes, NULL,
 				MHD_OPTION_NOTIFY_COMPLETED, completed, NULL,

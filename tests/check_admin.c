@@ -488,6 +488,15 @@ START_TEST(test_bad_percent_encoding)
 {
 	get("/v1/paths/%zz");
 	ck_err(400, "invalid_path", NULL);
+	/* not UTF-8 once decoded: a lone continuation byte, an overlong '/', a truncated sequence */
+	get("/v1/paths/%FF");
+	ck_err(400, "invalid_path", NULL);
+	call("POST", "/v1/paths/%C0%AF/reset", NULL);
+	ck_err(400, "invalid_path", NULL);
+	get("/v1/paths/caf%C3");
+	ck_err(400, "invalid_path", NULL);
+	get("/v1/paths/caf%C3%A9"); /* valid UTF-8: no rule, no state */
+	ck_err(404, "not_found", NULL);
 	get("/v1/paths/%2");
 	ck_err(400, "invalid_path", NULL);
 	get("/v1/paths/ab%");
@@ -1379,6 +1388,93 @@ START_TEST(test_registry_of_wrong_type)
 }
 END_TEST
 
+/* ---- paths are binary-safe arguments, never formatted into commands --------------- */
+
+/* Admit one entry for the `len`-byte path (NUL bytes allowed) at `now`. */
+static void lb_admit_bin(const char *path, size_t len, long long now)
+{
+	const struct script_src *s = script_get(SCRIPT_LEAKY_BUCKET);
+	struct strbuf k1 = { 0 }, k2 = { 0 };
+	char nowb[24];
+	const char *argv[11];
+	size_t lens[11];
+	redisReply *r;
+
+	strbuf_add(&k1, "sluice:{", 8);
+	strbuf_add(&k1, path, len);
+	strbuf_add(&k1, "}:leaky_bucket", 14);
+	strbuf_add(&k2, k1.p, k1.len);
+	strbuf_add(&k2, ":meta", 5);
+	snprintf(nowb, sizeof(nowb), "%lld", now);
+	argv[0] = "EVAL", argv[1] = s->body, argv[2] = "3", argv[3] = k1.p, argv[4] = k2.p, argv[5] = LB_REG;
+	argv[6] = path, argv[7] = "10", argv[8] = "0.1", argv[9] = "1", argv[10] = nowb;
+	for (int i = 0; i < 11; i++)
+		lens[i] = strlen(argv[i]);
+	lens[3] = k1.len, lens[4] = k2.len, lens[6] = len;
+	r = redisCommandArgv(c, 11, argv, lens);
+	ck_assert_msg(r && r->type == REDIS_REPLY_ARRAY && r->element[0]->integer == 1, "not admitted");
+	freeReplyObject(r);
+	strbuf_free(&k1);
+	strbuf_free(&k2);
+}
+
+/* "/v1/paths/" + every byte percent-encoded + suffix, into a new string. */
+static char *encoded_url(const char *path, size_t len, const char *suffix)
+{
+	struct strbuf b = { 0 };
+	char hex[4];
+
+	strbuf_add(&b, "/v1/paths/", 10);
+	for (size_t i = 0; i < len; i++) {
+		snprintf(hex, sizeof(hex), "%%%02X", (unsigned char)path[i]);
+		strbuf_add(&b, hex, 3);
+	}
+	strbuf_add(&b, suffix, strlen(suffix));
+	return b.p;
+}
+
+START_TEST(test_paths_binary_safe)
+{
+	static char longpath[10001];
+	const struct {
+		const char *p;
+		size_t len;
+	} paths[] = {
+		{ "/a path with spaces", 19 }, { "/{braces}", 9 },   { "/\"quoted\" 'x'", 14 },
+		{ "/new\nline\r", 11 },        { "/nul\0byte", 9 }, { longpath, 10000 },
+		{ "/x * ? [a] \\", 13 },
+	};
+	long long t = test_server_ms(c) + HOUR_MS;
+
+	memset(longpath, 'p', 10000);
+	longpath[0] = '/';
+	put_ok("all", "{\"match\":\"*\",\"algorithm\":\"leaky_bucket\",\"capacity\":10,\"rate\":0.1}");
+	lb_admit("/canary", 10, "0.1", t);
+	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+		char *url = encoded_url(paths[i].p, paths[i].len, "");
+		char *reset = encoded_url(paths[i].p, paths[i].len, "/reset");
+
+		lb_admit_bin(paths[i].p, paths[i].len, t);
+		lb_admit_bin(paths[i].p, paths[i].len, t + 1);
+		get(url);
+		ck_assert_msg(res.status == 200, "path %zu: %d %s", i, res.status, res.text);
+		ck_assert_int_eq(jint("count"), 2);
+		ck_assert_int_eq(cJSON_IsTrue(jat("registered")), 1);
+		call("POST", reset, NULL);
+		ck_assert_int_eq(res.status, 200);
+		ck_assert_int_eq(jint("keys_removed"), 2);
+		ck_assert_int_eq(jint("entries_removed"), 2);
+		ck_assert_int_eq(jint("registries_removed"), 1);
+		free(url);
+		free(reset);
+	}
+	/* nothing else was touched */
+	ck_assert_int_eq(test_cmd_int(c, "SCARD %s", LB_REG), 1);
+	ck_assert_int_eq(test_cmd_int(c, "ZCARD %s", test_lb_key("/canary")), 1);
+	ck_assert_int_eq(test_cmd_int(c, "DBSIZE"), 6); /* canary bucket + meta, registry, rules hash, version, epoch */
+}
+END_TEST
+
 /* ---- ETag / If-Match ------------------------------------------------------------ */
 
 START_TEST(test_rule_etags)
@@ -2051,6 +2147,7 @@ static Suite *admin_suite(void)
 	tcase_add_test(tc, test_registry_of_wrong_type);
 	tcase_add_test(tc, test_worker_sweep_now);
 	tcase_add_test(tc, test_metrics);
+	tcase_add_test(tc, test_paths_binary_safe);
 	tcase_add_test(tc, test_rule_etags);
 	tcase_add_test(tc, test_bulk_reset);
 	tcase_add_test(tc, test_bulk_reset_errors);
