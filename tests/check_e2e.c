@@ -410,6 +410,43 @@ START_TEST(bad_config_exits_2_and_touches_nothing)
 }
 END_TEST
 
+START_TEST(two_daemons_share_rules)
+{
+	struct daemon_proc a, b;
+	char *body = NULL;
+	long long version;
+	int64_t t0;
+	cJSON *j;
+
+	start_daemon(&a, R.url);
+	start_daemon(&b, R.url);
+	ck_assert_int_eq(http("PUT", a.port, "/v1/rules/shared",
+			      "{\"match\":\"/shared/*\",\"algorithm\":\"leaky_bucket\",\"capacity\":5,\"rate\":1000}",
+			      &body), 201);
+	free(body);
+	j = get_json(a.port, "/v1/rules", 200);
+	version = jint(j, "version");
+	cJSON_Delete(j);
+	/* B's worker checks the version every tick (20 ms here): it must hold the rule within a few */
+	t0 = now_ms();
+	for (;;) {
+		j = get_json(b.port, "/v1/worker", 200);
+		if (jint(j, "rules.version") == version && jint(j, "rules.loaded") == 3)
+			break;
+		cJSON_Delete(j);
+		ck_assert_msg(now_ms() - t0 < 500, "B did not load the rule changed through A");
+		sleep_ms(5);
+	}
+	cJSON_Delete(j);
+	/* and B serves it too, through its own API */
+	j = get_json(b.port, "/v1/rules/shared", 200);
+	ck_assert_int_eq(jint(j, "capacity"), 5);
+	cJSON_Delete(j);
+	ck_assert_int_eq(stop_daemon(&a), 0);
+	ck_assert_int_eq(stop_daemon(&b), 0);
+}
+END_TEST
+
 START_TEST(sighup_reloads_config)
 {
 	struct daemon_proc d;
@@ -502,6 +539,7 @@ static Suite *e2e_suite(void)
 	tcase_add_test(tc, prune_and_reset_through_admin_api);
 	tcase_add_test(tc, redis_outage_and_recovery);
 	tcase_add_test(tc, bad_config_exits_2_and_touches_nothing);
+	tcase_add_test(tc, two_daemons_share_rules);
 	tcase_add_test(tc, sighup_reloads_config);
 	tcase_add_test(tc, non_loopback_needs_token);
 	tcase_add_test(tc, help_and_version);
