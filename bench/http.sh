@@ -47,7 +47,9 @@ done
 for n in $CONNS "$DURATION" "$REPEAT" "$WARMUP"; do
 	[[ $n =~ ^[0-9]+$ ]] || die "HTTP_BENCH_* must be whole numbers (got \"$n\")"
 done
-[ "$REPEAT" -ge 1 ] && [ "$DURATION" -ge 1 ] || die "HTTP_BENCH_REPEAT and HTTP_BENCH_DURATION must be >= 1"
+if [ "$REPEAT" -lt 1 ] || [ "$DURATION" -lt 1 ]; then
+	die "HTTP_BENCH_REPEAT and HTTP_BENCH_DURATION must be >= 1"
+fi
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/sluice-http-bench.XXXXXX")
 # nginx's workers run as `nobody` when the master is root: they must reach the file
@@ -59,18 +61,20 @@ declare -A NGINX_PID NGINX_PORT
 # Stop one process we started (and, for nginx, its workers): SIGTERM, then
 # SIGKILL after 3 s; reap it.
 stop_pid() {
-	local pid=$1 kids i
+	local pid=$1 i
+	local -a kids
 	[ -n "$pid" ] || return 0
-	kids=$(pgrep -P "$pid" 2>/dev/null || true)
+	read -ra kids <<<"$(pgrep -P "$pid" 2>/dev/null | tr '\n' ' ')"
 	kill -TERM "$pid" 2>/dev/null || return 0
 	for i in $(seq 30); do
 		kill -0 "$pid" 2>/dev/null || break
 		sleep 0.1
 	done
-	kill -KILL "$pid" $kids 2>/dev/null || true
+	kill -KILL "$pid" "${kids[@]}" 2>/dev/null || true
 	wait "$pid" 2>/dev/null || true
 }
 
+# shellcheck disable=SC2317 # called by the EXIT trap
 cleanup() {
 	local k
 	for k in "${!NGINX_PID[@]}"; do
@@ -106,8 +110,8 @@ http_status() {
 }
 
 start_redis() {
-	local try port i
-	for try in $(seq 20); do
+	local port i
+	for _ in $(seq 20); do
 		port=$(free_port)
 		redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no \
 			--dir "$TMP" --logfile "$TMP/redis.log" --databases 1 &
@@ -128,8 +132,8 @@ start_redis() {
 }
 
 start_sluiced() {
-	local try port i
-	for try in $(seq 10); do
+	local port i
+	for _ in $(seq 10); do
 		port=$(free_port)
 		"$SLUICED" --redis "redis://127.0.0.1:$REDIS_PORT/0" --listen "127.0.0.1:$port" \
 			--log-level warn 2>"$TMP/sluiced.log" &
@@ -154,9 +158,9 @@ start_sluiced() {
 
 # start_nginx NAME WORKERS FILE: nginx serving FILE at /v1/rules, in $TMP/NAME.
 start_nginx() {
-	local name=$1 workers=$2 file=$3 dir="$TMP/$1" try port i pid
+	local name=$1 workers=$2 file=$3 dir="$TMP/$1" port i pid
 	mkdir -p "$dir"
-	for try in $(seq 10); do
+	for _ in $(seq 10); do
 		port=$(free_port)
 		cat >"$dir/nginx.conf" <<-EOF
 			# throw-away config of sluice's bench/http.sh
@@ -228,7 +232,7 @@ cpu_ticks() {
 server_pids() {
 	case $1 in
 	sluiced) echo "$SLUICED_PID" ;;
-	*) echo "${NGINX_PID[$1]}" $(pgrep -P "${NGINX_PID[$1]}" || true) ;;
+	*) echo "${NGINX_PID[$1]}" "$(pgrep -P "${NGINX_PID[$1]}" | tr '\n' ' ')" ;;
 	esac
 }
 
@@ -272,8 +276,10 @@ wrk_run() {
 		/Socket errors:/ { sock = $0 }
 		END { printf "%s %s %s %s|%s\n", rps, p99, reqs, bad + 0, sock }' "$out")
 	read -r W_RPS W_P99 W_REQS W_BAD <<<"${line%%|*}"
-	[ -n "$W_RPS" ] && [ -n "$W_P99" ] && [ -n "$W_REQS" ] && [ "$W_REQS" -gt 0 ] ||
-		{ cat "$out" >&2; die "could not read wrk's output for $url"; }
+	if [ -z "$W_RPS" ] || [ -z "$W_P99" ] || [ -z "$W_REQS" ] || [ "$W_REQS" -eq 0 ]; then
+		cat "$out" >&2
+		die "could not read wrk's output for $url"
+	fi
 	[ "$W_BAD" = 0 ] || { cat "$out" >&2; die "$W_BAD responses were not 2xx/3xx on $url"; }
 	[ -z "${line#*|}" ] || { cat "$out" >&2; die "wrk saw socket errors on $url: ${line#*|}"; }
 }
@@ -387,12 +393,12 @@ for round in $(seq "$REPEAT"); do
 	for id in "${CASES[@]}"; do
 		IFS='|' read -r srv p c <<<"$id"
 		[[ $p == /v1/paths/* ]] && fill_users
-		pids=$(server_pids "$srv")
+		read -ra pids <<<"$(server_pids "$srv")"
 		redis-cli -h 127.0.0.1 -p "$REDIS_PORT" config resetstat >/dev/null
-		t0=$(cpu_ticks $pids)
+		t0=$(cpu_ticks "${pids[@]}")
 		r0=$(cpu_ticks "$REDIS_PID")
 		wrk_run "http://127.0.0.1:$(server_port "$srv")$p" "$c" "$DURATION" "$TMP/wrk.out"
-		t1=$(cpu_ticks $pids)
+		t1=$(cpu_ticks "${pids[@]}")
 		r1=$(cpu_ticks "$REDIS_PID")
 		cpu=$(awk -v t=$((t1 - t0)) -v n="$W_REQS" -v u="$TICK_US" 'BEGIN { printf "%.1f", t * u / n }')
 		busy=$(awk -v t=$((t1 - t0)) -v s="$DURATION" -v u="$TICK_US" 'BEGIN { printf "%.0f", t * u / 1e6 / s * 100 }')
@@ -404,8 +410,8 @@ for round in $(seq "$REPEAT"); do
 			IFS='|' read -r calls rus cmds <<<"$(redis_stats "$W_REQS")"
 			RCALLS[$id]+="$calls "
 			RUS[$id]+="$rus "
-			RCMDS[$id]=$cmds
-			extra="; redis: $calls commands/req ($cmds), $rus us/req in commands, $(awk -v t=$((r1 - r0)) -v n="$W_REQS" -v u="$TICK_US" 'BEGIN { printf "%.1f", t * u / n }') us CPU/req"
+			RCMDS[$id]=${cmds# }
+			extra="; redis: $calls commands/req (${cmds# }), $rus us/req in commands, $(awk -v t=$((r1 - r0)) -v n="$W_REQS" -v u="$TICK_US" 'BEGIN { printf "%.1f", t * u / n }') us CPU/req"
 		fi
 		printf '%s %8.0f req/s  p99 %6.2f ms  (%s requests; server CPU %s us/req, %s%% of a CPU%s)\n' \
 			"$(label "$id")" "$W_RPS" "$W_P99" "$W_REQS" "$cpu" "$busy" "$extra"
@@ -423,7 +429,6 @@ for id in "${CASES[@]}"; do
 		"$(fmt2 "$(stat_max <<<"${P99[$id]}")")" "$(stat_median <<<"${CPU[$id]}")"
 done
 echo
-status=0
 for c in $CONNS; do
 	s="sluiced|/v1/rules|$c"
 	srps=$(stat_median <<<"${RPS[$s]}")
@@ -458,4 +463,4 @@ if grep -q 'level=error' "$TMP/sluiced.log"; then
 	grep 'level=error' "$TMP/sluiced.log" | tail -5 >&2
 	die "sluiced logged errors"
 fi
-exit $status
+exit 0

@@ -177,6 +177,7 @@ int config_defaults(struct config *cfg)
 	cfg->redis_timeout_ms = 500;
 	cfg->max_body_bytes = 65536;
 	cfg->max_connections = 64;
+	cfg->idle_timeout_s = 30;
 	cfg->log_level = LOG_INFO;
 	cfg->redis_url = strdup("redis://127.0.0.1:6379/0");
 	cfg->listen_host = strdup("127.0.0.1");
@@ -244,6 +245,7 @@ static const struct int_field int_fields[] = {
 	{ "redis_timeout_ms", 1, 600000, offsetof(struct config, redis_timeout_ms) },
 	{ "max_body_bytes", 1, 64 << 20, offsetof(struct config, max_body_bytes) },
 	{ "max_connections", 1, 65536, offsetof(struct config, max_connections) },
+	{ "idle_timeout_s", 1, 3600, offsetof(struct config, idle_timeout_s) },
 };
 
 int config_apply_json(struct config *cfg, const char *text, size_t len, struct sl_error *err)

@@ -43,6 +43,7 @@ struct config {
 	int64_t redis_timeout_ms;    /* connect and command timeout, default 500 (bounds SIGTERM's wait) */
 	int64_t max_body_bytes;      /* admin request bodies, default 65536 */
 	int64_t max_connections;     /* admin connections, default 64 */
+	int64_t idle_timeout_s;      /* admin connections idle this long are closed, default 30 */
 	enum log_level log_level;    /* default info */
 	char *admin_token_file;      /* owned or NULL: file holding the admin bearer token */
 	char *admin_token_env;       /* owned: environment variable with the token, default SLUICE_ADMIN_TOKEN */

@@ -283,7 +283,8 @@ int main(int argc, char **argv)
 		struct server_config sc = {
 			.host = d.cfg.listen_host, .port = d.cfg.listen_port,
 			.max_body_bytes = (size_t)d.cfg.max_body_bytes,
-			.max_connections = (unsigned)d.cfg.max_connections, .idle_timeout_s = 30,
+			.max_connections = (unsigned)d.cfg.max_connections,
+			.idle_timeout_s = (unsigned)d.cfg.idle_timeout_s,
 		};
 
 		srv = server_start(&sc, api, errbuf, sizeof(errbuf));
