@@ -23,7 +23,7 @@
 #define SWEEP_WAIT_MS 30000
 #define NROUTES_MAX 16
 
-static const int http_statuses[] = { 200, 201, 400, 401, 404, 405, 409, 412, 413, 500, 503 };
+static const int http_statuses[] = { 200, 201, 400, 401, 404, 405, 412, 413, 500, 503 };
 #define NSTATUS (sizeof(http_statuses) / sizeof(http_statuses[0]))
 
 struct api {
@@ -89,10 +89,11 @@ cJSON *api_error(const char *code, const char *message, const char *field)
 	return root;
 }
 
+/* Answer `body` with `status`; a NULL body (out of memory) becomes a 500 with an error body if one can be made. */
 static void reply(struct api_response *res, int status, cJSON *body)
 {
 	res->status = body ? status : 500;
-	res->body = body;
+	res->body = body ? body : api_error("internal", "out of memory", NULL);
 }
 
 static void fail(struct api_response *res, int status, const char *code, const char *message,

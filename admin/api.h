@@ -64,8 +64,8 @@ struct api;
 struct api *api_new(const struct api_config *cfg);
 void api_free(struct api *a);
 /*
- * Handle one request; always fills `res` (500 with an error body when out of
- * memory).  The caller frees res->body (cJSON_Delete) and res->text (free).
+ * Handle one request; always fills `res` (500 "internal" when out of memory;
+ * the body is NULL only when even that could not be made).  The caller frees res->body (cJSON_Delete) and res->text (free).
  */
 void api_handle(struct api *a, const struct api_request *req, struct api_response *res);
 /* 1 when the `a_len` bytes of `a` equal the `b_len` bytes of `b`, in time that depends only on the lengths. */

@@ -284,16 +284,21 @@ wrk_run() {
 	[ -z "${line#*|}" ] || { cat "$out" >&2; die "wrk saw socket errors on $url: ${line#*|}"; }
 }
 
-# "calls per request" of each Redis command since CONFIG RESETSTAT, and usec per request
+# Per request since CONFIG RESETSTAT: "round trips|commands|us in commands| cmd calls ...".
+# Round trips are the reads Redis processed (a pipeline arrives as one read);
+# commands include those a Lua script calls.
 redis_stats() {
-	redis-cli -h 127.0.0.1 -p "$REDIS_PORT" info commandstats | tr -d '\r' |
-		awk -F'[:,=]' -v n="$1" '/^cmdstat_/ {
-			sub(/^cmdstat_/, "", $1); calls[$1] = $3; us += $5; tot += $3 }
-			END {
-				line = ""
-				for (c in calls) if (calls[c] / n >= 0.01) line = line sprintf(" %s %.2f", c, calls[c] / n)
-				printf "%.2f|%.1f|%s\n", tot / n, us / n, line
-			}'
+	{
+		redis-cli -h 127.0.0.1 -p "$REDIS_PORT" info stats
+		redis-cli -h 127.0.0.1 -p "$REDIS_PORT" info commandstats
+	} | tr -d '\r' | awk -F'[:,=]' -v n="$1" '
+		/^total_reads_processed:/ { reads = $2 }
+		/^cmdstat_/ { sub(/^cmdstat_/, "", $1); calls[$1] = $3; us += $5; tot += $3 }
+		END {
+			line = ""
+			for (c in calls) if (calls[c] / n >= 0.01) line = line sprintf(" %s %.2f", c, calls[c] / n)
+			printf "%.2f|%.2f|%.1f|%s\n", reads / n, tot / n, us / n, line
+		}'
 }
 
 stat_median() { tr ' ' '\n' | grep . | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
@@ -367,7 +372,7 @@ for c in $CONNS; do
 	[ "$c" -gt 1 ] && CASES+=("nginx2|/v1/rules|$c")
 	CASES+=("sluiced|/v1/paths/$PATH_ENC|$c")
 done
-declare -A RPS P99 CPU RCALLS RUS RCMDS
+declare -A RPS P99 CPU RTRIPS RCALLS RUS RCPU RCMDS
 
 label() {
 	local srv=${1%%|*} rest=${1#*|}
@@ -407,11 +412,14 @@ for round in $(seq "$REPEAT"); do
 		CPU[$id]+="$cpu "
 		extra=""
 		if [ "$srv" = sluiced ]; then
-			IFS='|' read -r calls rus cmds <<<"$(redis_stats "$W_REQS")"
+			IFS='|' read -r trips calls rus cmds <<<"$(redis_stats "$W_REQS")"
+			rcpu=$(awk -v t=$((r1 - r0)) -v n="$W_REQS" -v u="$TICK_US" 'BEGIN { printf "%.1f", t * u / n }')
+			RTRIPS[$id]+="$trips "
 			RCALLS[$id]+="$calls "
 			RUS[$id]+="$rus "
+			RCPU[$id]+="$rcpu "
 			RCMDS[$id]=${cmds# }
-			extra="; redis: $calls commands/req (${cmds# }), $rus us/req in commands, $(awk -v t=$((r1 - r0)) -v n="$W_REQS" -v u="$TICK_US" 'BEGIN { printf "%.1f", t * u / n }') us CPU/req"
+			extra="; redis: $trips round trips/req, $calls commands/req (${cmds# }), $rus us/req in commands, $rcpu us CPU/req"
 		fi
 		printf '%s %8.0f req/s  p99 %6.2f ms  (%s requests; server CPU %s us/req, %s%% of a CPU%s)\n' \
 			"$(label "$id")" "$W_RPS" "$W_P99" "$W_REQS" "$cpu" "$busy" "$extra"
@@ -455,7 +463,9 @@ done
 for id in "${CASES[@]}"; do
 	[ "${id%%|*}" = sluiced ] || continue
 	IFS='|' read -r srv p c <<<"$id"
-	echo "REDIS GET $p c=$c: $(stat_median <<<"${RCALLS[$id]}") commands per request (${RCMDS[$id]# }), $(stat_median <<<"${RUS[$id]}") us of Redis command time per request"
+	echo "REDIS GET $p c=$c: per request $(stat_median <<<"${RTRIPS[$id]}") round trips," \
+		"$(stat_median <<<"${RCALLS[$id]}") commands (${RCMDS[$id]}; with those a script calls)," \
+		"$(stat_median <<<"${RUS[$id]}") us in commands, $(stat_median <<<"${RCPU[$id]}") us of redis-server CPU"
 done
 
 kill -0 "$SLUICED_PID" 2>/dev/null || die "sluiced died during the benchmark"

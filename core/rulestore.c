@@ -255,8 +255,8 @@ static int precondition_holds(const char *cond, const char *name, const char *te
 		return 0; /* neither "*" nor a tag matches an absent rule */
 	while (*p == ' ')
 		p++;
-	if (strcmp(p, "*") == 0)
-		return 1;
+	if (*p == '*' && p[strspn(p + 1, " ") + 1] == '\0')
+		return 1; /* "*", spaces around it allowed */
 	if (rule_from_text(text, len, name, &r, NULL) || rulestore_etag(r, tag)) {
 		rule_free(r);
 		return 0;

@@ -1,7 +1,8 @@
 #!/bin/sh
 # Check that the build, test and run dependencies are present; install the
 # Debian packages when running as root, otherwise print the exact command.
-# Used by `make test`, `make run`, `make bench` and .ci/run.
+# Used by `make test`, `make run`, `make bench` (with BENCH=1: wrk and nginx too)
+# and .ci/run.
 set -u
 pkgs=""
 need() { pkg-config --exists "$1" 2>/dev/null || pkgs="$pkgs $2"; }
@@ -16,6 +17,11 @@ need libcurl libcurl4-openssl-dev
 command -v redis-server >/dev/null 2>&1 || pkgs="$pkgs redis-server"
 command -v redis-cli >/dev/null 2>&1 || pkgs="$pkgs redis-tools"
 command -v curl >/dev/null 2>&1 || pkgs="$pkgs curl"
+# only for `make bench` (BENCH=1): the load generator and the baseline of bench/http.sh
+if [ "${BENCH:-}" = 1 ]; then
+	command -v wrk >/dev/null 2>&1 || pkgs="$pkgs wrk"
+	command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || pkgs="$pkgs nginx"
+fi
 [ -z "$pkgs" ] && exit 0
 
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
