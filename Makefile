@@ -128,6 +128,7 @@ install: $(B)/bin/sluiced
 	install -m 0755 $(B)/bin/sluiced $(DESTDIR)$(PREFIX)/bin/sluiced
 	install -m 0644 $(LUA) lua/README.md $(DESTDIR)$(PREFIX)/share/sluice/lua/
 	install -m 0644 examples/*.json $(DESTDIR)$(PREFIX)/share/doc/sluice/examples/
+	install -m 0644 docs/openapi.json $(DESTDIR)$(PREFIX)/share/doc/sluice/
 
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/sluiced
