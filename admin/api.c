@@ -399,7 +399,7 @@ static int parse_cursor(const char *s, size_t nlayouts, size_t *layout, char *ss
  */
 static void h_paths_list(struct api *a, const struct api_request *req, struct api_response *res)
 {
-	char sscan[24], count[16], next[48];
+	char sscan[24], count[24], next[48];
 	size_t layout;
 	long cnt = PATHS_COUNT_DEFAULT, got = 0;
 	cJSON *o = NULL, *arr;
@@ -428,24 +428,49 @@ static void h_paths_list(struct api *a, const struct api_request *req, struct ap
 	}
 	done = a->nlayouts == 0;
 	for (int scans = 0; !done && got < cnt && scans < PATHS_SCANS_MAX && !rc; scans++) {
-		const char *argv[7];
-		size_t lens[7], n;
+		const struct layout *l = &a->layouts[layout];
+		const char *argv[9];
+		size_t lens[9], n, kept = 0;
 		const char **paths = NULL;
 		size_t *plens = NULL;
 		redisReply *r = NULL;
+		struct strbuf keyglob = { 0 };
 		int argc = 0;
 
 		snprintf(count, sizeof(count), "%ld", cnt - got);
-		argv[argc] = "SSCAN", lens[argc++] = 5;
-		argv[argc] = a->layouts[layout].registry, lens[argc] = strlen(argv[argc]), argc++;
-		argv[argc] = sscan, lens[argc++] = strlen(sscan);
-		if (req->query_match && *req->query_match) {
+		if (l->scan) {
+			/* no registry: the keys themselves, MATCH on the key (the path's glob inside the template) */
+			const char *star = strchr(l->scan_match, '*');
+
+			strbuf_add(&keyglob, l->scan_match, (size_t)(star - l->scan_match));
+			if (req->query_match && *req->query_match)
+				strbuf_add(&keyglob, req->query_match, strlen(req->query_match));
+			else
+				strbuf_add(&keyglob, "*", 1);
+			if (strbuf_add(&keyglob, star + 1, strlen(star + 1))) {
+				rc = -ENOMEM;
+				break;
+			}
+			argv[argc] = "SCAN", lens[argc++] = 4;
+			argv[argc] = sscan, lens[argc++] = strlen(sscan);
 			argv[argc] = "MATCH", lens[argc++] = 5;
-			argv[argc] = req->query_match, lens[argc] = strlen(req->query_match), argc++;
+			argv[argc] = keyglob.p, lens[argc++] = keyglob.len;
+			argv[argc] = "TYPE", lens[argc++] = 4;
+			argv[argc] = l->scan_type, lens[argc] = strlen(l->scan_type), argc++;
+		} else {
+			argv[argc] = "SSCAN", lens[argc++] = 5;
+			argv[argc] = l->registry, lens[argc] = strlen(argv[argc]), argc++;
+			argv[argc] = sscan, lens[argc++] = strlen(sscan);
+			if (req->query_match && *req->query_match) {
+				argv[argc] = "MATCH", lens[argc++] = 5;
+				argv[argc] = req->query_match, lens[argc] = strlen(req->query_match), argc++;
+			}
 		}
 		argv[argc] = "COUNT", lens[argc++] = 5;
 		argv[argc] = count, lens[argc++] = strlen(count);
-		if ((rc = rconn_command(a->conn, argc, argv, lens, &r)))
+		rc = rconn_command(a->conn, argc, argv, lens, &r);
+		strbuf_free(&keyglob);
+		if (rc)
 			break;
 		if (r->type == REDIS_REPLY_ERROR) {
 			/* an out-of-range cursor is the caller's; a registry of another type is ours */
@@ -473,11 +498,17 @@ static void h_paths_list(struct api *a, const struct api_request *req, struct ap
 			rc = -ENOMEM;
 		} else {
 			for (size_t i = 0; i < n; i++) {
-				paths[i] = r->element[1]->element[i]->str;
-				plens[i] = r->element[1]->element[i]->len;
+				const char *m = r->element[1]->element[i]->str;
+				size_t mlen = r->element[1]->element[i]->len;
+
+				/* a scan layout yields keys: show the path inside */
+				if (l->scan && layout_path_of(l, m, mlen, &m, &mlen))
+					continue;
+				paths[kept] = m;
+				plens[kept++] = mlen;
 			}
-			rc = pathstate_list(a->conn, &a->layouts[layout], &a->rules, paths, plens, n, arr);
-			got += (long)n;
+			rc = pathstate_list(a->conn, l, &a->rules, paths, plens, kept, arr);
+			got += (long)kept;
 		}
 		/* where the walk goes on */
 		if (strcmp(r->element[0]->str, "0") != 0) {

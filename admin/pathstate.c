@@ -223,6 +223,40 @@ int pathstate_get(struct rconn *c, const struct layout *layouts, size_t nlayouts
 	if (!b)
 		return -ENOMEM;
 	if (l) {
+		/* several layouts may keep this algorithm (sluice's own, foreign ones):
+		 * the first whose key exists for the path, else sluice's own */
+		size_t cand[32], nc = 0;
+
+		for (size_t i = 0; i < nlayouts && nc < 32; i++)
+			if (layouts[i].algorithm == rule->algorithm)
+				cand[nc++] = i;
+		for (size_t i = 0; i < nc && !rc; i++) {
+			struct strbuf k = { 0 };
+			const char *argv[2] = { "EXISTS", NULL };
+			size_t lens[2] = { 6, 0 };
+
+			rc = layout_key(&layouts[cand[i]], path, len, 0, &k);
+			if (!rc) {
+				argv[1] = k.p;
+				lens[1] = k.len;
+				rc = rbatch_cmd(b, 2, argv, lens);
+			}
+			strbuf_free(&k);
+		}
+		if (!rc && nc > 1 && !(rc = rbatch_run(c, b)))
+			for (size_t i = 0; i < nc; i++) {
+				const redisReply *e = rbatch_reply(b, i);
+
+				if (e && e->type == REDIS_REPLY_INTEGER && e->integer == 1) {
+					l = &layouts[cand[i]];
+					break;
+				}
+			}
+		rbatch_clear(b);
+		if (rc)
+			goto out;
+	}
+	if (l) {
 		/* the rule decides: [SISMEMBER, state script] */
 		if ((rc = queue_sismember(b, l, path, len)) || (rc = queue_state(b, l, rule, path, len)) ||
 		    (rc = rbatch_run(c, b)))

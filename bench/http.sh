@@ -95,10 +95,11 @@ port_busy() {
 	grep -qiE "^ *[0-9]+: [0-9A-F]+:$hex [0-9A-F]+:[0-9A-F]+ 0A" /proc/net/tcp /proc/net/tcp6 2>/dev/null
 }
 
+# A port below the ephemeral range (32768-60999), so no client socket holds it.
 free_port() {
 	local port
 	while :; do
-		port=$((20000 + RANDOM % 40000))
+		port=$((20000 + RANDOM % 12000))
 		port_busy "$port" || break
 	done
 	echo "$port"
@@ -195,7 +196,7 @@ start_nginx() {
 		EOF
 		"$NGINX" -t -q -p "$dir" -c "$dir/nginx.conf" -e "$dir/error.log" ||
 			{ cat "$dir/error.log" >&2 2>/dev/null; die "nginx -t refused $dir/nginx.conf"; }
-		"$NGINX" -p "$dir" -c "$dir/nginx.conf" -e "$dir/error.log" &
+		"$NGINX" -p "$dir" -c "$dir/nginx.conf" -e "$dir/error.log" 2>>"$dir/stderr.log" &
 		pid=$!
 		NGINX_PID[$name]=$pid
 		for i in $(seq 50); do
@@ -206,8 +207,8 @@ start_nginx() {
 			fi
 			sleep 0.1
 		done
-		if kill -0 "$pid" 2>/dev/null || ! grep -q 'in use' "$dir/error.log"; then
-			tail -5 "$dir/error.log" >&2
+		if kill -0 "$pid" 2>/dev/null || ! grep -qs 'in use' "$dir/error.log" "$dir/stderr.log"; then
+			tail -5 "$dir/error.log" "$dir/stderr.log" >&2 2>/dev/null
 			die "nginx ($name) did not serve /v1/rules in 5 s"
 		fi
 		wait "$pid" 2>/dev/null || true # lost the port: try another one

@@ -206,6 +206,7 @@ void config_free(struct config *cfg)
 	for (size_t i = 0; i < cfg->nrules; i++)
 		rule_free(cfg->rules[i]);
 	free(cfg->rules);
+	layouts_free(cfg->layouts, cfg->nlayouts);
 	memset(cfg, 0, sizeof(*cfg));
 }
 
@@ -255,7 +256,9 @@ int config_apply_json(struct config *cfg, const char *text, size_t len, struct s
 	struct redis_target target = { 0 };
 	struct rule **rules = NULL;
 	size_t nrules = 0;
-	int have_rules = 0, rc = 0;
+	struct layout *layouts = NULL;
+	size_t nlayouts = 0;
+	int have_rules = 0, have_layouts = 0, rc = 0;
 	const char *end = NULL;
 	cJSON *root, *it;
 
@@ -367,6 +370,35 @@ int config_apply_json(struct config *cfg, const char *text, size_t len, struct s
 					goto out;
 				}
 			}
+		} else if (!strcmp(key, "layouts")) {
+			const cJSON *l;
+			size_t n = 0;
+
+			if (!cJSON_IsArray(it)) {
+				rc = sl_fail(err, "layouts", "must be an array of layout objects");
+				goto out;
+			}
+			have_layouts = 1;
+			cJSON_ArrayForEach(l, it) {
+				struct layout one;
+				char where[32];
+
+				snprintf(where, sizeof(where), "layouts[%zu]", n++);
+				if ((rc = layout_from_json(l, where, &one, err)))
+					goto out;
+				for (size_t j = 0; j < nlayouts; j++)
+					if (!strcmp(layouts[j].name, one.name))
+						rc = sl_fail(err, where, "duplicate layout name \"%s\"", one.name);
+				if (!rc && (!strcmp(one.name, "leaky_bucket") || !strcmp(one.name, "sliding_log") ||
+					    !strcmp(one.name, "sliding_counter") || !strcmp(one.name, "fixed_window") ||
+					    !strcmp(one.name, "token_bucket")))
+					rc = sl_fail(err, where, "the name \"%s\" is sluice's own layout's", one.name);
+				if (!rc)
+					rc = layouts_append(&layouts, &nlayouts, &one);
+				layout_clear(&one); /* the array holds a copy */
+				if (rc)
+					goto out;
+			}
 		} else if (!strcmp(key, "rules")) {
 			const cJSON *r;
 			size_t n = 0;
@@ -433,6 +465,13 @@ int config_apply_json(struct config *cfg, const char *text, size_t len, struct s
 		next.admin_token_env = token_env;
 		token_env = NULL;
 	}
+	if (have_layouts) {
+		layouts_free(next.layouts, next.nlayouts);
+		next.layouts = layouts;
+		next.nlayouts = nlayouts;
+		layouts = NULL;
+		nlayouts = 0;
+	}
 	if (have_rules) {
 		for (size_t i = 0; i < next.nrules; i++)
 			rule_free(next.rules[i]);
@@ -454,6 +493,7 @@ out:
 	for (size_t i = 0; i < nrules; i++)
 		rule_free(rules[i]);
 	free(rules);
+	layouts_free(layouts, nlayouts);
 	return rc;
 }
 

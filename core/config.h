@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "core/error.h"
+#include "core/layout.h"
 #include "core/log.h"
 #include "core/rules.h"
 
@@ -52,6 +53,8 @@ struct config {
 	char *admin_token;           /* owned or NULL: the token, filled by config_load_token() */
 	struct rule **rules;         /* owned, from the config file's "rules" */
 	size_t nrules;
+	struct layout *layouts;      /* owned, foreign layouts from the config file's "layouts" */
+	size_t nlayouts;
 };
 
 /* Fill the defaults; 0 or -ENOMEM. */

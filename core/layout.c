@@ -5,18 +5,189 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
 static const enum algorithm maintained[] = { ALG_LEAKY_BUCKET, ALG_SLIDING_LOG };
+
+void layout_clear(struct layout *l)
+{
+	free(l->key_prefix);
+	free(l->key_suffix);
+	free(l->registry);
+	free(l->scan_match);
+	free(l->scan_type);
+	memset(l, 0, sizeof(*l));
+}
 
 void layouts_free(struct layout *v, size_t n)
 {
 	if (!v)
 		return;
-	for (size_t i = 0; i < n; i++) {
-		free(v[i].key_prefix);
-		free(v[i].key_suffix);
-		free(v[i].registry);
-	}
+	for (size_t i = 0; i < n; i++)
+		layout_clear(&v[i]);
 	free(v);
+}
+
+const char *score_unit_name(enum score_unit u)
+{
+	return u == UNIT_S ? "s" : u == UNIT_US ? "us" : "ms";
+}
+
+static char *dup_opt(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+int layouts_append(struct layout **v, size_t *n, const struct layout *l)
+{
+	struct layout *nv = realloc(*v, (*n + 1) * sizeof(**v)), c = *l;
+
+	if (!nv)
+		return -ENOMEM;
+	*v = nv;
+	c.key_prefix = dup_opt(l->key_prefix);
+	c.key_suffix = dup_opt(l->key_suffix);
+	c.registry = dup_opt(l->registry);
+	c.scan_match = dup_opt(l->scan_match);
+	c.scan_type = dup_opt(l->scan_type);
+	if (!c.key_prefix || !c.key_suffix || !c.registry || (l->scan_match && !c.scan_match) ||
+	    (l->scan_type && !c.scan_type)) {
+		layout_clear(&c);
+		return -ENOMEM;
+	}
+	nv[(*n)++] = c;
+	return 0;
+}
+
+int layout_path_of(const struct layout *l, const char *key, size_t len, const char **path, size_t *plen)
+{
+	size_t p = strlen(l->key_prefix), q = strlen(l->key_suffix);
+
+	if (len <= p + q || memcmp(key, l->key_prefix, p) != 0 || memcmp(key + len - q, l->key_suffix, q) != 0)
+		return -EINVAL;
+	*path = key + p;
+	*plen = len - p - q;
+	return 0;
+}
+
+/* Append `s` to `b` with the glob metacharacters of Redis's MATCH escaped. */
+static int glob_escape(struct strbuf *b, const char *s)
+{
+	for (; *s; s++) {
+		if (strchr("*?[]\\", *s) && strbuf_add(b, "\\", 1))
+			return -ENOMEM;
+		if (strbuf_add(b, s, 1))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static const char *const default_scan_type[ALG__COUNT] = {
+	[ALG_LEAKY_BUCKET] = "zset", [ALG_SLIDING_LOG] = "zset", [ALG_SLIDING_COUNTER] = "hash",
+	[ALG_FIXED_WINDOW] = "string", [ALG_TOKEN_BUCKET] = "hash",
+};
+
+int layout_from_json(const cJSON *obj, const char *where, struct layout *out, struct sl_error *err)
+{
+	struct layout l = { .foreign = 1 };
+	struct strbuf glob = { 0 };
+	const cJSON *it;
+	char f[96];
+	int rc = -ENOMEM;
+
+#define FIELD(name) (snprintf(f, sizeof(f), "%s.%s", where, name), f)
+	if (!cJSON_IsObject(obj))
+		return sl_fail(err, where, "a layout must be a JSON object");
+	cJSON_ArrayForEach(it, obj) {
+		static const char *const known[] = { "name", "algorithm", "key_prefix", "key_suffix",
+						     "registry", "scan", "scan_type", "unit" };
+		size_t k;
+
+		for (k = 0; k < sizeof(known) / sizeof(known[0]) && strcmp(it->string, known[k]); k++)
+			;
+		if (k == sizeof(known) / sizeof(known[0]))
+			return sl_fail(err, FIELD(it->string), "unknown field");
+	}
+	it = cJSON_GetObjectItemCaseSensitive(obj, "name");
+	if (!cJSON_IsString(it) || !rule_name_valid(it->valuestring) || strlen(it->valuestring) >= sizeof(l.name))
+		return sl_fail(err, FIELD("name"), "must be 1..31 characters of [A-Za-z0-9_.-]");
+	snprintf(l.name, sizeof(l.name), "%s", it->valuestring);
+	it = cJSON_GetObjectItemCaseSensitive(obj, "algorithm");
+	if (!cJSON_IsString(it) || algorithm_parse(it->valuestring, &l.algorithm))
+		return sl_fail(err, FIELD("algorithm"),
+			       "must be one of leaky_bucket, sliding_log, sliding_counter, fixed_window, token_bucket");
+	it = cJSON_GetObjectItemCaseSensitive(obj, "key_prefix");
+	if (!cJSON_IsString(it) || !*it->valuestring || strlen(it->valuestring) > 256)
+		return sl_fail(err, FIELD("key_prefix"), "must be a string of 1..256 bytes (the key before the path)");
+	l.key_prefix = strdup(it->valuestring);
+	it = cJSON_GetObjectItemCaseSensitive(obj, "key_suffix");
+	if (it && (!cJSON_IsString(it) || strlen(it->valuestring) > 256)) {
+		rc = sl_fail(err, FIELD("key_suffix"), "must be a string of 0..256 bytes (the key after the path)");
+		goto fail;
+	}
+	l.key_suffix = strdup(it ? it->valuestring : "");
+	if (!l.key_prefix || !l.key_suffix)
+		goto fail;
+	it = cJSON_GetObjectItemCaseSensitive(obj, "scan");
+	if (it && !cJSON_IsBool(it)) {
+		rc = sl_fail(err, FIELD("scan"), "must be true or false");
+		goto fail;
+	}
+	l.scan = cJSON_IsTrue(it);
+	it = cJSON_GetObjectItemCaseSensitive(obj, "registry");
+	if (l.scan == !!it) {
+		rc = sl_fail(err, FIELD("registry"), "give either a registry set or \"scan\": true");
+		goto fail;
+	}
+	if (it) {
+		if (!cJSON_IsString(it) || !*it->valuestring || strlen(it->valuestring) > 256) {
+			rc = sl_fail(err, FIELD("registry"), "must be a key name of 1..256 bytes");
+			goto fail;
+		}
+		l.registry = strdup(it->valuestring);
+	} else {
+		/* SCAN discovery: MATCH prefix*suffix with the literal parts escaped */
+		if (glob_escape(&glob, l.key_prefix) || strbuf_add(&glob, "*", 1) || glob_escape(&glob, l.key_suffix))
+			goto fail;
+		l.scan_match = glob.p;
+		glob.p = NULL;
+		it = cJSON_GetObjectItemCaseSensitive(obj, "scan_type");
+		if (it && (!cJSON_IsString(it) || (strcmp(it->valuestring, "zset") && strcmp(it->valuestring, "hash") &&
+						  strcmp(it->valuestring, "string")))) {
+			rc = sl_fail(err, FIELD("scan_type"), "must be zset, hash or string");
+			goto fail;
+		}
+		l.scan_type = strdup(it ? it->valuestring : default_scan_type[l.algorithm]);
+		/* scripts SREM from a registry: give them a key nothing writes */
+		if (asprintf(&l.registry, "%s\x01noregistry", l.key_prefix) < 0)
+			l.registry = NULL;
+	}
+	if (!l.registry || (l.scan && !l.scan_type))
+		goto fail;
+	it = cJSON_GetObjectItemCaseSensitive(obj, "unit");
+	if (it) {
+		if (cJSON_IsString(it) && !strcmp(it->valuestring, "ms"))
+			l.unit = UNIT_MS;
+		else if (cJSON_IsString(it) && !strcmp(it->valuestring, "s"))
+			l.unit = UNIT_S;
+		else if (cJSON_IsString(it) && !strcmp(it->valuestring, "us"))
+			l.unit = UNIT_US;
+		else {
+			rc = sl_fail(err, FIELD("unit"), "must be ms, s or us");
+			goto fail;
+		}
+		if (l.unit != UNIT_MS && l.algorithm != ALG_SLIDING_LOG) {
+			rc = sl_fail(err, FIELD("unit"), "only sliding_log layouts take scores in s or us");
+			goto fail;
+		}
+	}
+#undef FIELD
+	*out = l;
+	return 0;
+fail:
+	strbuf_free(&glob);
+	layout_clear(&l);
+	return rc;
 }
 
 int layouts_default(const char *prefix, struct layout **out, size_t *n)

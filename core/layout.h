@@ -8,16 +8,27 @@
  *   <prefix>{<path>}:<algorithm>:meta      leaky bucket meta (last leak ms, carry, seq)
  *   <prefix>registry:<algorithm>           registry set of paths
  */
+#include <cjson/cJSON.h>
 #include <stddef.h>
 
+#include "core/error.h"
 #include "core/rules.h"
+
+/* Unit of the scores a limiter writes into its sorted sets. */
+enum score_unit { UNIT_MS = 0, UNIT_S, UNIT_US };
 
 struct layout {
 	char name[32];           /* "leaky_bucket", ... for sluice's own */
 	enum algorithm algorithm;
 	char *key_prefix;        /* owned, e.g. "sluice:{" */
 	char *key_suffix;        /* owned, e.g. "}:leaky_bucket" */
-	char *registry;          /* owned, e.g. "sluice:registry:leaky_bucket" */
+	char *registry;          /* owned, e.g. "sluice:registry:leaky_bucket"; for a scan
+				  * layout a name nothing writes (SREM on it is a no-op) */
+	int foreign;             /* written by another limiter (from the config's "layouts") */
+	int scan;                /* no registry: found by SCAN MATCH scan_match TYPE scan_type */
+	char *scan_match;        /* owned; glob of the data keys (prefix*suffix, escaped) */
+	char *scan_type;         /* owned; "zset", "hash" or "string" */
+	enum score_unit unit;    /* scores in ms (sluice's own), s or µs */
 };
 
 /*
@@ -27,6 +38,27 @@ struct layout {
  */
 int layouts_default(const char *prefix, struct layout **out, size_t *n);
 void layouts_free(struct layout *v, size_t n);
+/*
+ * A foreign layout from a config object:
+ *   {"name": "...", "algorithm": "...", "key_prefix": "...", "key_suffix": "...",
+ *    "registry": "..."}  or, with no registry, "scan": true (optional "scan_type"),
+ *   and "unit": "ms" | "s" | "us" (scores; default ms).
+ * Fills *out (free its strings with layouts_free on an array holding it).
+ * -EINVAL with `err` naming the field (prefixed by `where`), -ENOMEM.
+ */
+int layout_from_json(const cJSON *obj, const char *where, struct layout *out, struct sl_error *err);
+/* Free the strings of one layout and zero it. */
+void layout_clear(struct layout *l);
+/* Append a copy of `l` to the array *v of *n layouts.  0 or -ENOMEM (array unchanged). */
+int layouts_append(struct layout **v, size_t *n, const struct layout *l);
+/*
+ * The path inside data key `key` (`len` bytes) of layout `l`: *path points
+ * into `key`.  0, or -EINVAL when the key is not of the layout's shape.
+ */
+int layout_path_of(const struct layout *l, const char *key, size_t len, const char **path, size_t *plen);
+/* "ms", "s", "us". */
+const char *score_unit_name(enum score_unit u);
+
 /* The layout for algorithm `a`, or NULL; borrowed. */
 const struct layout *layouts_find(const struct layout *v, size_t n, enum algorithm a);
 

@@ -260,6 +260,10 @@ int main(int argc, char **argv)
 	}
 	if (layouts_default(d.cfg.prefix, &d.layouts, &d.nlayouts))
 		goto oom;
+	/* foreign layouts after sluice's own: a rule's own layout is found first */
+	for (size_t i = 0; i < d.cfg.nlayouts; i++)
+		if (layouts_append(&d.layouts, &d.nlayouts, &d.cfg.layouts[i]))
+			goto oom;
 	{
 		struct worker_config wc = {
 			.redis = &d.cfg.redis, .timeout_ms = d.cfg.redis_timeout_ms, .prefix = d.cfg.prefix,

@@ -1475,6 +1475,69 @@ START_TEST(test_paths_binary_safe)
 }
 END_TEST
 
+/* ---- foreign layouts in the admin API -------------------------------------------- */
+
+START_TEST(test_foreign_layouts_state_and_reset)
+{
+	const char *json = "[{\"name\":\"seed004\",\"algorithm\":\"leaky_bucket\",\"key_prefix\":\"LeakyBucket:\","
+			   "\"registry\":\"LeakyBucket::pathSet\"},"
+			   "{\"name\":\"seed000\",\"algorithm\":\"sliding_log\",\"key_prefix\":\"limit:\",\"scan\":true}]";
+	cJSON *arr = cJSON_Parse(json), *it;
+	struct layout *all = NULL;
+	size_t nall = 0, i = 0;
+	struct api_config ac = { .redis = &target, .timeout_ms = 5000, .prefix = PFX, .worker = w };
+	struct api *fa;
+	long long t = test_server_ms(c);
+
+	ck_assert_int_eq(layouts_default(PFX, &all, &nall), 0);
+	cJSON_ArrayForEach(it, arr) {
+		struct layout l;
+		char where[16];
+
+		snprintf(where, sizeof(where), "layouts[%zu]", i++);
+		ck_assert_int_eq(layout_from_json(it, where, &l, NULL), 0);
+		ck_assert_int_eq(layouts_append(&all, &nall, &l), 0);
+		layout_clear(&l);
+	}
+	cJSON_Delete(arr);
+	ac.layouts = all;
+	ac.nlayouts = nall;
+	fa = api_new(&ac);
+	put_ok("seed", "{\"match\":\"/test\",\"algorithm\":\"leaky_bucket\",\"capacity\":10,\"rate\":1}");
+	/* written the way the seed clients write them */
+	for (int k = 0; k < 3; k++)
+		freeReplyObject(test_cmd(c, "ZADD LeakyBucket:/test %lld %lld", t + HOUR_MS + k, t + HOUR_MS + k));
+	freeReplyObject(test_cmd(c, "SADD LeakyBucket::pathSet /test"));
+	freeReplyObject(test_cmd(c, "ZADD limit:u1:/api %lld %lld", t, t));
+
+	call_on(fa, "GET", "/v1/paths/%2Ftest", NULL, 0, NULL, NULL, NULL);
+	ck_assert_int_eq(res.status, 200);
+	ck_assert_str_eq(jstr("layout"), "seed004");
+	ck_assert_int_eq(jint("count"), 3);
+	ck_assert_int_eq(jint("remaining"), 7);
+	call_on(fa, "GET", "/v1/paths/u1%3A%2Fapi", NULL, 0, NULL, NULL, NULL);
+	ck_assert_int_eq(res.status, 200);
+	ck_assert_str_eq(jstr("layout"), "seed000");
+	ck_assert_int_eq(jint("count"), 1);
+	/* the list walks the foreign registry and the SCAN layout too */
+	call_on(fa, "GET", "/v1/paths", NULL, 0, NULL, NULL, "1000");
+	ck_assert_int_eq(res.status, 200);
+	ck_assert_int_eq(cJSON_GetArraySize(jat("paths")), 2);
+	ck_assert_str_eq(jstr("cursor"), "0");
+	/* reset takes the foreign keys */
+	call_on(fa, "POST", "/v1/paths/%2Ftest/reset", NULL, 0, NULL, NULL, NULL);
+	ck_assert_int_eq(res.status, 200);
+	ck_assert_int_eq(jint("entries_removed"), 3);
+	ck_assert_int_eq(test_cmd_int(c, "EXISTS LeakyBucket:/test"), 0);
+	ck_assert_int_eq(test_cmd_int(c, "SCARD LeakyBucket::pathSet"), 0);
+	call_on(fa, "POST", "/v1/paths/u1%3A%2Fapi/reset", NULL, 0, NULL, NULL, NULL);
+	ck_assert_int_eq(jint("entries_removed"), 1);
+	ck_assert_int_eq(test_cmd_int(c, "EXISTS limit:u1:/api"), 0);
+	api_free(fa);
+	layouts_free(all, nall);
+}
+END_TEST
+
 /* ---- ETag / If-Match ------------------------------------------------------------ */
 
 START_TEST(test_rule_etags)
@@ -2148,6 +2211,7 @@ static Suite *admin_suite(void)
 	tcase_add_test(tc, test_worker_sweep_now);
 	tcase_add_test(tc, test_metrics);
 	tcase_add_test(tc, test_paths_binary_safe);
+	tcase_add_test(tc, test_foreign_layouts_state_and_reset);
 	tcase_add_test(tc, test_rule_etags);
 	tcase_add_test(tc, test_bulk_reset);
 	tcase_add_test(tc, test_bulk_reset_errors);

@@ -193,6 +193,18 @@ static const struct {
 	{ "{\"prefix\":\"a\\u0000b\"}", "config" },
 	{ "{\"rules\":{}}", "rules" },
 	{ "{\"admin\":[]}", "admin" },
+	{ "{\"layouts\":{}}", "layouts" },
+	{ "{\"layouts\":[{\"name\":\"x\",\"algorithm\":\"leaky_bucket\",\"key_prefix\":\"L:\"}]}", "layouts[0].registry" },
+	{ "{\"layouts\":[{\"name\":\"x\",\"algorithm\":\"leaky_bucket\",\"key_prefix\":\"L:\",\"registry\":\"r\",\"scan\":true}]}", "layouts[0].registry" },
+	{ "{\"layouts\":[{\"name\":\"x\",\"algorithm\":\"gcra\",\"key_prefix\":\"L:\",\"scan\":true}]}", "layouts[0].algorithm" },
+	{ "{\"layouts\":[{\"name\":\"x\",\"algorithm\":\"leaky_bucket\",\"scan\":true}]}", "layouts[0].key_prefix" },
+	{ "{\"layouts\":[{\"name\":\"x\",\"algorithm\":\"leaky_bucket\",\"key_prefix\":\"L:\",\"scan\":true,\"unit\":\"s\"}]}", "layouts[0].unit" },
+	{ "{\"layouts\":[{\"name\":\"x\",\"algorithm\":\"sliding_log\",\"key_prefix\":\"L:\",\"scan\":true,\"unit\":\"h\"}]}", "layouts[0].unit" },
+	{ "{\"layouts\":[{\"name\":\"x\",\"algorithm\":\"sliding_log\",\"key_prefix\":\"L:\",\"scan\":true,\"scan_type\":\"list\"}]}", "layouts[0].scan_type" },
+	{ "{\"layouts\":[{\"name\":\"x\",\"algorithm\":\"sliding_log\",\"key_prefix\":\"L:\",\"scan\":true,\"extra\":1}]}", "layouts[0].extra" },
+	{ "{\"layouts\":[{\"name\":\"leaky_bucket\",\"algorithm\":\"sliding_log\",\"key_prefix\":\"L:\",\"scan\":true}]}", "layouts[0]" },
+	{ "{\"layouts\":[{\"name\":\"x\",\"algorithm\":\"sliding_log\",\"key_prefix\":\"L:\",\"scan\":true},"
+	  "{\"name\":\"x\",\"algorithm\":\"sliding_log\",\"key_prefix\":\"M:\",\"scan\":true}]}", "layouts[1]" },
 	{ "{\"admin\":{\"token\":\"x\"}}", "admin.token" },
 	{ "{\"admin\":{\"token_file\":\"\"}}", "admin.token_file" },
 	{ "{\"admin\":{\"auth_reads\":1}}", "admin.auth_reads" },
@@ -217,6 +229,35 @@ START_TEST(config_bad_changes_nothing)
 	ck_assert_str_eq(c.redis_url, "redis://127.0.0.1:6379/0");
 	ck_assert_str_eq(c.prefix, "sluice:");
 	ck_assert_uint_eq(c.nrules, 0);
+	config_free(&c);
+}
+END_TEST
+
+START_TEST(config_layouts)
+{
+	const char *text = "{\"layouts\":["
+			   "{\"name\":\"seed004\",\"algorithm\":\"leaky_bucket\",\"key_prefix\":\"LeakyBucket:\",\"registry\":\"LeakyBucket::pathSet\"},"
+			   "{\"name\":\"seed000\",\"algorithm\":\"sliding_log\",\"key_prefix\":\"limit:\",\"key_suffix\":\":*\",\"scan\":true,\"unit\":\"us\"}]}";
+	struct sl_error err = { 0 };
+	const char *path;
+	size_t plen;
+	struct config c;
+
+	config_defaults(&c);
+	ck_assert_int_eq(config_apply_json(&c, text, strlen(text), &err), 0);
+	ck_assert_uint_eq(c.nlayouts, 2);
+	ck_assert_str_eq(c.layouts[0].name, "seed004");
+	ck_assert_int_eq(c.layouts[0].scan, 0);
+	ck_assert_str_eq(c.layouts[0].registry, "LeakyBucket::pathSet");
+	ck_assert_str_eq(c.layouts[0].key_suffix, "");
+	ck_assert_int_eq(c.layouts[1].scan, 1);
+	ck_assert_str_eq(c.layouts[1].scan_match, "limit:*:\\*"); /* the suffix's '*' is escaped */
+	ck_assert_str_eq(c.layouts[1].scan_type, "zset");
+	ck_assert_int_eq(c.layouts[1].unit, UNIT_US);
+	ck_assert_int_eq(layout_path_of(&c.layouts[1], "limit:u1:/a:*", 13, &path, &plen), 0);
+	ck_assert_uint_eq(plen, 5);
+	ck_assert_int_eq(memcmp(path, "u1:/a", 5), 0);
+	ck_assert_int_eq(layout_path_of(&c.layouts[1], "other:u1", 8, &path, &plen), -EINVAL);
 	config_free(&c);
 }
 END_TEST
@@ -747,6 +788,7 @@ static Suite *unit_suite(void)
 	tcase_add_loop_test(tc, config_bad_changes_nothing, 0, sizeof(bad_configs) / sizeof(bad_configs[0]));
 	tcase_add_test(tc, config_file_missing);
 	tcase_add_test(tc, config_admin_token);
+	tcase_add_test(tc, config_layouts);
 	tcase_add_test(tc, flags_override_file);
 	tcase_add_test(tc, flags_help_version_and_errors);
 	suite_add_tcase(s, tc);

@@ -488,6 +488,125 @@ START_TEST(redis_down_is_an_error_not_a_crash)
 }
 END_TEST
 
+/* ---- foreign layouts (keys written by the seed articles' limiters) ------------------- */
+
+/* A worker over sluice's layouts plus the foreign ones given as config JSON. */
+static struct worker *foreign_worker(const char *layouts_json, struct layout **all, size_t *nall)
+{
+	cJSON *arr = cJSON_Parse(layouts_json), *it;
+	struct sl_error err = { 0 };
+	struct worker_config wc = { .redis = &T, .timeout_ms = 1000, .prefix = "sluice:", .batch_size = 3 };
+	struct worker *w;
+	size_t i = 0;
+
+	ck_assert_ptr_nonnull(arr);
+	ck_assert_int_eq(layouts_default("sluice:", all, nall), 0);
+	cJSON_ArrayForEach(it, arr) {
+		struct layout l;
+		char where[16];
+
+		snprintf(where, sizeof(where), "layouts[%zu]", i++);
+		ck_assert_msg(layout_from_json(it, where, &l, &err) == 0, "%s: %s", err.field, err.message);
+		ck_assert_int_eq(layouts_append(all, nall, &l), 0);
+		layout_clear(&l);
+	}
+	cJSON_Delete(arr);
+	wc.layouts = *all;
+	wc.nlayouts = *nall;
+	w = worker_new(&wc);
+	ck_assert_ptr_nonnull(w);
+	return w;
+}
+
+/*
+ * Seed 004's leaky bucket: sorted set LeakyBucket:<path>, member = score = ms,
+ * registry LeakyBucket::pathSet; its client admits while ZCARD < capacity.
+ * sluiced drains it at the rule's rate, so that check admits again at that rate.
+ */
+START_TEST(foreign_leaky_bucket_seed004)
+{
+	struct layout *all;
+	size_t nall;
+	struct worker *w = foreign_worker(
+		"[{\"name\":\"seed004\",\"algorithm\":\"leaky_bucket\",\"key_prefix\":\"LeakyBucket:\","
+		"\"registry\":\"LeakyBucket::pathSet\"}]", &all, &nall);
+	struct worker_result res;
+
+	leaky_rule("seed", "/test", 10, "2");
+	for (int i = 0; i < 10; i++) /* the seed client: SADD path; ZADD now now (distinct ms here) */
+		freeReplyObject(test_cmd(C, "ZADD LeakyBucket:/test %d %d", 1000 + i, 1000 + i));
+	freeReplyObject(test_cmd(C, "SADD LeakyBucket::pathSet /test"));
+	ck_assert_int_eq(worker_sweep(w, WORKER_DRAIN, 5000, &res), 0);
+	ck_assert_int_eq(res.entries, 0); /* first sight: accounting starts now */
+	ck_assert_int_eq(test_cmd_int(C, "EXISTS {LeakyBucket:/test}:meta"), 1);
+	ck_assert_int_eq(worker_sweep(w, WORKER_DRAIN, 5499, &res), 0);
+	ck_assert_int_eq(res.entries, 0);
+	ck_assert_int_eq(worker_sweep(w, WORKER_DRAIN, 5500, &res), 0);
+	ck_assert_int_eq(res.entries, 1); /* 2 per second: one every 500 ms */
+	/* the client's check admits exactly one more request now */
+	ck_assert_int_lt(test_cmd_int(C, "ZCARD LeakyBucket:/test"), 10);
+	ck_assert_int_eq(worker_sweep(w, WORKER_DRAIN, 8000, &res), 0);
+	ck_assert_int_eq(res.entries, 5);
+	ck_assert_int_eq(test_cmd_int(C, "ZCARD LeakyBucket:/test"), 4);
+	/* the oldest left first */
+	ck_assert_int_eq(test_cmd_int(C, "ZCOUNT LeakyBucket:/test -inf 1005"), 0);
+	ck_assert_int_eq(worker_sweep(w, WORKER_DRAIN, 20000, &res), 0);
+	ck_assert_int_eq(res.entries, 4);
+	ck_assert_int_eq(res.emptied, 1);
+	ck_assert_int_eq(test_cmd_int(C, "SCARD LeakyBucket::pathSet"), 0);
+	ck_assert_int_eq(test_cmd_int(C, "EXISTS {LeakyBucket:/test}:meta"), 0);
+	worker_free(w);
+	layouts_free(all, nall);
+}
+END_TEST
+
+/*
+ * Seeds 000 and 002: sliding logs with no registry, found by SCAN MATCH/TYPE
+ * (000: member = the timestamp; 002: member = a UUID), score = ms; and a log
+ * scored in seconds.
+ */
+START_TEST(foreign_sliding_logs_by_scan)
+{
+	struct layout *all;
+	size_t nall;
+	struct worker *w = foreign_worker(
+		"[{\"name\":\"seed000\",\"algorithm\":\"sliding_log\",\"key_prefix\":\"limit:\",\"scan\":true},"
+		" {\"name\":\"seed002\",\"algorithm\":\"sliding_log\",\"key_prefix\":\"rate_limit:\",\"scan\":true},"
+		" {\"name\":\"secs\",\"algorithm\":\"sliding_log\",\"key_prefix\":\"slog:\",\"scan\":true,\"unit\":\"s\"}]",
+		&all, &nall);
+	struct worker_result res;
+
+	log_rule("users", "user*", 10, 1000);
+	log_rule("ids", "id-*", 10, 1000);
+	log_rule("secs", "s/*", 10, 10000);
+	for (int i = 0; i < 4; i++) {
+		freeReplyObject(test_cmd(C, "ZADD limit:user1:/api %d %d", 1000 + 100 * i, 1000 + 100 * i));
+		freeReplyObject(test_cmd(C, "ZADD rate_limit:id-7 %d 6f1c-%d", 1000 + 100 * i, i));
+	}
+	freeReplyObject(test_cmd(C, "SET rate_limit:counter 5")); /* seed 001's string: TYPE filters it out */
+	freeReplyObject(test_cmd(C, "ZADD slog:s/a 1 x 5 y 9 z")); /* seconds */
+	ck_assert_int_eq(worker_sweep(w, WORKER_PRUNE, 2150, &res), 0);
+	/* ms logs: entries <= 1150 go (1000, 1100 from each); seconds log: <= 2.15 - 10 s: none */
+	ck_assert_int_eq(res.entries, 4);
+	ck_assert_int_eq(test_cmd_int(C, "ZCARD limit:user1:/api"), 2);
+	ck_assert_int_eq(test_cmd_int(C, "ZCARD rate_limit:id-7"), 2);
+	ck_assert_int_eq(test_cmd_int(C, "ZCARD slog:s/a"), 3);
+	ck_assert_int_eq(worker_sweep(w, WORKER_PRUNE, 16000, &res), 0);
+	/* ms logs empty and deleted; seconds: <= 6 s go (1, 5) */
+	ck_assert_int_eq(res.entries, 6);
+	ck_assert_int_eq(test_cmd_int(C, "EXISTS limit:user1:/api rate_limit:id-7"), 0);
+	ck_assert_int_eq(test_cmd_int(C, "ZCARD slog:s/a"), 1);
+	{
+		redisReply *r = test_cmd(C, "GET rate_limit:counter"); /* untouched */
+
+		ck_assert_str_eq(r->str, "5");
+		freeReplyObject(r);
+	}
+	worker_free(w);
+	layouts_free(all, nall);
+}
+END_TEST
+
 static Suite *worker_suite(void)
 {
 	Suite *s = suite_create("worker");
@@ -510,6 +629,8 @@ static Suite *worker_suite(void)
 	tcase_add_test(tc, noscript_after_script_flush);
 	tcase_add_test(tc, reconnect_after_connection_killed);
 	tcase_add_test(tc, redis_down_is_an_error_not_a_crash);
+	tcase_add_test(tc, foreign_leaky_bucket_seed004);
+	tcase_add_test(tc, foreign_sliding_logs_by_scan);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -27,8 +27,8 @@ static const struct op ops[] = {
 };
 
 struct job_state {
-	const struct layout *layouts[8]; /* the layouts this job walks, in order */
-	const struct op *op[8];
+	const struct layout *layouts[32]; /* the layouts this job walks, in order */
+	const struct op *op[32];
 	size_t nlayouts;
 	size_t layout;           /* index into layouts of the cursor */
 	char cursor[24];         /* SSCAN cursor, "0" at the start of a layout */
@@ -235,14 +235,23 @@ static int queue_eval(struct worker *w, const struct op *op, size_t nk, size_t n
 	return rbatch_eval(w->batch, op->script, (int)nk, (int)argc, w->argv, w->lens);
 }
 
+/* One page of a layout's paths: SSCAN of its registry, or SCAN MATCH/TYPE for a layout without one. */
 static int queue_sscan(struct worker *w, const struct layout *l, const char *cursor)
 {
 	char count[24];
-	const char *argv[5] = { "SSCAN", l->registry, cursor, "COUNT", count };
-	size_t lens[5] = { 5, strlen(l->registry), strlen(cursor), 5, 0 };
+	size_t n = (size_t)snprintf(count, sizeof(count), "%zu", w->batch_size);
 
-	lens[4] = (size_t)snprintf(count, sizeof(count), "%zu", w->batch_size);
-	return rbatch_cmd(w->batch, 5, argv, lens);
+	if (l->scan) {
+		const char *argv[8] = { "SCAN", cursor, "MATCH", l->scan_match, "TYPE", l->scan_type, "COUNT", count };
+		size_t lens[8] = { 4, strlen(cursor), 5, strlen(l->scan_match), 4, strlen(l->scan_type), 5, n };
+
+		return rbatch_cmd(w->batch, 8, argv, lens);
+	} else {
+		const char *argv[5] = { "SSCAN", l->registry, cursor, "COUNT", count };
+		size_t lens[5] = { 5, strlen(l->registry), strlen(cursor), 5, n };
+
+		return rbatch_cmd(w->batch, 5, argv, lens);
+	}
 }
 
 /* The per-path argument of an op: rate (per second) or window (ms). */
@@ -342,26 +351,42 @@ int worker_step(struct worker *w, enum worker_job job, int64_t budget_us, int64_
 		for (size_t i = 0; i < members->elements; i++) {
 			const redisReply *m = members->element[i];
 			const struct rule *rule;
+			const char *path;
+			size_t plen;
 
 			if (m->type != REDIS_REPLY_STRING)
 				continue;
 			r.paths++;
-			if (m->len == 0) {
+			path = m->str;
+			plen = m->len;
+			/* a scan layout finds keys: the path is what the key template wraps */
+			if (l->scan && layout_path_of(l, m->str, m->len, &path, &plen)) {
+				r.skipped++;
+				continue;
+			}
+			if (plen == 0) {
 				/* no client writes "" (the scripts refuse it); a foreign
 				 * member must not make the script refuse the whole batch */
 				r.skipped++;
 				continue;
 			}
-			rule = ruleset_match(&w->rules, m->str, m->len);
+			rule = ruleset_match(&w->rules, path, plen);
 			if (!rule || rule->algorithm != l->algorithm) {
 				r.unmatched++;
 				continue;
 			}
-			if ((rc = push_key(w, &nk, l, m->str, m->len, 0, NULL)) ||
-			    (op->meta_key && (rc = push_key(w, &nk, l, m->str, m->len, 1, NULL))) ||
-			    (rc = push_arg(w, &na, m->str, m->len)) || (rc = push_param(w, &na, rule)))
+			if ((rc = push_key(w, &nk, l, path, plen, 0, NULL)) ||
+			    (op->meta_key && (rc = push_key(w, &nk, l, path, plen, 1, NULL))) ||
+			    (rc = push_arg(w, &na, path, plen)) || (rc = push_param(w, &na, rule)))
 				goto fail;
 			eligible++;
+		}
+		/* sorted sets of another score unit: the prune converts now and the window */
+		if (eligible && l->unit != UNIT_MS && l->algorithm == ALG_SLIDING_LOG) {
+			const char *u = score_unit_name(l->unit);
+
+			if ((rc = push_arg(w, &na, u, strlen(u))))
+				goto fail;
 		}
 		freeReplyObject(page);
 		page = NULL;
