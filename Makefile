@@ -107,7 +107,8 @@ run: deps
 	@$(MAKE) --no-print-directory all
 	SLUICED=$(B)/bin/sluiced tools/run.sh
 
-bench: deps
+bench:
+	@BENCH=1 tools/deps.sh
 	@$(MAKE) --no-print-directory $(B)/bin/sluiced $(B)/bench/drain_bench
 	SLUICED=$(B)/bin/sluiced DRAIN_BENCH=$(B)/bench/drain_bench bench/bench.sh
 	SLUICED=$(B)/bin/sluiced bench/http.sh

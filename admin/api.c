@@ -10,6 +10,7 @@
 #include <strings.h>
 
 #include "admin/pathstate.h"
+#include "core/clock.h"
 #include "core/jsonv.h"
 #include "core/log.h"
 #include "core/rconn.h"
@@ -35,6 +36,10 @@ struct api {
 	char *token;             /* or NULL */
 	int auth_reads;
 	struct ruleset rules;    /* cache, refreshed by version before use */
+	int64_t rules_ttl_us;
+	int64_t rules_checked_us; /* CLOCK_MONOTONIC of the last version check; 0 = must check */
+	char *rules_text;        /* rendered GET /v1/rules body for rules.version, or NULL */
+	uint64_t rules_text_version;
 	char allow[64];          /* the Allow header of the last 405 */
 	/* requests answered, by route (NROUTES_MAX = no route) and status (http_statuses, last = other) */
 	uint64_t http[NROUTES_MAX + 1][NSTATUS + 1];
@@ -52,6 +57,7 @@ struct api *api_new(const struct api_config *cfg)
 	a->nlayouts = cfg->nlayouts;
 	a->worker = cfg->worker;
 	a->auth_reads = cfg->auth_reads;
+	a->rules_ttl_us = cfg->rules_ttl_ms > 0 ? cfg->rules_ttl_ms * 1000 : 0;
 	a->token = cfg->token ? strdup(cfg->token) : NULL;
 	if (!a->conn || !a->prefix || (cfg->token && !a->token)) {
 		api_free(a);
@@ -66,6 +72,7 @@ void api_free(struct api *a)
 		return;
 	rconn_free(a->conn);
 	ruleset_clear(&a->rules);
+	free(a->rules_text);
 	free(a->prefix);
 	if (a->token) {
 		explicit_bzero(a->token, strlen(a->token));
@@ -177,13 +184,35 @@ static int segs_split(const char *path, struct segs *g)
 	}
 }
 
+/*
+ * The rules, fresh: their version is checked in Redis unless it was checked
+ * less than rules_ttl ago (a round trip per request would cost the admin
+ * thread most of its time under load).
+ */
 static int refresh(struct api *a, struct api_response *res)
 {
-	int rc = rulestore_refresh(a->conn, a->prefix, &a->rules, 0, NULL, NULL);
+	int64_t now = clock_mono_us();
+	int changed = 0, rc;
 
-	if (rc)
+	if (a->rules.loaded && a->rules_checked_us && now - a->rules_checked_us < a->rules_ttl_us)
+		return 0;
+	rc = rulestore_refresh(a->conn, a->prefix, &a->rules, 0, &changed, NULL);
+	if (rc) {
 		fail_redis(a, res, rc);
-	return rc;
+		return rc;
+	}
+	a->rules_checked_us = now;
+	if (changed) {
+		free(a->rules_text);
+		a->rules_text = NULL;
+	}
+	return 0;
+}
+
+/* After a change through this api: the next request checks Redis again. */
+static void rules_changed(struct api *a)
+{
+	a->rules_checked_us = 0;
 }
 
 /* ---- handlers -------------------------------------------------------- */
@@ -229,6 +258,15 @@ static void h_rules_list(struct api *a, struct api_response *res)
 
 	if (refresh(a, res))
 		return;
+	/* the rendered list is kept per version: most reads change nothing */
+	if (a->rules_text && a->rules_text_version == a->rules.version) {
+		res->status = 200;
+		res->text = strdup(a->rules_text);
+		res->content_type = "application/json";
+		if (!res->text)
+			reply(res, 500, NULL);
+		return;
+	}
 	o = cJSON_CreateObject();
 	arr = cJSON_AddArrayToObject(o, "rules");
 	if (!arr || jsonv_add_int(o, "version", (int64_t)a->rules.version)) {
@@ -246,6 +284,9 @@ static void h_rules_list(struct api *a, struct api_response *res)
 			return;
 		}
 	}
+	free(a->rules_text);
+	a->rules_text = cJSON_PrintUnformatted(o);
+	a->rules_text_version = a->rules.version;
 	reply(res, 200, o);
 }
 
@@ -328,6 +369,7 @@ static void h_rule_put(struct api *a, const struct api_request *req, const struc
 	}
 	if (rulestore_etag(r, res->etag))
 		res->etag[0] = '\0';
+	rules_changed(a);
 	log_event(LOG_INFO, "rule_changed", "rule=%s algorithm=%s change=%s", r->name,
 		  algorithm_name(r->algorithm), created ? "created" : "replaced");
 	reply(res, created ? 201 : 200, rule_to_json(r));
@@ -356,6 +398,7 @@ static void h_rule_delete(struct api *a, const struct api_request *req, const st
 		not_found_rule(res, g->s[2]);
 		return;
 	}
+	rules_changed(a);
 	log_event(LOG_INFO, "rule_changed", "rule=%s change=deleted", g->s[2]);
 	o = cJSON_CreateObject();
 	if (o && !cJSON_AddStringToObject(o, "deleted", g->s[2])) {

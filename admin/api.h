@@ -25,6 +25,9 @@ struct api_config {
 	struct worker *worker;            /* borrowed, for GET /v1/worker (worker_status is thread-safe); may be NULL */
 	const char *token;                /* admin bearer token (copied), or NULL: no auth */
 	int auth_reads;                   /* with a token: reads need it too (not /healthz, /readyz) */
+	int64_t rules_ttl_ms;             /* reuse the cached rules this long before checking their
+					   * version in Redis again (0: check on every request);
+					   * changes made through this api are seen at once */
 };
 
 struct api_request {

@@ -31,6 +31,9 @@
 
 struct daemon;
 
+/* The admin API rechecks the rules version at most this often (ms): one drain tick. */
+#define API_RULES_TTL_MS 100
+
 struct job_ctx {
 	struct daemon *d;
 	enum worker_job job;
@@ -272,7 +275,7 @@ int main(int argc, char **argv)
 		struct api_config ac = {
 			.redis = &d.cfg.redis, .timeout_ms = d.cfg.redis_timeout_ms, .prefix = d.cfg.prefix,
 			.layouts = d.layouts, .nlayouts = d.nlayouts, .token = d.cfg.admin_token,
-			.auth_reads = d.cfg.admin_auth_reads,
+			.auth_reads = d.cfg.admin_auth_reads, .rules_ttl_ms = API_RULES_TTL_MS,
 		};
 
 		if (!(d.worker = worker_new(&wc)))

@@ -438,7 +438,12 @@ START_TEST(two_daemons_share_rules)
 		sleep_ms(5);
 	}
 	cJSON_Delete(j);
-	/* and B serves it too, through its own API */
+	/* and B serves it too, through its own API (which rechecks the version every 100 ms) */
+	t0 = now_ms();
+	while (http("GET", b.port, "/v1/rules/shared", NULL, NULL) != 200) {
+		ck_assert_msg(now_ms() - t0 < 500, "B's API does not serve the rule changed through A");
+		sleep_ms(10);
+	}
 	j = get_json(b.port, "/v1/rules/shared", 200);
 	ck_assert_int_eq(jint(j, "capacity"), 5);
 	cJSON_Delete(j);
