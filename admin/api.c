@@ -739,7 +739,7 @@ static int add_job(cJSON *jobs, const char *name, const char *entries, const str
 static void h_worker(struct api *a, struct api_response *res)
 {
 	struct worker_status st;
-	cJSON *o, *jobs, *rules;
+	cJSON *o, *jobs, *rules, *lays = NULL;
 	int bad;
 
 	if (!a->worker) {
@@ -770,7 +770,19 @@ static void h_worker(struct api *a, struct api_response *res)
 	      jsonv_add_int(rules, "invalid", (int64_t)st.rules_invalid) ||
 	      !(jobs = cJSON_AddObjectToObject(o, "jobs")) ||
 	      add_job(jobs, "drain", "drained", &st.job[WORKER_DRAIN]) ||
-	      add_job(jobs, "prune", "pruned", &st.job[WORKER_PRUNE]);
+	      add_job(jobs, "prune", "pruned", &st.job[WORKER_PRUNE]) ||
+	      !(lays = cJSON_AddObjectToObject(o, "layouts"));
+	for (size_t i = 0; !bad && i < st.nlayouts; i++) {
+		const struct worker_layout_status *ls = &st.layout[i];
+		cJSON *lo = cJSON_AddObjectToObject(lays, ls->name);
+
+		bad = !lo || !cJSON_AddStringToObject(lo, "algorithm", algorithm_name(ls->algorithm)) ||
+		      jsonv_add_int(lo, "paths", (int64_t)ls->paths) ||
+		      jsonv_add_int(lo, worker_action_name(ls->algorithm), (int64_t)ls->entries) ||
+		      jsonv_add_int(lo, "emptied", (int64_t)ls->emptied) ||
+		      jsonv_add_int(lo, "unmatched", (int64_t)ls->unmatched) ||
+		      jsonv_add_int(lo, "skipped", (int64_t)ls->skipped);
+	}
 	if (bad) {
 		cJSON_Delete(o);
 		o = NULL;
@@ -852,16 +864,32 @@ static void h_metrics(struct api *a, struct api_response *res)
 			{ "sluice_worker_errors_total", "Worker ticks that failed.", offsetof(struct worker_job_status, errors) },
 			{ "sluice_tick_overruns_total", "Ticks skipped because a tick ran past the next.", offsetof(struct worker_job_status, overruns) },
 		};
+		static const struct {
+			const char *action, *name, *help;
+		} per_action[] = {
+			{ "drained", "sluice_drained_entries_total", "Leaky-bucket entries drained by the worker." },
+			{ "pruned", "sluice_pruned_entries_total",
+			  "Expired entries (sliding log) or sub-window fields (sliding counter) pruned." },
+			{ "repaired", "sluice_repaired_counters_total", "Fixed-window counters given the TTL they lacked." },
+			{ "reclaimed", "sluice_reclaimed_buckets_total", "Token buckets deleted because they refilled to capacity." },
+		};
 
 		worker_status(a->worker, &st);
-		bad = mprintf(&b, "# HELP sluice_drained_entries_total Leaky-bucket entries drained by the worker.\n"
-				  "# TYPE sluice_drained_entries_total counter\n"
-				  "sluice_drained_entries_total{algorithm=\"leaky_bucket\",layout=\"leaky_bucket\"} %llu\n"
-				  "# HELP sluice_pruned_entries_total Sliding-log entries pruned by the worker.\n"
-				  "# TYPE sluice_pruned_entries_total counter\n"
-				  "sluice_pruned_entries_total{algorithm=\"sliding_log\",layout=\"sliding_log\"} %llu\n",
-			      (unsigned long long)st.job[WORKER_DRAIN].entries,
-			      (unsigned long long)st.job[WORKER_PRUNE].entries);
+		for (size_t k = 0; !bad && k < sizeof(per_action) / sizeof(per_action[0]); k++) {
+			bad = mprintf(&b, "# HELP %s %s\n# TYPE %s counter\n", per_action[k].name, per_action[k].help,
+				      per_action[k].name);
+			for (size_t i = 0; !bad && i < st.nlayouts; i++)
+				if (!strcmp(worker_action_name(st.layout[i].algorithm), per_action[k].action))
+					bad = mprintf(&b, "%s{algorithm=\"%s\",layout=\"%s\"} %llu\n", per_action[k].name,
+						      algorithm_name(st.layout[i].algorithm), st.layout[i].name,
+						      (unsigned long long)st.layout[i].entries);
+		}
+		bad = bad || mprintf(&b, "# HELP sluice_layout_paths_emptied_total Paths whose state emptied, per layout.\n"
+					 "# TYPE sluice_layout_paths_emptied_total counter\n");
+		for (size_t i = 0; !bad && i < st.nlayouts; i++)
+			bad = mprintf(&b, "sluice_layout_paths_emptied_total{algorithm=\"%s\",layout=\"%s\"} %llu\n",
+				      algorithm_name(st.layout[i].algorithm), st.layout[i].name,
+				      (unsigned long long)st.layout[i].emptied);
 		for (size_t k = 0; !bad && k < sizeof(counters) / sizeof(counters[0]); k++) {
 			bad = mprintf(&b, "# HELP %s %s\n# TYPE %s counter\n", counters[k].name, counters[k].help,
 				      counters[k].name);

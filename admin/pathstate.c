@@ -61,7 +61,19 @@ static void args_view(struct args *a, const char **argv)
 		argv[i] = a->buf.p + a->off[i];
 }
 
-/* Queue what reads path's state in layout `l`: the state script under a rule, else ZCARD. */
+/* Algorithms whose data key is a sorted set of entries (so ZCARD is a count). */
+static int is_zset(enum algorithm a)
+{
+	return a == ALG_LEAKY_BUCKET || a == ALG_SLIDING_LOG;
+}
+
+/* Algorithms limited by a capacity (buckets) rather than a limit (windows). */
+static int has_capacity(enum algorithm a)
+{
+	return a == ALG_LEAKY_BUCKET || a == ALG_TOKEN_BUCKET;
+}
+
+/* Queue what reads path's state in layout `l`: the state script under a rule, else ZCARD or EXISTS. */
 static int queue_state(struct rbatch *b, const struct layout *l, const struct rule *rule,
 		       const char *path, size_t len)
 {
@@ -81,8 +93,25 @@ static int queue_state(struct rbatch *b, const struct layout *l, const struct ru
 		nkeys = 1;
 		rc = args_key(&a, l, path, len, 0) || args_int(&a, rule->limit) ||
 		     args_int(&a, rule->window_ms) || args_add(&a, "", 0);
+	} else if (rule && rule->algorithm == ALG_FIXED_WINDOW) {
+		id = SCRIPT_FIXED_WINDOW_STATE;
+		nkeys = 1;
+		rc = args_key(&a, l, path, len, 0) || args_int(&a, rule->limit) ||
+		     args_int(&a, rule->window_ms) || args_add(&a, "", 0);
+	} else if (rule && rule->algorithm == ALG_SLIDING_COUNTER) {
+		id = SCRIPT_SLIDING_COUNTER_STATE;
+		nkeys = 1;
+		rc = args_key(&a, l, path, len, 0) || args_int(&a, rule->limit) ||
+		     args_int(&a, rule->window_ms) || args_int(&a, rule->sub_windows) || args_add(&a, "", 0);
+	} else if (rule && rule->algorithm == ALG_TOKEN_BUCKET) {
+		id = SCRIPT_TOKEN_BUCKET_STATE;
+		nkeys = 1;
+		rc = args_key(&a, l, path, len, 0) || args_int(&a, rule->capacity) ||
+		     args_num(&a, "%.17g", rule->rate) || args_add(&a, "", 0);
 	} else {
-		rc = args_add(&a, "ZCARD", 5) || args_key(&a, l, path, len, 0);
+		/* no rule of the layout's algorithm: a raw size where it means entries, else existence */
+		rc = (is_zset(l->algorithm) ? args_add(&a, "ZCARD", 5) : args_add(&a, "EXISTS", 6)) ||
+		     args_key(&a, l, path, len, 0);
 		if (!rc) {
 			args_view(&a, argv);
 			rc = rbatch_cmd(b, a.n, argv, a.len);
@@ -131,8 +160,9 @@ static cJSON *state_json(const struct layout *l, const struct rule *rule, const 
 			goto fail;
 		return o;
 	}
+	/* state replies: {count, remaining, reset_ms, [last_ms,] ttl_ms}; buckets carry last_ms */
 	if (under && (int_at(r, 0, &count) || int_at(r, 1, &remaining) || int_at(r, 2, &reset) ||
-		      int_at(r, rule->algorithm == ALG_LEAKY_BUCKET ? 4 : 3, &ttl)))
+		      int_at(r, has_capacity(rule->algorithm) ? 4 : 3, &ttl)))
 		goto fail;
 	if (!under) {
 		if (!r || r->type != REDIS_REPLY_INTEGER)
@@ -144,26 +174,24 @@ static cJSON *state_json(const struct layout *l, const struct rule *rule, const 
 	      !cJSON_AddStringToObject(o, "layout", l->name) ||
 	      !(rule ? cJSON_AddStringToObject(o, "rule", rule->name) : cJSON_AddNullToObject(o, "rule")) ||
 	      (registered >= 0 && !cJSON_AddBoolToObject(o, "registered", registered)) ||
-	      jsonv_add_int(o, "count", count);
+	      (under || is_zset(l->algorithm) ? jsonv_add_int(o, "count", count)
+					      : !cJSON_AddNullToObject(o, "count"));
 	if (bad)
 		goto fail;
 	if (!under) {
 		/* no rule of this algorithm governs the path: the limits are unknown */
-		const char *lim = l->algorithm == ALG_LEAKY_BUCKET ? "capacity" : "limit";
-
-		bad = !cJSON_AddNullToObject(o, lim) || !cJSON_AddNullToObject(o, "remaining") ||
-		      !cJSON_AddNullToObject(o, "reset_ms");
+		bad = !cJSON_AddNullToObject(o, has_capacity(l->algorithm) ? "capacity" : "limit") ||
+		      !cJSON_AddNullToObject(o, "remaining") || !cJSON_AddNullToObject(o, "reset_ms");
 		if (rule)
 			bad = bad || !cJSON_AddStringToObject(o, "note", "the path's rule is of another algorithm");
-	} else if (rule->algorithm == ALG_LEAKY_BUCKET) {
-		bad = jsonv_add_int(o, "capacity", rule->capacity) ||
-		      jsonv_add_number(o, "rate", rule->rate) ||
-		      jsonv_add_int(o, "remaining", remaining) || jsonv_add_int(o, "reset_ms", reset) ||
-		      jsonv_add_int(o, "ttl_ms", ttl);
 	} else {
-		bad = jsonv_add_int(o, "limit", rule->limit) ||
-		      jsonv_add_int(o, "window_ms", rule->window_ms) ||
-		      jsonv_add_int(o, "remaining", remaining) || jsonv_add_int(o, "reset_ms", reset) ||
+		if (has_capacity(rule->algorithm))
+			bad = jsonv_add_int(o, "capacity", rule->capacity) || jsonv_add_number(o, "rate", rule->rate);
+		else
+			bad = jsonv_add_int(o, "limit", rule->limit) || jsonv_add_int(o, "window_ms", rule->window_ms) ||
+			      (rule->algorithm == ALG_SLIDING_COUNTER &&
+			       jsonv_add_int(o, "sub_windows", rule->sub_windows));
+		bad = bad || jsonv_add_int(o, "remaining", remaining) || jsonv_add_int(o, "reset_ms", reset) ||
 		      jsonv_add_int(o, "ttl_ms", ttl);
 	}
 	if (bad)

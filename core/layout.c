@@ -7,7 +7,8 @@
 
 #include <cjson/cJSON.h>
 
-static const enum algorithm maintained[] = { ALG_LEAKY_BUCKET, ALG_SLIDING_LOG };
+static const enum algorithm maintained[] = { ALG_LEAKY_BUCKET, ALG_SLIDING_LOG, ALG_SLIDING_COUNTER,
+					     ALG_FIXED_WINDOW, ALG_TOKEN_BUCKET };
 
 void layout_clear(struct layout *l)
 {

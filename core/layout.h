@@ -4,7 +4,8 @@
  * A layout says where a limiter keeps its state: algorithm, key template
  * (data key = key_prefix + path + key_suffix) and the registry set of paths.
  * sluice's own layouts put every key of one path under one hash tag:
- *   <prefix>{<path>}:<algorithm>           data (sorted set for the logs and buckets)
+ *   <prefix>{<path>}:<algorithm>           data: sorted set (leaky bucket, sliding log),
+ *                                          hash (sliding counter, fixed window, token bucket)
  *   <prefix>{<path>}:<algorithm>:meta      leaky bucket meta (last leak ms, carry, seq)
  *   <prefix>registry:<algorithm>           registry set of paths
  */
@@ -32,8 +33,9 @@ struct layout {
 };
 
 /*
- * sluice's own layouts under key prefix `prefix`, one per algorithm the
- * worker maintains (leaky_bucket, sliding_log).  *out is a new array of *n
+ * sluice's own layouts under key prefix `prefix`, one per algorithm, in the
+ * order of enum algorithm (leaky_bucket, sliding_log, sliding_counter,
+ * fixed_window, token_bucket).  *out is a new array of *n
  * layouts, freed with layouts_free().  0 or -ENOMEM.
  */
 int layouts_default(const char *prefix, struct layout **out, size_t *n);

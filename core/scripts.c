@@ -10,6 +10,15 @@ static const char *const ids[SCRIPT__COUNT] = {
 	[SCRIPT_SLIDING_LOG_PRUNE] = "sliding_log_prune",
 	[SCRIPT_SLIDING_LOG_STATE] = "sliding_log_state",
 	[SCRIPT_RESET] = "reset",
+	[SCRIPT_FIXED_WINDOW] = "fixed_window",
+	[SCRIPT_FIXED_WINDOW_REPAIR] = "fixed_window_repair",
+	[SCRIPT_FIXED_WINDOW_STATE] = "fixed_window_state",
+	[SCRIPT_SLIDING_COUNTER] = "sliding_counter",
+	[SCRIPT_SLIDING_COUNTER_PRUNE] = "sliding_counter_prune",
+	[SCRIPT_SLIDING_COUNTER_STATE] = "sliding_counter_state",
+	[SCRIPT_TOKEN_BUCKET] = "token_bucket",
+	[SCRIPT_TOKEN_BUCKET_RECLAIM] = "token_bucket_reclaim",
+	[SCRIPT_TOKEN_BUCKET_STATE] = "token_bucket_state",
 };
 
 const char *script_name(enum script_id id)

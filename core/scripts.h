@@ -25,6 +25,15 @@ enum script_id {
 	SCRIPT_SLIDING_LOG_PRUNE,  /* worker prune, batched */
 	SCRIPT_SLIDING_LOG_STATE,  /* admin read, no writes */
 	SCRIPT_RESET,              /* admin: delete one path's keys */
+	SCRIPT_FIXED_WINDOW,       /* client acquire */
+	SCRIPT_FIXED_WINDOW_REPAIR, /* worker: TTL for counters without one, batched */
+	SCRIPT_FIXED_WINDOW_STATE, /* admin read */
+	SCRIPT_SLIDING_COUNTER,    /* client acquire */
+	SCRIPT_SLIDING_COUNTER_PRUNE, /* worker prune, batched */
+	SCRIPT_SLIDING_COUNTER_STATE, /* admin read */
+	SCRIPT_TOKEN_BUCKET,       /* client acquire */
+	SCRIPT_TOKEN_BUCKET_RECLAIM, /* worker: delete full buckets, batched */
+	SCRIPT_TOKEN_BUCKET_STATE, /* admin read */
 	SCRIPT__COUNT
 };
 

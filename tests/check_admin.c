@@ -94,7 +94,7 @@ static void setup(void)
 	c = test_redis_connect(&srv);
 	test_redis_flush(c);
 	ck_assert_int_eq(layouts_default(PFX, &layouts, &nlayouts), 0);
-	ck_assert_int_eq(nlayouts, 2);
+	ck_assert_int_eq(nlayouts, 5);
 	ck_assert_msg(redis_url_parse(srv.url, &target, &err) == 0, "%s: %s", err.field, err.message);
 	wc.redis = &target;
 	wc.timeout_ms = 5000;
@@ -951,15 +951,22 @@ START_TEST(test_path_rule_without_state)
 		    "\"registered\":false,\"count\":0,\"limit\":7,\"window_ms\":1000,\"remaining\":7,\"reset_ms\":0,"
 		    "\"ttl_ms\":-2}");
 
-	/* an algorithm no layout maintains yet: the rule and its limit, no live numbers */
+	/* the other three algorithms, with no state yet: their full limit remains */
 	put_ok("fw", "{\"match\":\"/fw\",\"algorithm\":\"fixed_window\",\"limit\":7,\"window_ms\":1000}");
 	get("/v1/paths/%2Ffw");
-	ck_res(200, "{\"path\":\"/fw\",\"algorithm\":\"fixed_window\",\"rule\":\"fw\",\"count\":null,\"limit\":7,"
-		    "\"remaining\":null,\"reset_ms\":null,\"note\":\"no maintained layout for this algorithm\"}");
+	ck_res(200, "{\"path\":\"/fw\",\"algorithm\":\"fixed_window\",\"layout\":\"fixed_window\",\"rule\":\"fw\","
+		    "\"registered\":false,\"count\":0,\"limit\":7,\"window_ms\":1000,\"remaining\":7,\"reset_ms\":0,"
+		    "\"ttl_ms\":-2}");
+	put_ok("sc", "{\"match\":\"/sc\",\"algorithm\":\"sliding_counter\",\"limit\":6,\"window_ms\":1000,\"sub_windows\":4}");
+	get("/v1/paths/%2Fsc");
+	ck_res(200, "{\"path\":\"/sc\",\"algorithm\":\"sliding_counter\",\"layout\":\"sliding_counter\",\"rule\":\"sc\","
+		    "\"registered\":false,\"count\":0,\"limit\":6,\"window_ms\":1000,\"sub_windows\":4,\"remaining\":6,"
+		    "\"reset_ms\":0,\"ttl_ms\":-2}");
 	put_ok("tb", "{\"match\":\"/tb\",\"algorithm\":\"token_bucket\",\"capacity\":4,\"rate\":1}");
 	get("/v1/paths/%2Ftb");
-	ck_res(200, "{\"path\":\"/tb\",\"algorithm\":\"token_bucket\",\"rule\":\"tb\",\"count\":null,\"capacity\":4,"
-		    "\"remaining\":null,\"reset_ms\":null,\"note\":\"no maintained layout for this algorithm\"}");
+	ck_res(200, "{\"path\":\"/tb\",\"algorithm\":\"token_bucket\",\"layout\":\"token_bucket\",\"rule\":\"tb\","
+		    "\"registered\":false,\"count\":0,\"capacity\":4,\"rate\":1,\"remaining\":4,\"reset_ms\":0,"
+		    "\"ttl_ms\":-2}");
 }
 END_TEST
 
@@ -1206,7 +1213,7 @@ static const struct {
 	{ "0-", NULL, "cursor" },
 	{ "0-abc", NULL, "cursor" },
 	{ "0-12x", NULL, "cursor" },
-	{ "2-0", NULL, "cursor" },
+	{ "5-0", NULL, "cursor" }, /* one past the last of the 5 layouts */
 	{ "99-0", NULL, "cursor" },
 	{ "x-0", NULL, "cursor" },
 	{ "1", NULL, "cursor" },
@@ -1881,7 +1888,8 @@ START_TEST(test_worker_status)
 		    "\"max_lag_us\":0,\"overruns\":0,\"in_sweep\":false,\"last_error\":null},"
 		    "\"prune\":{\"ticks\":0,\"sweeps\":0,\"batches\":0,\"paths\":0,\"pruned\":0,\"emptied\":0,"
 		    "\"unmatched\":0,\"skipped\":0,\"errors\":0,\"last_duration_us\":0,\"last_sweep_us\":0,\"lag_us\":0,"
-		    "\"max_lag_us\":0,\"overruns\":0,\"in_sweep\":false,\"last_error\":null}}}");
+		    "\"max_lag_us\":0,\"overruns\":0,\"in_sweep\":false,\"last_error\":null}},"
+		    "\"layouts\":{\"leaky_bucket\":{\"algorithm\":\"leaky_bucket\",\"paths\":0,\"drained\":0,\"emptied\":0,\"unmatched\":0,\"skipped\":0},\"sliding_log\":{\"algorithm\":\"sliding_log\",\"paths\":0,\"pruned\":0,\"emptied\":0,\"unmatched\":0,\"skipped\":0},\"sliding_counter\":{\"algorithm\":\"sliding_counter\",\"paths\":0,\"pruned\":0,\"emptied\":0,\"unmatched\":0,\"skipped\":0},\"fixed_window\":{\"algorithm\":\"fixed_window\",\"paths\":0,\"repaired\":0,\"emptied\":0,\"unmatched\":0,\"skipped\":0},\"token_bucket\":{\"algorithm\":\"token_bucket\",\"paths\":0,\"reclaimed\":0,\"emptied\":0,\"unmatched\":0,\"skipped\":0}}}");
 
 	/* 1 entry per 100 s; the keys expire on the real clock long after the test */
 	put_ok("api", "{\"match\":\"/api/*\",\"algorithm\":\"leaky_bucket\",\"capacity\":10,\"rate\":0.01}");
@@ -1947,7 +1955,8 @@ START_TEST(test_worker_status)
 		   "\"drain\":{\"ticks\":1,\"sweeps\":1,\"batches\":1,\"paths\":4,\"drained\":5,\"emptied\":1,"
 		   "\"unmatched\":1,\"skipped\":1,\"errors\":0,\"lag_us\":700,\"max_lag_us\":1500,\"overruns\":2,\"in_sweep\":false,\"last_error\":null},"
 		   "\"prune\":{\"ticks\":1,\"sweeps\":1,\"batches\":1,\"paths\":2,\"pruned\":2,\"emptied\":0,"
-		   "\"unmatched\":0,\"skipped\":0,\"errors\":0,\"lag_us\":0,\"max_lag_us\":0,\"overruns\":0,\"in_sweep\":false,\"last_error\":null}}}");
+		   "\"unmatched\":0,\"skipped\":0,\"errors\":0,\"lag_us\":0,\"max_lag_us\":0,\"overruns\":0,\"in_sweep\":false,\"last_error\":null}},"
+		   "\"layouts\":{\"leaky_bucket\":{\"algorithm\":\"leaky_bucket\",\"paths\":4,\"drained\":5,\"emptied\":1,\"unmatched\":1,\"skipped\":1},\"sliding_log\":{\"algorithm\":\"sliding_log\",\"paths\":2,\"pruned\":2,\"emptied\":0,\"unmatched\":0,\"skipped\":0},\"sliding_counter\":{\"algorithm\":\"sliding_counter\",\"paths\":0,\"pruned\":0,\"emptied\":0,\"unmatched\":0,\"skipped\":0},\"fixed_window\":{\"algorithm\":\"fixed_window\",\"paths\":0,\"repaired\":0,\"emptied\":0,\"unmatched\":0,\"skipped\":0},\"token_bucket\":{\"algorithm\":\"token_bucket\",\"paths\":0,\"reclaimed\":0,\"emptied\":0,\"unmatched\":0,\"skipped\":0}}}");
 
 	/* the same instant again drains nothing more; the counters add up */
 	ck_assert_int_eq(worker_sweep(w, WORKER_DRAIN, t0 + 300000, &r), 0);

@@ -738,8 +738,11 @@ START_TEST(layout_keys)
 	size_t n;
 
 	ck_assert_int_eq(layouts_default("sluice:", &l, &n), 0);
-	ck_assert_uint_eq(n, 2);
+	ck_assert_uint_eq(n, 5);
 	ck_assert_str_eq(l[0].name, "leaky_bucket");
+	ck_assert_str_eq(l[2].name, "sliding_counter");
+	ck_assert_str_eq(l[3].registry, "sluice:registry:fixed_window");
+	ck_assert_str_eq(l[4].key_suffix, "}:token_bucket");
 	ck_assert_str_eq(l[0].registry, "sluice:registry:leaky_bucket");
 	ck_assert_str_eq(l[1].registry, "sluice:registry:sliding_log");
 	ck_assert_int_eq(layout_key(&l[0], "/api/users", 10, 0, &b), 0);

@@ -488,6 +488,120 @@ START_TEST(redis_down_is_an_error_not_a_crash)
 }
 END_TEST
 
+/* ---- sliding counter, fixed window, token bucket ----------------------------------- */
+
+/* One client call of `script` for `path` (its hash key and registry from the default layout). */
+static long long acquire(const char *script, const char *kind, const char *path, const char *a1,
+			 const char *a2, const char *a3, long long now)
+{
+	const struct script_src *s = script_find(script);
+	char key[256], reg[64], nowb[24];
+	const char *argv[10];
+	size_t lens[10];
+	int argc = 0;
+	redisReply *r;
+	long long allowed;
+
+	ck_assert_ptr_nonnull(s);
+	snprintf(key, sizeof(key), "sluice:{%s}:%s", path, kind);
+	snprintf(reg, sizeof(reg), "sluice:registry:%s", kind);
+	snprintf(nowb, sizeof(nowb), "%lld", now);
+	argv[argc++] = "EVAL", argv[argc++] = s->body, argv[argc++] = "2", argv[argc++] = key, argv[argc++] = reg;
+	argv[argc++] = path, argv[argc++] = a1, argv[argc++] = a2;
+	if (a3)
+		argv[argc++] = a3;
+	argv[argc++] = nowb;
+	for (int i = 0; i < argc; i++)
+		lens[i] = strlen(argv[i]);
+	r = redisCommandArgv(C, argc, argv, lens);
+	ck_assert_msg(r && r->type == REDIS_REPLY_ARRAY, "%s: %s", script, r && r->type == REDIS_REPLY_ERROR ? r->str : "?");
+	allowed = r->element[0]->integer;
+	freeReplyObject(r);
+	return allowed;
+}
+
+START_TEST(prune_sliding_counter)
+{
+	struct worker *w = new_worker(500);
+	struct worker_result res;
+	struct worker_status st;
+
+	put_rule("{\"name\":\"c\",\"match\":\"/c\",\"algorithm\":\"sliding_counter\",\"limit\":10,\"window_ms\":1000,\"sub_windows\":4}");
+	for (int i = 0; i < 3; i++) /* sub-window 0 (0..249 ms) */
+		ck_assert_int_eq(acquire("sliding_counter", "sliding_counter", "/c", "10", "1000", "4", 0), 1);
+	for (int i = 0; i < 2; i++) /* sub-window 2 (500..749 ms) */
+		ck_assert_int_eq(acquire("sliding_counter", "sliding_counter", "/c", "10", "1000", "4", 600), 1);
+	ck_assert_int_eq(worker_sweep(w, WORKER_PRUNE, 999, &res), 0);
+	ck_assert_int_eq(res.entries, 0); /* sub-window 0 still counts until 1000 */
+	ck_assert_int_eq(worker_sweep(w, WORKER_PRUNE, 1000, &res), 0);
+	ck_assert_int_eq(res.entries, 1); /* field "0" */
+	ck_assert_int_eq(test_cmd_int(C, "HEXISTS sluice:{/c}:sliding_counter 0"), 0);
+	ck_assert_int_eq(test_cmd_int(C, "HEXISTS sluice:{/c}:sliding_counter 2"), 1);
+	ck_assert_int_eq(worker_sweep(w, WORKER_PRUNE, 1500, &res), 0);
+	ck_assert_int_eq(res.entries, 1);
+	ck_assert_int_eq(res.emptied, 1);
+	ck_assert_int_eq(test_cmd_int(C, "EXISTS sluice:{/c}:sliding_counter"), 0);
+	ck_assert_int_eq(test_cmd_int(C, "SCARD sluice:registry:sliding_counter"), 0);
+	worker_status(w, &st);
+	ck_assert_str_eq(st.layout[2].name, "sliding_counter");
+	ck_assert_int_eq(st.layout[2].entries, 2);
+	ck_assert_int_eq(st.layout[2].emptied, 1);
+	worker_free(w);
+}
+END_TEST
+
+START_TEST(repair_fixed_window)
+{
+	struct worker *w = new_worker(500);
+	struct worker_result res;
+	struct worker_status st;
+
+	put_rule("{\"name\":\"f\",\"match\":\"/f*\",\"algorithm\":\"fixed_window\",\"limit\":5,\"window_ms\":1000000}");
+	ck_assert_int_eq(acquire("fixed_window", "fixed_window", "/f1", "5", "1000000", NULL, 0), 1);
+	ck_assert_int_eq(acquire("fixed_window", "fixed_window", "/f2", "5", "1000000", NULL, 0), 1);
+	ck_assert_int_eq(worker_sweep(w, WORKER_PRUNE, 10, &res), 0);
+	ck_assert_int_eq(res.entries, 0); /* both have their TTL */
+	freeReplyObject(test_cmd(C, "PERSIST sluice:{/f1}:fixed_window")); /* a counter left without one */
+	ck_assert_int_eq(test_cmd_int(C, "PTTL sluice:{/f1}:fixed_window"), -1);
+	ck_assert_int_eq(worker_sweep(w, WORKER_PRUNE, 10, &res), 0);
+	ck_assert_int_eq(res.entries, 1);
+	ck_assert_int_gt(test_cmd_int(C, "PTTL sluice:{/f1}:fixed_window"), 900000); /* the rest of its window */
+	ck_assert_int_eq(worker_sweep(w, WORKER_PRUNE, 10, &res), 0);
+	ck_assert_int_eq(res.entries, 0); /* idempotent */
+	/* the next window: both counters are stale and go */
+	ck_assert_int_eq(worker_sweep(w, WORKER_PRUNE, 1000000, &res), 0);
+	ck_assert_int_eq(res.emptied, 2);
+	ck_assert_int_eq(test_cmd_int(C, "EXISTS sluice:{/f1}:fixed_window sluice:{/f2}:fixed_window"), 0);
+	worker_status(w, &st);
+	ck_assert_str_eq(st.layout[3].name, "fixed_window");
+	ck_assert_int_eq(st.layout[3].entries, 1);
+	worker_free(w);
+}
+END_TEST
+
+START_TEST(reclaim_token_bucket)
+{
+	struct worker *w = new_worker(500);
+	struct worker_result res;
+	struct worker_status st;
+
+	put_rule("{\"name\":\"t\",\"match\":\"/t\",\"algorithm\":\"token_bucket\",\"capacity\":5,\"rate\":1}");
+	ck_assert_int_eq(acquire("token_bucket", "token_bucket", "/t", "5", "1", "3", 0), 1); /* 2 left */
+	ck_assert_int_eq(worker_sweep(w, WORKER_PRUNE, 2999, &res), 0);
+	ck_assert_int_eq(res.entries, 0); /* 4.999 tokens: not full */
+	ck_assert_int_eq(test_cmd_int(C, "EXISTS sluice:{/t}:token_bucket"), 1);
+	ck_assert_int_eq(worker_sweep(w, WORKER_PRUNE, 3000, &res), 0);
+	ck_assert_int_eq(res.entries, 1); /* full: the same as absent */
+	ck_assert_int_eq(res.emptied, 1);
+	ck_assert_int_eq(test_cmd_int(C, "EXISTS sluice:{/t}:token_bucket"), 0);
+	ck_assert_int_eq(test_cmd_int(C, "SCARD sluice:registry:token_bucket"), 0);
+	worker_status(w, &st);
+	ck_assert_str_eq(st.layout[4].name, "token_bucket");
+	ck_assert_int_eq(st.layout[4].entries, 1);
+	worker_free(w);
+}
+END_TEST
+
 /* ---- foreign layouts (keys written by the seed articles' limiters) ------------------- */
 
 /* A worker over sluice's layouts plus the foreign ones given as config JSON. */
@@ -629,6 +743,9 @@ static Suite *worker_suite(void)
 	tcase_add_test(tc, noscript_after_script_flush);
 	tcase_add_test(tc, reconnect_after_connection_killed);
 	tcase_add_test(tc, redis_down_is_an_error_not_a_crash);
+	tcase_add_test(tc, prune_sliding_counter);
+	tcase_add_test(tc, repair_fixed_window);
+	tcase_add_test(tc, reclaim_token_bucket);
 	tcase_add_test(tc, foreign_leaky_bucket_seed004);
 	tcase_add_test(tc, foreign_sliding_logs_by_scan);
 	suite_add_tcase(s, tc);

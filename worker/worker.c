@@ -21,14 +21,22 @@ struct op {
 	int meta_key;            /* pass the meta key after the data key */
 };
 
+/*
+ * The drain job runs at the leak's pace (every 100 ms by default); everything
+ * else only bounds memory and repairs, at the prune job's slower pace.
+ */
 static const struct op ops[] = {
-	{ ALG_LEAKY_BUCKET, WORKER_DRAIN, SCRIPT_LEAKY_BUCKET_DRAIN, 1 },
-	{ ALG_SLIDING_LOG, WORKER_PRUNE, SCRIPT_SLIDING_LOG_PRUNE, 0 },
+	{ ALG_LEAKY_BUCKET, WORKER_DRAIN, SCRIPT_LEAKY_BUCKET_DRAIN, 1 },       /* drain */
+	{ ALG_SLIDING_LOG, WORKER_PRUNE, SCRIPT_SLIDING_LOG_PRUNE, 0 },         /* prune */
+	{ ALG_SLIDING_COUNTER, WORKER_PRUNE, SCRIPT_SLIDING_COUNTER_PRUNE, 0 }, /* prune sub-windows */
+	{ ALG_FIXED_WINDOW, WORKER_PRUNE, SCRIPT_FIXED_WINDOW_REPAIR, 0 },      /* repair TTLs */
+	{ ALG_TOKEN_BUCKET, WORKER_PRUNE, SCRIPT_TOKEN_BUCKET_RECLAIM, 0 },     /* reclaim full buckets */
 };
 
 struct job_state {
-	const struct layout *layouts[32]; /* the layouts this job walks, in order */
-	const struct op *op[32];
+	const struct layout *layouts[WORKER_MAX_LAYOUTS]; /* the layouts this job walks, in order */
+	const struct op *op[WORKER_MAX_LAYOUTS];
+	size_t index[WORKER_MAX_LAYOUTS]; /* each one's index in the worker's layouts (for the status) */
 	size_t nlayouts;
 	size_t layout;           /* index into layouts of the cursor */
 	char cursor[24];         /* SSCAN cursor, "0" at the start of a layout */
@@ -67,6 +75,20 @@ struct worker {
 const double worker_sweep_buckets[WORKER_SWEEP_BUCKETS] = { 0.001, 0.005, 0.01, 0.05, 0.1, 0.25,
 							      0.5, 1, 2.5, 5, 10 };
 
+const char *worker_action_name(enum algorithm a)
+{
+	switch (a) {
+	case ALG_LEAKY_BUCKET:
+		return "drained";
+	case ALG_FIXED_WINDOW:
+		return "repaired";
+	case ALG_TOKEN_BUCKET:
+		return "reclaimed";
+	default:
+		return "pruned";
+	}
+}
+
 const char *worker_job_name(enum worker_job j)
 {
 	static const char *const names[WORKER__JOBS] = { "drain", "prune" };
@@ -100,6 +122,18 @@ struct worker *worker_new(const struct worker_config *cfg)
 		return NULL;
 	}
 	w->batch_size = cfg->batch_size;
+	if (cfg->nlayouts > WORKER_MAX_LAYOUTS) {
+		pthread_cond_destroy(&w->done);
+		close(w->reqfd);
+		pthread_mutex_destroy(&w->lock);
+		free(w);
+		return NULL;
+	}
+	w->st.nlayouts = cfg->nlayouts;
+	for (size_t i = 0; i < cfg->nlayouts; i++) {
+		snprintf(w->st.layout[i].name, sizeof(w->st.layout[i].name), "%s", cfg->layouts[i].name);
+		w->st.layout[i].algorithm = cfg->layouts[i].algorithm;
+	}
 	w->conn = rconn_new(cfg->redis, cfg->timeout_ms);
 	w->prefix = strdup(cfg->prefix);
 	w->batch = rbatch_new();
@@ -118,6 +152,7 @@ struct worker *worker_new(const struct worker_config *cfg)
 				return NULL;
 			}
 			js->layouts[js->nlayouts] = &cfg->layouts[i];
+			js->index[js->nlayouts] = i;
 			js->op[js->nlayouts++] = &ops[k];
 		}
 	for (int j = 0; j < WORKER__JOBS; j++)
@@ -254,17 +289,32 @@ static int queue_sscan(struct worker *w, const struct layout *l, const char *cur
 	}
 }
 
-/* The per-path argument of an op: rate (per second) or window (ms). */
+static int push_int(struct worker *w, size_t *na, int64_t v)
+{
+	char num[24];
+	int n = snprintf(num, sizeof(num), "%lld", (long long)v);
+
+	return push_arg(w, na, num, (size_t)n);
+}
+
+/* The per-path arguments of each job's script after the path (see lua/README.md). */
 static int push_param(struct worker *w, size_t *na, const struct rule *r)
 {
 	char num[40];
 	int n;
 
-	if (r->algorithm == ALG_LEAKY_BUCKET || r->algorithm == ALG_TOKEN_BUCKET)
+	switch (r->algorithm) {
+	case ALG_LEAKY_BUCKET: /* rate, per second */
 		n = snprintf(num, sizeof(num), "%.17g", r->rate);
-	else
-		n = snprintf(num, sizeof(num), "%lld", (long long)r->window_ms);
-	return push_arg(w, na, num, (size_t)n);
+		return push_arg(w, na, num, (size_t)n);
+	case ALG_TOKEN_BUCKET: /* capacity, rate per second */
+		n = snprintf(num, sizeof(num), "%.17g", r->rate);
+		return push_int(w, na, r->capacity) || push_arg(w, na, num, (size_t)n) ? -ENOMEM : 0;
+	case ALG_SLIDING_COUNTER: /* window ms, sub-windows */
+		return push_int(w, na, r->window_ms) || push_int(w, na, r->sub_windows) ? -ENOMEM : 0;
+	default: /* sliding log, fixed window: window ms */
+		return push_int(w, na, r->window_ms);
+	}
 }
 
 static void set_error(struct worker *w, enum worker_job job, const char *fmt, const char *detail)
@@ -296,7 +346,8 @@ int worker_step(struct worker *w, enum worker_job job, int64_t budget_us, int64_
 		struct worker_result *res)
 {
 	struct job_state *js = &w->jobs[job];
-	struct worker_result r = { 0 };
+	struct worker_result r = { 0 }, page_base = { 0 };
+	struct worker_layout_status lr[WORKER_MAX_LAYOUTS] = { 0 };
 	int64_t start = clock_mono_us();
 	redisReply *page = NULL;
 	char now[24] = "";
@@ -414,6 +465,10 @@ int worker_step(struct worker *w, enum worker_job job, int64_t budget_us, int64_
 		}
 		if (rbatch_len(w->batch) && (rc = rbatch_run(w->conn, w->batch)))
 			goto fail;
+		/* the page's counts for this layout (entries added below) */
+		lr[js->index[js->layout]].paths += r.paths - page_base.paths;
+		lr[js->index[js->layout]].unmatched += r.unmatched - page_base.unmatched;
+		lr[js->index[js->layout]].skipped += r.skipped - page_base.skipped;
 		if (has_eval) {
 			const redisReply *e = rbatch_reply(w->batch, 0);
 
@@ -426,10 +481,15 @@ int worker_step(struct worker *w, enum worker_job job, int64_t budget_us, int64_
 			}
 			r.entries += (uint64_t)e->element[0]->integer;
 			r.emptied += (uint64_t)e->element[1]->integer;
-			if (e->elements >= 4 && e->element[3]->type == REDIS_REPLY_INTEGER)
+			lr[js->index[js->layout]].entries += (uint64_t)e->element[0]->integer;
+			lr[js->index[js->layout]].emptied += (uint64_t)e->element[1]->integer;
+			if (e->elements >= 4 && e->element[3]->type == REDIS_REPLY_INTEGER) {
 				r.skipped += (uint64_t)e->element[3]->integer;
+				lr[js->index[js->layout]].skipped += (uint64_t)e->element[3]->integer;
+			}
 			r.batches++;
 		}
+		page_base = r;
 
 		/* Commit the cursor only once the page's work is done. */
 		if (more) {
@@ -485,6 +545,15 @@ out:
 					s->sweep_hist[i]++;
 		}
 		s->in_sweep = js->in_sweep;
+		for (size_t i = 0; i < w->st.nlayouts; i++) {
+			struct worker_layout_status *ls = &w->st.layout[i];
+
+			ls->paths += lr[i].paths;
+			ls->entries += lr[i].entries;
+			ls->emptied += lr[i].emptied;
+			ls->unmatched += lr[i].unmatched;
+			ls->skipped += lr[i].skipped;
+		}
 		if (!rc)
 			s->last_error[0] = '\0';
 		w->st.redis_up = rconn_is_up(w->conn);

@@ -8,9 +8,12 @@
  *
  *   drain (WORKER_DRAIN): leaky buckets lose floor(rate x elapsed + carry)
  *                         entries (lua/leaky_bucket_drain.lua)
- *   prune (WORKER_PRUNE): sliding logs lose entries older than the window;
- *                         empty keys are deleted and leave the registry
- *                         (lua/sliding_log_prune.lua)
+ *   prune (WORKER_PRUNE): sliding logs lose entries older than the window and
+ *                         sliding counters their expired sub-windows; fixed-window
+ *                         counters without a TTL get one; token buckets refilled
+ *                         to capacity are deleted; empty keys leave the registry
+ *                         (lua/sliding_log_prune.lua, sliding_counter_prune.lua,
+ *                         fixed_window_repair.lua, token_bucket_reclaim.lua)
  *
  * A step stops when its time budget is spent and resumes from its cursor at
  * the next step; memory does not grow with the registry (one batch at a time).
@@ -35,6 +38,8 @@ extern const double worker_sweep_buckets[WORKER_SWEEP_BUCKETS];
 
 /* "drain", "prune"; static storage. */
 const char *worker_job_name(enum worker_job j);
+/* What the worker does to algorithm `a`'s state: "drained", "pruned", "repaired", "reclaimed". */
+const char *worker_action_name(enum algorithm a);
 
 struct worker_config {
 	const struct redis_target *redis; /* copied */
@@ -68,8 +73,23 @@ struct worker_job_status {
 	double sweep_seconds;    /* sum of complete sweep durations, s */
 };
 
+#define WORKER_MAX_LAYOUTS 32
+
+/* Counters of one layout since start (the job that walks it is its algorithm's). */
+struct worker_layout_status {
+	char name[32];
+	enum algorithm algorithm;
+	uint64_t paths;          /* registry members (or scanned keys) visited */
+	uint64_t entries;        /* drained (leaky bucket), pruned (logs: entries; counters:
+				  * sub-window fields), repaired (fixed window: counters given a
+				  * TTL), reclaimed (token bucket: full buckets deleted) */
+	uint64_t emptied, unmatched, skipped;
+};
+
 struct worker_status {
 	struct worker_job_status job[WORKER__JOBS];
+	struct worker_layout_status layout[WORKER_MAX_LAYOUTS];
+	size_t nlayouts;
 	int redis_up;
 	uint64_t connects;       /* connections established (1 + reconnects) */
 	uint64_t rules_version;
