@@ -1402,6 +1402,70 @@ START_TEST(test_registry_of_wrong_type)
 }
 END_TEST
 
+/* ---- live state of the sliding counter, fixed window and token bucket ------------- */
+
+static void acquire_h(const char *script, const char *path, const char *a1, const char *a2, const char *a3,
+		      long long now)
+{
+	const struct script_src *s = script_find(script);
+	char key[256], reg[64], nowb[24];
+	const char *argv[10];
+	int argc = 0;
+	redisReply *r;
+
+	snprintf(key, sizeof(key), "sluice:{%s}:%s", path, script);
+	snprintf(reg, sizeof(reg), "sluice:registry:%s", script);
+	snprintf(nowb, sizeof(nowb), "%lld", now);
+	argv[argc++] = "EVAL", argv[argc++] = s->body, argv[argc++] = "2", argv[argc++] = key, argv[argc++] = reg;
+	argv[argc++] = path, argv[argc++] = a1, argv[argc++] = a2;
+	if (a3)
+		argv[argc++] = a3;
+	argv[argc++] = nowb;
+	r = redisCommandArgv(c, argc, argv, NULL);
+	ck_assert_msg(r && r->type == REDIS_REPLY_ARRAY && r->element[0]->integer == 1, "%s not admitted", script);
+	freeReplyObject(r);
+}
+
+START_TEST(test_path_state_other_algorithms)
+{
+	/* state read at max(Redis now, stored time): a future, aligned T makes every number exact */
+	long long T = (test_server_ms(c) / 1000000 + 2) * 1000000 + 1000;
+
+	put_ok("fw", "{\"match\":\"/fw\",\"algorithm\":\"fixed_window\",\"limit\":5,\"window_ms\":1000000}");
+	put_ok("sc", "{\"match\":\"/sc\",\"algorithm\":\"sliding_counter\",\"limit\":10,\"window_ms\":1000,\"sub_windows\":4}");
+	put_ok("tb", "{\"match\":\"/tb\",\"algorithm\":\"token_bucket\",\"capacity\":5,\"rate\":1}");
+	acquire_h("fixed_window", "/fw", "5", "1000000", NULL, T);
+	acquire_h("fixed_window", "/fw", "5", "1000000", NULL, T);
+	for (int i = 0; i < 3; i++)
+		acquire_h("sliding_counter", "/sc", "10", "1000", "4", T);
+	acquire_h("token_bucket", "/tb", "5", "1", "3", T);
+
+	get("/v1/paths/%2Ffw");
+	ck_assert_int_eq(res.status, 200);
+	ck_assert_int_gt(take_int("ttl_ms"), 0);
+	ck_json_is("{\"path\":\"/fw\",\"algorithm\":\"fixed_window\",\"layout\":\"fixed_window\",\"rule\":\"fw\","
+		    "\"registered\":true,\"count\":2,\"limit\":5,\"window_ms\":1000000,\"remaining\":3,"
+		    "\"reset_ms\":999000}");
+	get("/v1/paths/%2Fsc");
+	ck_assert_int_eq(res.status, 200);
+	ck_assert_int_gt(take_int("ttl_ms"), 0);
+	ck_json_is("{\"path\":\"/sc\",\"algorithm\":\"sliding_counter\",\"layout\":\"sliding_counter\",\"rule\":\"sc\","
+		    "\"registered\":true,\"count\":3,\"limit\":10,\"window_ms\":1000,\"sub_windows\":4,\"remaining\":7,"
+		    "\"reset_ms\":1000}");
+	get("/v1/paths/%2Ftb");
+	ck_assert_int_eq(res.status, 200);
+	ck_assert_int_gt(take_int("ttl_ms"), 0);
+	ck_json_is("{\"path\":\"/tb\",\"algorithm\":\"token_bucket\",\"layout\":\"token_bucket\",\"rule\":\"tb\","
+		    "\"registered\":true,\"count\":3,\"capacity\":5,\"rate\":1,\"remaining\":2,\"reset_ms\":3000}");
+	/* and the list shows all three; reset takes them */
+	list(NULL, NULL, "1000");
+	ck_assert_int_eq(cJSON_GetArraySize(jat("paths")), 3);
+	call("POST", "/v1/paths/%2Ftb/reset", NULL);
+	ck_assert_int_eq(jint("keys_removed"), 1);
+	ck_assert_int_eq(jint("registries_removed"), 1);
+}
+END_TEST
+
 /* ---- paths are binary-safe arguments, never formatted into commands --------------- */
 
 /* Admit one entry for the `len`-byte path (NUL bytes allowed) at `now`. */
@@ -2255,6 +2319,7 @@ static Suite *admin_suite(void)
 	tcase_add_test(tc, test_registry_of_wrong_type);
 	tcase_add_test(tc, test_worker_sweep_now);
 	tcase_add_test(tc, test_metrics);
+	tcase_add_test(tc, test_path_state_other_algorithms);
 	tcase_add_test(tc, test_paths_binary_safe);
 	tcase_add_test(tc, test_foreign_layouts_state_and_reset);
 	tcase_add_test(tc, test_rule_etags);

@@ -721,6 +721,41 @@ START_TEST(foreign_sliding_logs_by_scan)
 }
 END_TEST
 
+/*
+ * Seed 001's fixed window: INCR rate_limit:<name>, then EXPIRE only when the
+ * count is 1; a client that died between the two left a counter with no TTL,
+ * which would block that name forever.  Found by SCAN TYPE string, repaired.
+ */
+START_TEST(foreign_fixed_window_seed001)
+{
+	struct layout *all;
+	size_t nall;
+	struct worker *w = foreign_worker(
+		"[{\"name\":\"seed001\",\"algorithm\":\"fixed_window\",\"key_prefix\":\"rate_limit:\",\"scan\":true}]",
+		&all, &nall);
+	struct worker_result res;
+
+	put_rule("{\"name\":\"fw\",\"match\":\"login*\",\"algorithm\":\"fixed_window\",\"limit\":5,\"window_ms\":60000}");
+	/* a healthy client: INCR then EXPIRE 60 */
+	freeReplyObject(test_cmd(C, "INCR rate_limit:login-ok"));
+	freeReplyObject(test_cmd(C, "EXPIRE rate_limit:login-ok 60"));
+	/* a client that died between INCR and EXPIRE, after 7 requests */
+	freeReplyObject(test_cmd(C, "SET rate_limit:login-stuck 7"));
+	/* seed 002's sorted set under the same prefix: TYPE string leaves it alone */
+	freeReplyObject(test_cmd(C, "ZADD rate_limit:login-zset 1 a"));
+	ck_assert_int_eq(worker_sweep(w, WORKER_PRUNE, -1, &res), 0);
+	ck_assert_int_eq(res.entries, 1);
+	ck_assert_int_gt(test_cmd_int(C, "PTTL rate_limit:login-stuck"), 59000);
+	ck_assert_int_le(test_cmd_int(C, "PTTL rate_limit:login-stuck"), 60000);
+	ck_assert_int_le(test_cmd_int(C, "PTTL rate_limit:login-ok"), 60000);
+	ck_assert_int_eq(test_cmd_int(C, "PTTL rate_limit:login-zset"), -1);
+	ck_assert_int_eq(worker_sweep(w, WORKER_PRUNE, -1, &res), 0);
+	ck_assert_int_eq(res.entries, 0); /* idempotent */
+	worker_free(w);
+	layouts_free(all, nall);
+}
+END_TEST
+
 static Suite *worker_suite(void)
 {
 	Suite *s = suite_create("worker");
@@ -748,6 +783,7 @@ static Suite *worker_suite(void)
 	tcase_add_test(tc, reclaim_token_bucket);
 	tcase_add_test(tc, foreign_leaky_bucket_seed004);
 	tcase_add_test(tc, foreign_sliding_logs_by_scan);
+	tcase_add_test(tc, foreign_fixed_window_seed001);
 	suite_add_tcase(s, tc);
 	return s;
 }
