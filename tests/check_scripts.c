@@ -44,6 +44,8 @@ static void teardown(void)
 	c = NULL;
 }
 
+#define ck_cmd(want, ...) test_check_cmd(__FILE__, __LINE__, c, (want), __VA_ARGS__)
+
 /* ---- helpers ------------------------------------------------------------ */
 
 /* Decimal text of v in one of 32 rotating buffers (enough for one call's ARGV). */
@@ -93,168 +95,14 @@ static redisReply *ev(enum script_id id, int nkeys, ...)
 	return eval_argv(id, 0, nkeys, argc, argv);
 }
 
-/* Describe reply r in buf, for failure messages. */
-static const char *show(const redisReply *r, char *buf, size_t cap)
-{
-	size_t n = 0;
-
-	buf[0] = '\0';
-	if (r->type == REDIS_REPLY_ERROR)
-		snprintf(buf, cap, "error \"%s\"", r->str);
-	else if (r->type == REDIS_REPLY_INTEGER)
-		snprintf(buf, cap, "%lld", r->integer);
-	else if (r->type == REDIS_REPLY_ARRAY) {
-		n += snprintf(buf + n, cap - n, "{");
-		for (size_t i = 0; i < r->elements && n < cap; i++) {
-			const redisReply *e = r->element[i];
-
-			if (e->type == REDIS_REPLY_INTEGER)
-				n += snprintf(buf + n, cap - n, "%s%lld", i ? ", " : "", e->integer);
-			else if (e->type == REDIS_REPLY_STRING || e->type == REDIS_REPLY_STATUS)
-				n += snprintf(buf + n, cap - n, "%s\"%s\"", i ? ", " : "", e->str);
-			else
-				n += snprintf(buf + n, cap - n, "%s<type %d>", i ? ", " : "", e->type);
-		}
-		if (n < cap)
-			snprintf(buf + n, cap - n, "}");
-	} else if (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS)
-		snprintf(buf, cap, "\"%s\"", r->str);
-	else
-		snprintf(buf, cap, "<type %d>", r->type);
-	return buf;
-}
-
-/* Assert that r is an array of exactly these integers; frees r. */
-static void check_ints(const char *file, int line, redisReply *r, const long long *want, size_t n)
-{
-	char got[512];
-	int ok = r->type == REDIS_REPLY_ARRAY && r->elements == n;
-
-	for (size_t i = 0; ok && i < n; i++)
-		ok = r->element[i]->type == REDIS_REPLY_INTEGER && r->element[i]->integer == want[i];
-	if (!ok) {
-		char exp[512];
-		size_t k = 0;
-
-		k += snprintf(exp + k, sizeof(exp) - k, "{");
-		for (size_t i = 0; i < n && k < sizeof(exp); i++)
-			k += snprintf(exp + k, sizeof(exp) - k, "%s%lld", i ? ", " : "", want[i]);
-		if (k < sizeof(exp))
-			snprintf(exp + k, sizeof(exp) - k, "}");
-		ck_abort_msg("%s:%d: reply %s, want %s", file, line, show(r, got, sizeof(got)), exp);
-	}
-	freeReplyObject(r);
-}
-
-#define INTS(...) ((const long long[]){ __VA_ARGS__ })
-#define NINTS(...) (sizeof(INTS(__VA_ARGS__)) / sizeof(long long))
-/* ck_reply(reply, 1, 2, 0, 1000): the reply is exactly {1, 2, 0, 1000}; frees it. */
-#define ck_reply(r, ...) check_ints(__FILE__, __LINE__, (r), INTS(__VA_ARGS__), NINTS(__VA_ARGS__))
-
-/* Assert that r is an error starting with `prefix`; frees r. */
-static void check_error(const char *file, int line, redisReply *r, const char *prefix)
-{
-	char got[512];
-
-	ck_assert_msg(r->type == REDIS_REPLY_ERROR && strncmp(r->str, prefix, strlen(prefix)) == 0,
-		      "%s:%d: reply %s, want an error starting \"%s\"", file, line,
-		      show(r, got, sizeof(got)), prefix);
-	freeReplyObject(r);
-}
-#define ck_error(r, prefix) check_error(__FILE__, __LINE__, (r), (prefix))
-
-/* Element i of an array reply as an integer (the reply stays owned by the caller). */
-static long long elem_int(const redisReply *r, size_t i)
-{
-	char got[512];
-
-	ck_assert_msg(r->type == REDIS_REPLY_ARRAY && i < r->elements &&
-			      r->element[i]->type == REDIS_REPLY_INTEGER,
-		      "reply %s has no integer element %zu", show(r, got, sizeof(got)), i);
-	return r->element[i]->integer;
-}
-
-/* A command's reply rendered as text ("{...}" for arrays); for exact comparisons. */
-static void ck_cmd_is(const char *file, int line, const char *want, const char *fmt, ...)
-{
-	char got[2048];
-	redisReply *r;
-	va_list ap;
-
-	va_start(ap, fmt);
-	r = redisvCommand(c, fmt, ap);
-	va_end(ap);
-	ck_assert_msg(r != NULL, "redis I/O error: %s", c->errstr);
-	show(r, got, sizeof(got));
-	freeReplyObject(r);
-	ck_assert_msg(strcmp(got, want) == 0, "%s:%d: %s answered %s, want %s", file, line, fmt, got, want);
-}
-#define ck_cmd(want, ...) ck_cmd_is(__FILE__, __LINE__, (want), __VA_ARGS__)
-
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/*
- * The whole keyspace as text: each key (sorted) with its type, content and
- * whether it has a TTL.  Equal snapshots before and after a call mean the
- * call wrote nothing (TTL values themselves tick, so only their presence).
- */
-static char *snapshot(void)
-{
-	redisReply *keys = test_cmd(c, "KEYS *");
-	size_t cap = 1 << 16, n = 0;
-	char *out = malloc(cap), part[2048];
-	char **names = malloc((keys->elements + 1) * sizeof(*names));
-
-	ck_assert_ptr_nonnull(out);
-	ck_assert_ptr_nonnull(names);
-	for (size_t i = 0; i < keys->elements; i++)
-		names[i] = keys->element[i]->str;
-	qsort(names, keys->elements, sizeof(*names), cmp_str);
-	n += snprintf(out + n, cap - n, "dbsize=%zu\n", keys->elements);
-	for (size_t i = 0; i < keys->elements; i++) {
-		redisReply *ty = test_cmd(c, "TYPE %s", names[i]);
-		redisReply *content;
-
-		if (strcmp(ty->str, "zset") == 0)
-			content = test_cmd(c, "ZRANGE %s 0 -1 WITHSCORES", names[i]);
-		else if (strcmp(ty->str, "hash") == 0)
-			content = test_cmd(c, "HGETALL %s", names[i]);
-		else if (strcmp(ty->str, "set") == 0)
-			content = test_cmd(c, "SORT %s ALPHA", names[i]);
-		else
-			content = test_cmd(c, "DUMP %s", names[i]);
-		n += snprintf(out + n, cap - n, "%s %s %s ttl=%s\n", names[i], ty->str,
-			      show(content, part, sizeof(part)),
-			      test_cmd_int(c, "PTTL %s", names[i]) >= 0 ? "yes" : "no");
-		ck_assert_uint_lt(n, cap);
-		freeReplyObject(content);
-		freeReplyObject(ty);
-	}
-	free(names);
-	freeReplyObject(keys);
-	return out;
-}
-
 #define ck_snapshot_same(before)                                                            \
 	do {                                                                                \
-		char *after_ = snapshot();                                                  \
+		char *after_ = test_snapshot(c);                                                  \
 		ck_assert_msg(strcmp((before), after_) == 0, "keyspace changed:\n%s---\n%s", \
 			      (before), after_);                                            \
 		free(after_);                                                               \
 	} while (0)
 
-/* Redis TIME in ms, the clock the scripts use when no `now` is given. */
-static long long redis_ms(void)
-{
-	redisReply *r = test_cmd(c, "TIME");
-	long long ms = atoll(r->element[0]->str) * 1000 + atoll(r->element[1]->str) / 1000;
-
-	freeReplyObject(r);
-	return ms;
-}
 
 static redisReply *lb_acquire(const char *path, const char *cap, const char *rate, const char *n,
 			      const char *now)
@@ -368,8 +216,8 @@ START_TEST(test_drain_exact)
 	snprintf(cap, sizeof(cap), "%lld", dc->entries);
 	snprintf(too_many, sizeof(too_many), "%lld", dc->entries + 1);
 	r = lb_acquire(a, cap, dc->rate, cap, "0");
-	ck_assert_int_eq(elem_int(r, 0), 1);
-	ck_assert_int_eq(elem_int(r, 1), 0);
+	ck_assert_int_eq(test_elem_int(r, 0), 1);
+	ck_assert_int_eq(test_elem_int(r, 1), 0);
 	freeReplyObject(r);
 	freeReplyObject(lb_acquire(b, cap, dc->rate, cap, "0"));
 	ck_assert_int_eq(zcard(test_lb_key(a)), dc->entries);
@@ -384,15 +232,15 @@ START_TEST(test_drain_exact)
 			break;
 		/* The state script foresees what the drain then does. */
 		r = lb_state(a, cap, dc->rate, num(t));
-		predicted = elem_int(r, 0);
+		predicted = test_elem_int(r, 0);
 		freeReplyObject(r);
 		r = lb_drain1(a, dc->rate, t);
-		drained += elem_int(r, 0);
-		ck_assert_int_eq(elem_int(r, 2), 1);
+		drained += test_elem_int(r, 0);
+		ck_assert_int_eq(test_elem_int(r, 2), 1);
 		freeReplyObject(r);
 		r = lb_acquire(b, cap, dc->rate, too_many, num(t));
-		ck_assert_int_eq(elem_int(r, 0), 0);
-		ck_assert_int_eq(elem_int(r, 2), -1);
+		ck_assert_int_eq(test_elem_int(r, 0), 0);
+		ck_assert_int_eq(test_elem_int(r, 2), -1);
 		freeReplyObject(r);
 		ck_assert_int_eq(zcard(test_lb_key(a)), predicted);
 		ck_assert_int_eq(zcard(test_lb_key(a)), zcard(test_lb_key(b)));
@@ -538,14 +386,14 @@ END_TEST
 START_TEST(test_drain_uses_redis_time)
 {
 	const char *p = "/clock";
-	long long t0 = redis_ms() - 5000;
+	long long t0 = test_server_ms(c) - 5000;
 	redisReply *r;
 
 	freeReplyObject(lb_acquire(p, "10", "1", "10", num(t0)));
 	r = ev(SCRIPT_LEAKY_BUCKET_DRAIN, 3, LB_REG, test_lb_key(p), test_lb_meta(p), "", p, "1", NULL);
 	/* 5 s (plus the test's own few ms) at 1 per second. */
-	ck_assert_int_ge(elem_int(r, 0), 5);
-	ck_assert_int_le(elem_int(r, 0), 6);
+	ck_assert_int_ge(test_elem_int(r, 0), 5);
+	ck_assert_int_le(test_elem_int(r, 0), 6);
 	freeReplyObject(r);
 }
 END_TEST
@@ -641,11 +489,11 @@ START_TEST(test_acquire_default_n)
 
 	/* No n (and so no now: Redis TIME, hence reset_ms only in range). */
 	r = ev(SCRIPT_LEAKY_BUCKET, 3, test_lb_key(p), test_lb_meta(p), LB_REG, p, "3", "1", NULL);
-	ck_assert_int_ge(elem_int(r, 3), 900);
-	ck_reply(r, 1, 2, 0, elem_int(r, 3));
+	ck_assert_int_ge(test_elem_int(r, 3), 900);
+	ck_reply(r, 1, 2, 0, test_elem_int(r, 3));
 	r = ev(SCRIPT_LEAKY_BUCKET, 3, test_lb_key(p), test_lb_meta(p), LB_REG, p, "3", "1", "", "", NULL);
-	ck_assert_int_ge(elem_int(r, 3), 900);
-	ck_reply(r, 1, 1, 0, elem_int(r, 3));
+	ck_assert_int_ge(test_elem_int(r, 3), 900);
+	ck_reply(r, 1, 1, 0, test_elem_int(r, 3));
 	ck_assert_int_eq(zcard(test_lb_key(p)), 2);
 	ck_cmd("\"2\"", "HGET %s seq", test_lb_meta(p));
 }
@@ -654,11 +502,11 @@ END_TEST
 START_TEST(test_acquire_uses_redis_time)
 {
 	const char *p = "/clock";
-	long long before = redis_ms(), after, last;
+	long long before = test_server_ms(c), after, last;
 	redisReply *r;
 
 	ck_reply(lb_acquire(p, "3", "1", "1", NULL), 1, 2, 0, 1000);
-	after = redis_ms();
+	after = test_server_ms(c);
 	r = test_cmd(c, "HGET %s last", test_lb_meta(p));
 	last = atoll(r->str);
 	freeReplyObject(r);
@@ -691,9 +539,9 @@ START_TEST(test_acquire_retry_after_is_exact)
 	ck_reply(lb_acquire(p, "3", rate, "1", num(r - 1)), 0, 0, 1, 1);
 	ck_assert_int_eq(zcard(test_lb_key(p)), 3);
 	reply = lb_acquire(p, "3", rate, "1", num(r));
-	ck_assert_int_eq(elem_int(reply, 0), 1);
-	ck_assert_int_eq(elem_int(reply, 1), 0);
-	ck_assert_int_eq(elem_int(reply, 2), 0);
+	ck_assert_int_eq(test_elem_int(reply, 0), 1);
+	ck_assert_int_eq(test_elem_int(reply, 1), 0);
+	ck_assert_int_eq(test_elem_int(reply, 2), 0);
 	freeReplyObject(reply);
 	ck_assert_int_eq(zcard(test_lb_key(p)), 3);
 }
@@ -778,23 +626,23 @@ START_TEST(test_leaky_state)
 
 	ck_reply(lb_state(p, "5", "2", "0"), 0, 5, 0, -1, -2);
 	freeReplyObject(lb_acquire(p, "5", "2", "4", "0"));
-	before = snapshot();
+	before = test_snapshot(c);
 	r = lb_state(p, "5", "2", "0");
-	ck_assert_int_gt(elem_int(r, 4), 2900); /* 4 entries at 2/s: 2000 ms (+1, +1000 grace) */
-	ck_assert_int_le(elem_int(r, 4), 3001);
-	ck_reply(r, 4, 1, 500, 0, elem_int(r, 4));
+	ck_assert_int_gt(test_elem_int(r, 4), 2900); /* 4 entries at 2/s: 2000 ms (+1, +1000 grace) */
+	ck_assert_int_le(test_elem_int(r, 4), 3001);
+	ck_reply(r, 4, 1, 500, 0, test_elem_int(r, 4));
 	/* At 1200: 2.4 leaked -> 2 left, 0.4 carried, next leak 300 ms later. */
 	r = lb_state(p, "5", "2", "1200");
-	ck_reply(r, 2, 3, 300, 0, elem_int(r, 4));
+	ck_reply(r, 2, 3, 300, 0, test_elem_int(r, 4));
 	r = lb_state(p, "5", "2", "5000");
-	ck_reply(r, 0, 5, 0, 0, elem_int(r, 4));
+	ck_reply(r, 0, 5, 0, 0, test_elem_int(r, 4));
 	ck_snapshot_same(before);
 	free(before);
 
 	/* What the state foresaw is what the drain does. */
 	ck_reply(lb_drain1(p, "2", 1200), 2, 0, 1, 0);
 	r = lb_state(p, "5", "2", "1200");
-	ck_reply(r, 2, 3, 300, 1200, elem_int(r, 4));
+	ck_reply(r, 2, 3, 300, 1200, test_elem_int(r, 4));
 	ck_reply(lb_acquire(p, "5", "2", "1", "1200"), 1, 2, 0, 300);
 }
 END_TEST
@@ -811,11 +659,11 @@ START_TEST(test_state_scripts_are_read_only)
 
 	/* Declared no-writes: Redis runs them with EVAL_RO, and refuses writes there. */
 	r = eval_argv(SCRIPT_LEAKY_BUCKET_STATE, 1, 2, 5, lb_args);
-	ck_assert_int_gt(elem_int(r, 4), 400);
-	ck_reply(r, 1, 4, 500, 0, elem_int(r, 4));
+	ck_assert_int_gt(test_elem_int(r, 4), 400);
+	ck_reply(r, 1, 4, 500, 0, test_elem_int(r, 4));
 	r = eval_argv(SCRIPT_SLIDING_LOG_STATE, 1, 1, 4, sl_args);
-	ck_assert_int_gt(elem_int(r, 3), 900);
-	ck_reply(r, 1, 2, 1000, elem_int(r, 3));
+	ck_assert_int_gt(test_elem_int(r, 3), 900);
+	ck_reply(r, 1, 2, 1000, test_elem_int(r, 3));
 	ck_error(eval_argv(SCRIPT_LEAKY_BUCKET, 1, 3, 8, acq_args), "ERR Write commands are not allowed");
 }
 END_TEST
@@ -914,11 +762,11 @@ END_TEST
 START_TEST(test_sliding_uses_redis_time)
 {
 	const char *p = "/clock";
-	long long before = redis_ms(), after, score;
+	long long before = test_server_ms(c), after, score;
 	redisReply *r;
 
 	ck_reply(sl_acquire(p, "3", "1000", NULL), 1, 2, 0, 1000);
-	after = redis_ms();
+	after = test_server_ms(c);
 	r = test_cmd(c, "ZRANGE %s 0 0 WITHSCORES", test_sl_key(p));
 	score = atoll(r->element[1]->str);
 	freeReplyObject(r);
@@ -974,18 +822,18 @@ START_TEST(test_sliding_state)
 	ck_reply(sl_state(p, "3", "1000", "0"), 0, 3, 0, -2);
 	freeReplyObject(sl_acquire(p, "3", "1000", "0"));
 	freeReplyObject(sl_acquire(p, "3", "1000", "400"));
-	before = snapshot();
+	before = test_snapshot(c);
 	r = sl_state(p, "3", "1000", "900");
-	ck_assert_int_gt(elem_int(r, 3), 900); /* one window after the entry at 400 */
-	ck_assert_int_le(elem_int(r, 3), 1000);
-	ck_reply(r, 2, 1, 100, elem_int(r, 3));
+	ck_assert_int_gt(test_elem_int(r, 3), 900); /* one window after the entry at 400 */
+	ck_assert_int_le(test_elem_int(r, 3), 1000);
+	ck_reply(r, 2, 1, 100, test_elem_int(r, 3));
 	r = sl_state(p, "3", "1000", "1000");
-	ck_reply(r, 1, 2, 400, elem_int(r, 3));
+	ck_reply(r, 1, 2, 400, test_elem_int(r, 3));
 	r = sl_state(p, "3", "1000", "1400");
-	ck_reply(r, 0, 3, 0, elem_int(r, 3));
+	ck_reply(r, 0, 3, 0, test_elem_int(r, 3));
 	/* Behind the newest entry: served at 400. */
 	r = sl_state(p, "3", "1000", "100");
-	ck_reply(r, 2, 1, 600, elem_int(r, 3));
+	ck_reply(r, 2, 1, 600, test_elem_int(r, 3));
 	ck_snapshot_same(before);
 	free(before);
 }
@@ -1018,7 +866,7 @@ START_TEST(test_reset)
 						"{\"sluice:{/api/users}:fixed_window\", 1}" };
 
 			for (int i = 0; i < 4; i++)
-				ck_assert_str_eq(show(r->element[1 + i], got, sizeof(got)), pairs[i]);
+				ck_assert_str_eq(test_show_reply(r->element[1 + i], got, sizeof(got)), pairs[i]);
 		}
 		freeReplyObject(r);
 	}
@@ -1157,7 +1005,7 @@ START_TEST(test_bad_arguments_change_nothing)
 	/* State at 1000 that a call at 9000 would drain, prune or reset. */
 	freeReplyObject(lb_acquire("/v", "3", "1", "2", "1000"));
 	freeReplyObject(sl_acquire("/v", "3", "1000", "1000"));
-	before = snapshot();
+	before = test_snapshot(c);
 	while (bc->args[argc])
 		argc++;
 	ck_error(eval_argv(bc->id, 0, bc->nkeys, argc, bc->args), bc->error);

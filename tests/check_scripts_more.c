@@ -58,6 +58,8 @@ static void teardown(void)
 	c = NULL;
 }
 
+#define ck_cmd(want, ...) test_check_cmd(__FILE__, __LINE__, c, (want), __VA_ARGS__)
+
 /* ---- helpers ------------------------------------------------------------ */
 
 /* Decimal text of v in one of 32 rotating buffers (enough for one call's ARGV). */
@@ -120,108 +122,6 @@ static redisReply *ev(const char *script, int nkeys, ...)
 	return eval_argv(script, 0, nkeys, argc, argv);
 }
 
-/* Describe reply r in buf, for failure messages and exact comparisons. */
-static const char *show(const redisReply *r, char *buf, size_t cap)
-{
-	size_t n = 0;
-
-	buf[0] = '\0';
-	if (r->type == REDIS_REPLY_ERROR)
-		snprintf(buf, cap, "error \"%s\"", r->str);
-	else if (r->type == REDIS_REPLY_INTEGER)
-		snprintf(buf, cap, "%lld", r->integer);
-	else if (r->type == REDIS_REPLY_NIL)
-		snprintf(buf, cap, "nil");
-	else if (r->type == REDIS_REPLY_ARRAY) {
-		n += snprintf(buf + n, cap - n, "{");
-		for (size_t i = 0; i < r->elements && n < cap; i++) {
-			const redisReply *e = r->element[i];
-
-			if (e->type == REDIS_REPLY_INTEGER)
-				n += snprintf(buf + n, cap - n, "%s%lld", i ? ", " : "", e->integer);
-			else if (e->type == REDIS_REPLY_NIL)
-				n += snprintf(buf + n, cap - n, "%snil", i ? ", " : "");
-			else if (e->type == REDIS_REPLY_STRING || e->type == REDIS_REPLY_STATUS)
-				n += snprintf(buf + n, cap - n, "%s\"%s\"", i ? ", " : "", e->str);
-			else
-				n += snprintf(buf + n, cap - n, "%s<type %d>", i ? ", " : "", e->type);
-		}
-		if (n < cap)
-			snprintf(buf + n, cap - n, "}");
-	} else if (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS)
-		snprintf(buf, cap, "\"%s\"", r->str);
-	else
-		snprintf(buf, cap, "<type %d>", r->type);
-	return buf;
-}
-
-/* Assert that r is an array of exactly these integers; frees r. */
-static void check_ints(const char *where, int line, redisReply *r, const long long *want, size_t n)
-{
-	char got[512];
-	int ok = r->type == REDIS_REPLY_ARRAY && r->elements == n;
-
-	for (size_t i = 0; ok && i < n; i++)
-		ok = r->element[i]->type == REDIS_REPLY_INTEGER && r->element[i]->integer == want[i];
-	if (!ok) {
-		char exp[512];
-		size_t k = 0;
-
-		k += snprintf(exp + k, sizeof(exp) - k, "{");
-		for (size_t i = 0; i < n && k < sizeof(exp); i++)
-			k += snprintf(exp + k, sizeof(exp) - k, "%s%lld", i ? ", " : "", want[i]);
-		if (k < sizeof(exp))
-			snprintf(exp + k, sizeof(exp) - k, "}");
-		ck_abort_msg("%s:%d: reply %s, want %s", where, line, show(r, got, sizeof(got)), exp);
-	}
-	freeReplyObject(r);
-}
-
-#define INTS(...) ((const long long[]){ __VA_ARGS__ })
-#define NINTS(...) (sizeof(INTS(__VA_ARGS__)) / sizeof(long long))
-/* ck_reply(reply, 1, 2, 0, 1000): the reply is exactly {1, 2, 0, 1000}; frees it. */
-#define ck_reply(r, ...) check_ints(__FILE__, __LINE__, (r), INTS(__VA_ARGS__), NINTS(__VA_ARGS__))
-
-/* Assert that r is an error starting with `prefix`; frees r. */
-static void check_error(const char *file, int line, redisReply *r, const char *prefix)
-{
-	char got[512];
-
-	ck_assert_msg(r->type == REDIS_REPLY_ERROR && strncmp(r->str, prefix, strlen(prefix)) == 0,
-		      "%s:%d: reply %s, want an error starting \"%s\"", file, line,
-		      show(r, got, sizeof(got)), prefix);
-	freeReplyObject(r);
-}
-#define ck_error(r, prefix) check_error(__FILE__, __LINE__, (r), (prefix))
-
-/* Element i of an array reply as an integer (the reply stays owned by the caller). */
-static long long elem_int(const redisReply *r, size_t i)
-{
-	char got[512];
-
-	ck_assert_msg(r->type == REDIS_REPLY_ARRAY && i < r->elements &&
-			      r->element[i]->type == REDIS_REPLY_INTEGER,
-		      "reply %s has no integer element %zu", show(r, got, sizeof(got)), i);
-	return r->element[i]->integer;
-}
-
-/* A command's reply rendered as text ("{...}" for arrays); for exact comparisons. */
-static void ck_cmd_is(const char *file, int line, const char *want, const char *fmt, ...)
-{
-	char got[2048];
-	redisReply *r;
-	va_list ap;
-
-	va_start(ap, fmt);
-	r = redisvCommand(c, fmt, ap);
-	va_end(ap);
-	ck_assert_msg(r != NULL, "redis I/O error: %s", c->errstr);
-	show(r, got, sizeof(got));
-	freeReplyObject(r);
-	ck_assert_msg(strcmp(got, want) == 0, "%s:%d: %s answered %s, want %s", file, line, fmt, got, want);
-}
-#define ck_cmd(want, ...) ck_cmd_is(__FILE__, __LINE__, (want), __VA_ARGS__)
-
 /* PTTL of key is in (want - SLACK_MS, want]: set from a call's `now` a moment ago. */
 static void check_pttl(const char *file, int line, const char *key, long long want)
 {
@@ -232,68 +132,14 @@ static void check_pttl(const char *file, int line, const char *key, long long wa
 }
 #define ck_pttl(key, want) check_pttl(__FILE__, __LINE__, (key), (want))
 
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/*
- * The whole keyspace as text: each key (sorted) with its type, content and
- * whether it has a TTL.  Equal snapshots before and after a call mean the
- * call wrote nothing (TTL values themselves tick, so only their presence).
- */
-static char *snapshot(void)
-{
-	redisReply *keys = test_cmd(c, "KEYS *");
-	size_t cap = 1 << 16, n = 0;
-	char *out = malloc(cap), part[2048];
-	char **names = malloc((keys->elements + 1) * sizeof(*names));
-
-	ck_assert_ptr_nonnull(out);
-	ck_assert_ptr_nonnull(names);
-	for (size_t i = 0; i < keys->elements; i++)
-		names[i] = keys->element[i]->str;
-	qsort(names, keys->elements, sizeof(*names), cmp_str);
-	n += snprintf(out + n, cap - n, "dbsize=%zu\n", keys->elements);
-	for (size_t i = 0; i < keys->elements; i++) {
-		redisReply *ty = test_cmd(c, "TYPE %s", names[i]);
-		redisReply *content;
-
-		if (strcmp(ty->str, "zset") == 0)
-			content = test_cmd(c, "ZRANGE %s 0 -1 WITHSCORES", names[i]);
-		else if (strcmp(ty->str, "hash") == 0)
-			content = test_cmd(c, "HGETALL %s", names[i]);
-		else if (strcmp(ty->str, "set") == 0)
-			content = test_cmd(c, "SORT %s ALPHA", names[i]);
-		else if (strcmp(ty->str, "string") == 0)
-			content = test_cmd(c, "GET %s", names[i]);
-		else
-			content = test_cmd(c, "DUMP %s", names[i]);
-		n += snprintf(out + n, cap - n, "%s %s %s ttl=%s\n", names[i], ty->str,
-			      show(content, part, sizeof(part)),
-			      test_cmd_int(c, "PTTL %s", names[i]) >= 0 ? "yes" : "no");
-		ck_assert_uint_lt(n, cap);
-		freeReplyObject(content);
-		freeReplyObject(ty);
-	}
-	free(names);
-	freeReplyObject(keys);
-	return out;
-}
-
 #define ck_snapshot_same(before)                                                            \
 	do {                                                                                \
-		char *after_ = snapshot();                                                  \
+		char *after_ = test_snapshot(c);                                                  \
 		ck_assert_msg(strcmp((before), after_) == 0, "keyspace changed:\n%s---\n%s", \
 			      (before), after_);                                            \
 		free(after_);                                                               \
 	} while (0)
 
-/* Redis TIME in ms, the clock the scripts use when no `now` is given. */
-static long long redis_ms(void)
-{
-	return test_server_ms(c);
-}
 
 static long long zcard(const char *key)
 {
@@ -696,10 +542,10 @@ START_TEST(test_table)
 			/* A rejected request extends no TTL: mark the TTLs first. */
 			for (int k = 0; k < nk; k++)
 				freeReplyObject(test_cmd(c, "PEXPIRE %s %lld", keys[k], MARKER_TTL));
-			before = snapshot();
+			before = test_snapshot(c);
 		}
 		r = acquire(ac->algo, p, ac->a, ac->b, ac->s, n, num(st->now));
-		check_ints(where, 0, r, st->want, 4);
+		test_check_ints(where, 0, r, st->want, 4);
 		if (st->want[0] == 1) {
 			ck_assert_msg(in_set(registry_of(ac->algo), p), "%s: path not registered", where);
 			for (int k = 0; k < nk; k++) {
@@ -719,9 +565,9 @@ START_TEST(test_table)
 			if (test_cmd_int(c, "EXISTS %s", keys[k]))
 				check_pttl(where, 0, keys[k], MARKER_TTL);
 		free(before);
-		before = snapshot();
+		before = test_snapshot(c);
 		r = acquire(ac->algo, p, ac->a, ac->b, ac->s, n, num(st->now));
-		check_ints(where, 1, r, st->want, 4);
+		test_check_ints(where, 1, r, st->want, 4);
 		ck_snapshot_same(before);
 		free(before);
 	}
@@ -745,9 +591,9 @@ static long long call_within_one_ms(enum algo al, const char *p, const char *a, 
 
 		for (int k = 0; k < nk; k++)
 			freeReplyObject(test_cmd(c, "DEL %s", keys[k]));
-		before = redis_ms();
+		before = test_server_ms(c);
 		freeReplyObject(acquire(al, p, a, b, s, n, NULL));
-		after = redis_ms();
+		after = test_server_ms(c);
 		if (before == after)
 			return before;
 	}
@@ -779,14 +625,14 @@ END_TEST
 START_TEST(test_fw_uses_redis_time)
 {
 	const char *p = "/clock";
-	long long before = redis_ms(), after, t;
+	long long before = test_server_ms(c), after, t;
 	redisReply *r;
 
 	r = acquire(FW, p, "3", "1000", NULL, NULL, NULL);
-	after = redis_ms();
-	ck_assert_int_ge(elem_int(r, 3), 1);
-	ck_assert_int_le(elem_int(r, 3), 1000);
-	ck_reply(r, 1, 2, 0, elem_int(r, 3));
+	after = test_server_ms(c);
+	ck_assert_int_ge(test_elem_int(r, 3), 1);
+	ck_assert_int_le(test_elem_int(r, 3), 1000);
+	ck_reply(r, 1, 2, 0, test_elem_int(r, 3));
 	r = test_cmd(c, "HMGET %s window t", FW_KEY(p));
 	t = atoll(r->element[1]->str);
 	ck_assert_int_ge(t, before);
@@ -795,7 +641,7 @@ START_TEST(test_fw_uses_redis_time)
 	freeReplyObject(r);
 	/* "" is the same as absent. */
 	r = acquire(FW, p, "3", "1000", NULL, NULL, "");
-	ck_assert_int_eq(elem_int(r, 1), 1);
+	ck_assert_int_eq(test_elem_int(r, 1), 1);
 	freeReplyObject(r);
 }
 END_TEST
@@ -879,7 +725,7 @@ START_TEST(test_fw_repair_batch)
 	ck_cmd("{\"A\", \"C\", \"G\"}", "SORT %s ALPHA", FW_REG);
 
 	/* Idempotent: the same call again changes nothing. */
-	before = snapshot();
+	before = test_snapshot(c);
 	ck_reply(ev("fixed_window_repair", 8, FW_REG, FW_KEY("A"), FW_KEY("B"), FW_KEY("C"), FW_KEY("D"),
 		    FW_KEY("E"), FW_KEY("F"), FW_KEY("G"), "1500", "A", "1000", "B", "1000", "C", "1000", "D",
 		    "1000", "E", "1000", "F", "1000", "G", "1000", NULL),
@@ -975,13 +821,13 @@ END_TEST
 START_TEST(test_sc_uses_redis_time)
 {
 	const char *p = "/clock";
-	long long before = redis_ms(), after, t;
+	long long before = test_server_ms(c), after, t;
 	redisReply *r;
 
 	r = acquire(SC, p, "3", "1000", "10", NULL, NULL);
-	after = redis_ms();
-	ck_assert_int_gt(elem_int(r, 3), 900);
-	ck_reply(r, 1, 2, 0, elem_int(r, 3));
+	after = test_server_ms(c);
+	ck_assert_int_gt(test_elem_int(r, 3), 900);
+	ck_reply(r, 1, 2, 0, test_elem_int(r, 3));
 	r = test_cmd(c, "HGET %s t", SC_KEY(p));
 	t = atoll(r->str);
 	freeReplyObject(r);
@@ -1044,7 +890,7 @@ START_TEST(test_sc_prune_batch)
 	ck_cmd("{\"1\", \"5000\"}", "HMGET %s 50 t", SC_KEY("F"));
 	ck_cmd("{\"A\", \"C\", \"D\", \"F\"}", "SORT %s ALPHA", SC_REG);
 	/* Idempotent. */
-	before = snapshot();
+	before = test_snapshot(c);
 	ck_reply(ev("sliding_counter_prune", 7, SC_REG, SC_KEY("A"), SC_KEY("B"), SC_KEY("C"), SC_KEY("D"),
 		    SC_KEY("E"), SC_KEY("F"), "1000", "A", "1000", "10", "B", "1000", "10", "C", "1000", "10",
 		    "D", "1000", "10", "E", "1000", "10", "F", "1000", "10", NULL),
@@ -1066,14 +912,14 @@ START_TEST(test_sc_prune_changes_no_answer)
 	freeReplyObject(sc(p, "3", "1000", "10", 0));
 	freeReplyObject(sc(p, "3", "1000", "10", 99));
 	freeReplyObject(sc(p, "3", "1000", "10", 100));
-	before = snapshot();
+	before = test_snapshot(c);
 	r = sc_state(p, "3", "1000", "10", "1050");
-	ck_reply(r, 1, 2, 50, elem_int(r, 3));
+	ck_reply(r, 1, 2, 50, test_elem_int(r, 3));
 	ck_snapshot_same(before);
 	free(before);
 	ck_reply(sc_prune1(p, "1000", "10", 1050), 1, 0, 1, 0);
 	r = sc_state(p, "3", "1000", "10", "1050");
-	ck_reply(r, 1, 2, 50, elem_int(r, 3));
+	ck_reply(r, 1, 2, 50, test_elem_int(r, 3));
 	ck_reply(sc(p, "3", "1000", "10", 1050), 1, 1, 0, 50);
 }
 END_TEST
@@ -1097,21 +943,21 @@ START_TEST(test_tb_retry_after_is_exact)
 	redisReply *reply;
 
 	reply = tb(p, "3", rate, "3", 0);
-	ck_assert_int_eq(elem_int(reply, 0), 1);
-	ck_assert_int_eq(elem_int(reply, 1), 0);
+	ck_assert_int_eq(test_elem_int(reply, 0), 1);
+	ck_assert_int_eq(test_elem_int(reply, 1), 0);
 	freeReplyObject(reply);
 	reply = tb(p, "3", rate, "1", 0);
-	ck_assert_int_eq(elem_int(reply, 0), 0);
-	ck_assert_int_eq(elem_int(reply, 2), r);
+	ck_assert_int_eq(test_elem_int(reply, 0), 0);
+	ck_assert_int_eq(test_elem_int(reply, 2), r);
 	freeReplyObject(reply);
 	reply = tb(p, "3", rate, "1", r - 1);
-	ck_assert_int_eq(elem_int(reply, 0), 0);
-	ck_assert_int_eq(elem_int(reply, 2), 1);
+	ck_assert_int_eq(test_elem_int(reply, 0), 0);
+	ck_assert_int_eq(test_elem_int(reply, 2), 1);
 	freeReplyObject(reply);
 	reply = tb(p, "3", rate, "1", r);
-	ck_assert_int_eq(elem_int(reply, 0), 1);
-	ck_assert_int_eq(elem_int(reply, 1), 0);
-	ck_assert_int_eq(elem_int(reply, 2), 0);
+	ck_assert_int_eq(test_elem_int(reply, 0), 1);
+	ck_assert_int_eq(test_elem_int(reply, 1), 0);
+	ck_assert_int_eq(test_elem_int(reply, 2), 0);
 	freeReplyObject(reply);
 }
 END_TEST
@@ -1119,7 +965,7 @@ END_TEST
 START_TEST(test_tb_layout_and_default_n)
 {
 	const char *p = "/layout";
-	long long before = redis_ms(), after, last;
+	long long before = test_server_ms(c), after, last;
 	redisReply *r;
 
 	ck_reply(tb(p, "5", "2", "2", 1000), 1, 3, 0, 1000);
@@ -1132,7 +978,7 @@ START_TEST(test_tb_layout_and_default_n)
 	/* No n and no now: cost 1 at Redis TIME. */
 	r = ev("token_bucket", 2, TB_KEY("/clock"), TB_REG, "/clock", "3", "1", NULL);
 	ck_reply(r, 1, 2, 0, 1000);
-	after = redis_ms();
+	after = test_server_ms(c);
 	r = test_cmd(c, "HGET %s last", TB_KEY("/clock"));
 	last = atoll(r->str);
 	freeReplyObject(r);
@@ -1140,9 +986,9 @@ START_TEST(test_tb_layout_and_default_n)
 	ck_assert_int_le(last, after);
 	/* (a ms or two may have passed: a little more than 1 token was left) */
 	r = ev("token_bucket", 2, TB_KEY("/clock"), TB_REG, "/clock", "3", "1", "", "", NULL);
-	ck_assert_int_le(elem_int(r, 3), 2000);
-	ck_assert_int_gt(elem_int(r, 3), 2000 - SLACK_MS);
-	ck_reply(r, 1, 1, 0, elem_int(r, 3));
+	ck_assert_int_le(test_elem_int(r, 3), 2000);
+	ck_assert_int_gt(test_elem_int(r, 3), 2000 - SLACK_MS);
+	ck_reply(r, 1, 1, 0, test_elem_int(r, 3));
 }
 END_TEST
 
@@ -1187,7 +1033,7 @@ START_TEST(test_tb_reclaim_refilled)
 
 	freeReplyObject(tb("A", "3", "1", "3", 0));
 	freeReplyObject(tb("B", "2", "0.16666666666666666", "2", 0));
-	before = snapshot();
+	before = test_snapshot(c);
 	ck_reply(tb_reclaim1("A", "3", "1", 2999), 0, 0, 1, 0);
 	ck_reply(tb_reclaim1("B", "2", "0.16666666666666666", 11999), 0, 0, 1, 0);
 	ck_snapshot_same(before);
@@ -1226,7 +1072,7 @@ START_TEST(test_tb_reclaim_batch)
 	ck_cmd("{\"tokens\", \"2\", \"last\", \"500\"}", "HGETALL %s", TB_KEY("A"));
 	ck_cmd("{\"tokens\", \"2\", \"last\", \"5000\"}", "HGETALL %s", TB_KEY("F"));
 	ck_cmd("{\"A\", \"D\", \"F\"}", "SORT %s ALPHA", TB_REG);
-	before = snapshot();
+	before = test_snapshot(c);
 	ck_reply(ev("token_bucket_reclaim", 8, TB_REG, TB_KEY("A"), TB_KEY("B"), TB_KEY("C"), TB_KEY("D"),
 		    TB_KEY("E"), TB_KEY("F"), TB_KEY("G"), "1000", "A", "3", "1", "B", "3", "1", "C", "3", "1", "D",
 		    "3", "1", "E", "3", "1", "F", "3", "1", "G", "3", "1", NULL),
@@ -1249,17 +1095,17 @@ START_TEST(test_fw_state)
 	ck_reply(fw_state(FW_KEY(p), "3", "1000", "0"), 0, 3, 0, -2);
 	freeReplyObject(fw(p, "3", "1000", 100));
 	freeReplyObject(fw(p, "3", "1000", 100));
-	before = snapshot();
+	before = test_snapshot(c);
 	r = fw_state(FW_KEY(p), "3", "1000", "500");
-	ck_assert_int_gt(elem_int(r, 3), 900 - SLACK_MS);
-	ck_assert_int_le(elem_int(r, 3), 901);
-	ck_reply(r, 2, 1, 500, elem_int(r, 3));
+	ck_assert_int_gt(test_elem_int(r, 3), 900 - SLACK_MS);
+	ck_assert_int_le(test_elem_int(r, 3), 901);
+	ck_reply(r, 2, 1, 500, test_elem_int(r, 3));
 	r = fw_state(FW_KEY(p), "3", "1000", "50"); /* older: served at 100 */
-	ck_reply(r, 2, 1, 900, elem_int(r, 3));
+	ck_reply(r, 2, 1, 900, test_elem_int(r, 3));
 	r = fw_state(FW_KEY(p), "3", "1000", "1000"); /* the next window */
-	ck_reply(r, 0, 3, 0, elem_int(r, 3));
+	ck_reply(r, 0, 3, 0, test_elem_int(r, 3));
 	r = fw_state(FW_KEY(p), "1", "1000", "999"); /* limit lowered below the count */
-	ck_reply(r, 2, 0, 1, elem_int(r, 3));
+	ck_reply(r, 2, 0, 1, test_elem_int(r, 3));
 	ck_snapshot_same(before);
 	free(before);
 	/* A foreign INCR counter: its value, and when it expires (never: -1). */
@@ -1267,8 +1113,8 @@ START_TEST(test_fw_state)
 	ck_reply(fw_state("rate_limit:x", "3", "60000", "0"), 4, 0, -1, -1);
 	freeReplyObject(test_cmd(c, "PEXPIRE rate_limit:x 60000"));
 	r = fw_state("rate_limit:x", "10", "60000", "0");
-	ck_assert_int_gt(elem_int(r, 2), 60000 - SLACK_MS);
-	ck_reply(r, 4, 6, elem_int(r, 2), elem_int(r, 2));
+	ck_assert_int_gt(test_elem_int(r, 2), 60000 - SLACK_MS);
+	ck_reply(r, 4, 6, test_elem_int(r, 2), test_elem_int(r, 2));
 	freeReplyObject(test_cmd(c, "ZADD z 1 x"));
 	ck_error(fw_state("z", "3", "1000", "0"), "ERR sluice: fixed_window_state: the counter is a zset");
 }
@@ -1284,17 +1130,17 @@ START_TEST(test_sc_state)
 	freeReplyObject(sc(p, "3", "1000", "10", 0));
 	freeReplyObject(sc(p, "3", "1000", "10", 99));
 	freeReplyObject(sc(p, "3", "1000", "10", 100));
-	before = snapshot();
+	before = test_snapshot(c);
 	r = sc_state(p, "3", "1000", "10", "500");
-	ck_assert_int_gt(elem_int(r, 3), 1000 - SLACK_MS);
-	ck_assert_int_le(elem_int(r, 3), 1000);
-	ck_reply(r, 3, 0, 500, elem_int(r, 3));
+	ck_assert_int_gt(test_elem_int(r, 3), 1000 - SLACK_MS);
+	ck_assert_int_le(test_elem_int(r, 3), 1000);
+	ck_reply(r, 3, 0, 500, test_elem_int(r, 3));
 	r = sc_state(p, "3", "1000", "10", "50"); /* older: served at 100 */
-	ck_reply(r, 3, 0, 900, elem_int(r, 3));
+	ck_reply(r, 3, 0, 900, test_elem_int(r, 3));
 	r = sc_state(p, "3", "1000", "10", "1000");
-	ck_reply(r, 1, 2, 100, elem_int(r, 3));
+	ck_reply(r, 1, 2, 100, test_elem_int(r, 3));
 	r = sc_state(p, "3", "1000", "10", "1100");
-	ck_reply(r, 0, 3, 0, elem_int(r, 3));
+	ck_reply(r, 0, 3, 0, test_elem_int(r, 3));
 	ck_snapshot_same(before);
 	free(before);
 }
@@ -1308,19 +1154,19 @@ START_TEST(test_tb_state)
 
 	ck_reply(tb_state(p, "3", "1", "0"), 0, 3, 0, -1, -2);
 	freeReplyObject(tb(p, "3", "1", "2", 1000));
-	before = snapshot();
+	before = test_snapshot(c);
 	r = tb_state(p, "3", "1", "1000");
-	ck_assert_int_gt(elem_int(r, 4), 2001 - SLACK_MS);
-	ck_assert_int_le(elem_int(r, 4), 2001);
-	ck_reply(r, 2, 1, 2000, 1000, elem_int(r, 4));
+	ck_assert_int_gt(test_elem_int(r, 4), 2001 - SLACK_MS);
+	ck_assert_int_le(test_elem_int(r, 4), 2001);
+	ck_reply(r, 2, 1, 2000, 1000, test_elem_int(r, 4));
 	r = tb_state(p, "3", "1", "1500");
-	ck_reply(r, 2, 1, 1500, 1000, elem_int(r, 4));
+	ck_reply(r, 2, 1, 1500, 1000, test_elem_int(r, 4));
 	r = tb_state(p, "3", "1", "2000");
-	ck_reply(r, 1, 2, 1000, 1000, elem_int(r, 4));
+	ck_reply(r, 1, 2, 1000, 1000, test_elem_int(r, 4));
 	r = tb_state(p, "3", "1", "3000");
-	ck_reply(r, 0, 3, 0, 1000, elem_int(r, 4));
+	ck_reply(r, 0, 3, 0, 1000, test_elem_int(r, 4));
 	r = tb_state(p, "3", "1", "500"); /* older: served at 1000 */
-	ck_reply(r, 2, 1, 2000, 1000, elem_int(r, 4));
+	ck_reply(r, 2, 1, 2000, 1000, test_elem_int(r, 4));
 	ck_snapshot_same(before);
 	free(before);
 	/* What the state foresaw is what the acquire finds. */
@@ -1343,11 +1189,11 @@ START_TEST(test_new_state_scripts_are_read_only)
 	freeReplyObject(tb("/ro", "3", "1", "1", 0));
 	/* Declared no-writes: Redis runs them with EVAL_RO. */
 	r = eval_argv("fixed_window_state", 1, 1, 4, fw_args);
-	ck_reply(r, 1, 2, 1000, elem_int(r, 3));
+	ck_reply(r, 1, 2, 1000, test_elem_int(r, 3));
 	r = eval_argv("sliding_counter_state", 1, 1, 5, sc_args);
-	ck_reply(r, 1, 2, 1000, elem_int(r, 3));
+	ck_reply(r, 1, 2, 1000, test_elem_int(r, 3));
 	r = eval_argv("token_bucket_state", 1, 1, 4, tb_args);
-	ck_reply(r, 1, 2, 1000, 0, elem_int(r, 4));
+	ck_reply(r, 1, 2, 1000, 0, test_elem_int(r, 4));
 	/* and the writers are refused there. */
 	ck_error(eval_argv("fixed_window", 1, 2, 6, fw_acq), "ERR Write commands are not allowed");
 	ck_error(eval_argv("sliding_counter", 1, 2, 7, sc_acq), "ERR Write commands are not allowed");
@@ -1460,11 +1306,11 @@ START_TEST(test_seed001_counter_without_ttl_repaired)
 	ck_cmd("\"6\"", "GET %s", crashed);
 	ck_cmd("\"3\"", "GET %s", ok);
 	r = fw_state(crashed, "3", "60000", "");
-	ck_assert_int_gt(elem_int(r, 2), 60000 - SLACK_MS);
-	ck_reply(r, 6, 0, elem_int(r, 2), elem_int(r, 3));
+	ck_assert_int_gt(test_elem_int(r, 2), 60000 - SLACK_MS);
+	ck_reply(r, 6, 0, test_elem_int(r, 2), test_elem_int(r, 3));
 	ck_assert_int_eq(test_cmd_int(c, "EXISTS rate_limit::registry"), 0);
 	/* Idempotent. */
-	before = snapshot();
+	before = test_snapshot(c);
 	r = ev("fixed_window_repair", 3, "rate_limit::registry", ok, crashed, "", "healthy", "60000", "example",
 	       "60000", NULL);
 	ck_reply(r, 0, 0, 2, 0);
@@ -1642,8 +1488,8 @@ START_TEST(test_seed004_leaky_bucket_drained_at_rate)
 				ck_assert_int_eq(zcard(key), cap);
 			ck_assert_int_eq(admitted - cap, leaked);
 			r = ev("leaky_bucket_drain", 3, reg, key, meta, num(t), path, sc4->rate, NULL);
-			leaked += elem_int(r, 0);
-			ck_assert_int_eq(elem_int(r, 1), 0);
+			leaked += test_elem_int(r, 0);
+			ck_assert_int_eq(test_elem_int(r, 1), 0);
 			freeReplyObject(r);
 			/* The meter: floor(rate * busy time) since the first tick. */
 			ck_assert_msg(leaked == sc4->rate_num * (t - first_tick) / (sc4->rate_den * 1000),
@@ -1783,7 +1629,7 @@ START_TEST(test_bad_arguments_change_nothing)
 	freeReplyObject(fw("/k", "3", "1000", 1000));
 	freeReplyObject(sc("/k", "3", "1000", "10", 1000));
 	freeReplyObject(tb("/k", "3", "1", "1", 1000));
-	before = snapshot();
+	before = test_snapshot(c);
 	while (bc->args[argc])
 		argc++;
 	ck_error(eval_argv(bc->script, 0, bc->nkeys, argc, bc->args), bc->error);

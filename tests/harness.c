@@ -235,6 +235,138 @@ const char *test_sl_key(const char *path)
 	return key_of(buf, &next, path, "sliding_log");
 }
 
+const char *test_show_reply(const redisReply *r, char *buf, size_t cap)
+{
+	size_t n = 0;
+
+	buf[0] = '\0';
+	if (r->type == REDIS_REPLY_ERROR)
+		snprintf(buf, cap, "error \"%s\"", r->str);
+	else if (r->type == REDIS_REPLY_INTEGER)
+		snprintf(buf, cap, "%lld", r->integer);
+	else if (r->type == REDIS_REPLY_NIL)
+		snprintf(buf, cap, "nil");
+	else if (r->type == REDIS_REPLY_ARRAY) {
+		n += snprintf(buf + n, cap - n, "{");
+		for (size_t i = 0; i < r->elements && n < cap; i++) {
+			const redisReply *e = r->element[i];
+
+			if (e->type == REDIS_REPLY_INTEGER)
+				n += snprintf(buf + n, cap - n, "%s%lld", i ? ", " : "", e->integer);
+			else if (e->type == REDIS_REPLY_NIL)
+				n += snprintf(buf + n, cap - n, "%snil", i ? ", " : "");
+			else if (e->type == REDIS_REPLY_STRING || e->type == REDIS_REPLY_STATUS)
+				n += snprintf(buf + n, cap - n, "%s\"%s\"", i ? ", " : "", e->str);
+			else
+				n += snprintf(buf + n, cap - n, "%s<type %d>", i ? ", " : "", e->type);
+		}
+		if (n < cap)
+			snprintf(buf + n, cap - n, "}");
+	} else if (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS)
+		snprintf(buf, cap, "\"%s\"", r->str);
+	else
+		snprintf(buf, cap, "<type %d>", r->type);
+	return buf;
+}
+
+void test_check_ints(const char *file, int line, redisReply *r, const long long *want, size_t n)
+{
+	char got[512];
+	int ok = r->type == REDIS_REPLY_ARRAY && r->elements == n;
+
+	for (size_t i = 0; ok && i < n; i++)
+		ok = r->element[i]->type == REDIS_REPLY_INTEGER && r->element[i]->integer == want[i];
+	if (!ok) {
+		char exp[512];
+		size_t k = 0;
+
+		k += (size_t)snprintf(exp + k, sizeof(exp) - k, "{");
+		for (size_t i = 0; i < n && k < sizeof(exp); i++)
+			k += (size_t)snprintf(exp + k, sizeof(exp) - k, "%s%lld", i ? ", " : "", want[i]);
+		if (k < sizeof(exp))
+			snprintf(exp + k, sizeof(exp) - k, "}");
+		ck_abort_msg("%s:%d: reply %s, want %s", file, line, test_show_reply(r, got, sizeof(got)), exp);
+	}
+	freeReplyObject(r);
+}
+
+void test_check_error(const char *file, int line, redisReply *r, const char *prefix)
+{
+	char got[512];
+
+	ck_assert_msg(r->type == REDIS_REPLY_ERROR && strncmp(r->str, prefix, strlen(prefix)) == 0,
+		      "%s:%d: reply %s, want an error starting \"%s\"", file, line,
+		      test_show_reply(r, got, sizeof(got)), prefix);
+	freeReplyObject(r);
+}
+
+long long test_elem_int(const redisReply *r, size_t i)
+{
+	char got[512];
+
+	ck_assert_msg(r->type == REDIS_REPLY_ARRAY && i < r->elements &&
+			      r->element[i]->type == REDIS_REPLY_INTEGER,
+		      "reply %s has no integer element %zu", test_show_reply(r, got, sizeof(got)), i);
+	return r->element[i]->integer;
+}
+
+void test_check_cmd(const char *file, int line, redisContext *c, const char *want, const char *fmt, ...)
+{
+	char got[2048];
+	redisReply *r;
+	va_list ap;
+
+	va_start(ap, fmt);
+	r = redisvCommand(c, fmt, ap);
+	va_end(ap);
+	ck_assert_msg(r != NULL, "redis I/O error: %s", c->errstr);
+	test_show_reply(r, got, sizeof(got));
+	freeReplyObject(r);
+	ck_assert_msg(strcmp(got, want) == 0, "%s:%d: %s answered %s, want %s", file, line, fmt, got, want);
+}
+
+int test_cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+char *test_snapshot(redisContext *c)
+{
+	redisReply *keys = test_cmd(c, "KEYS *");
+	size_t cap = 1 << 16, n = 0;
+	char *out = malloc(cap), part[2048];
+	char **names = malloc((keys->elements + 1) * sizeof(*names));
+
+	ck_assert_ptr_nonnull(out);
+	ck_assert_ptr_nonnull(names);
+	for (size_t i = 0; i < keys->elements; i++)
+		names[i] = keys->element[i]->str;
+	qsort(names, keys->elements, sizeof(*names), test_cmp_str);
+	n += snprintf(out + n, cap - n, "dbsize=%zu\n", keys->elements);
+	for (size_t i = 0; i < keys->elements; i++) {
+		redisReply *ty = test_cmd(c, "TYPE %s", names[i]);
+		redisReply *content;
+
+		if (strcmp(ty->str, "zset") == 0)
+			content = test_cmd(c, "ZRANGE %s 0 -1 WITHSCORES", names[i]);
+		else if (strcmp(ty->str, "hash") == 0)
+			content = test_cmd(c, "HGETALL %s", names[i]);
+		else if (strcmp(ty->str, "set") == 0)
+			content = test_cmd(c, "SORT %s ALPHA", names[i]);
+		else
+			content = test_cmd(c, "DUMP %s", names[i]);
+		n += snprintf(out + n, cap - n, "%s %s %s ttl=%s\n", names[i], ty->str,
+			      test_show_reply(content, part, sizeof(part)),
+			      test_cmd_int(c, "PTTL %s", names[i]) >= 0 ? "yes" : "no");
+		ck_assert_uint_lt(n, cap);
+		freeReplyObject(content);
+		freeReplyObject(ty);
+	}
+	free(names);
+	freeReplyObject(keys);
+	return out;
+}
+
 int test_run_suite(Suite *s)
 {
 	SRunner *sr = srunner_create(s);

@@ -43,6 +43,34 @@ const char *test_lb_key(const char *path);   /* sluice:{path}:leaky_bucket */
 const char *test_lb_meta(const char *path);  /* sluice:{path}:leaky_bucket:meta */
 const char *test_sl_key(const char *path);   /* sluice:{path}:sliding_log */
 
+/* ---- assertions on replies (for the script suites) ---- */
+
+/* A reply as text: 5, "s", nil, error "...", {1, "a", nil} (cut to `cap`); returns buf. */
+const char *test_show_reply(const redisReply *r, char *buf, size_t cap);
+/* Abort the test unless `r` is an array of exactly want[0..n); frees r. */
+void test_check_ints(const char *file, int line, redisReply *r, const long long *want, size_t n);
+/* Abort the test unless `r` is an error reply starting with `prefix`; frees r. */
+void test_check_error(const char *file, int line, redisReply *r, const char *prefix);
+/* Element i of an array reply as an integer (aborts the test otherwise); r stays the caller's. */
+long long test_elem_int(const redisReply *r, size_t i);
+/* Abort the test unless the command's reply, as test_show_reply text, is `want`. */
+void test_check_cmd(const char *file, int line, redisContext *c, const char *want, const char *fmt, ...);
+
+#define TEST_INTS(...) ((const long long[]){ __VA_ARGS__ })
+#define TEST_NINTS(...) (sizeof(TEST_INTS(__VA_ARGS__)) / sizeof(long long))
+/* ck_reply(reply, 1, 2, 0, 1000): the reply is exactly {1, 2, 0, 1000}; frees it. */
+#define ck_reply(r, ...) test_check_ints(__FILE__, __LINE__, (r), TEST_INTS(__VA_ARGS__), TEST_NINTS(__VA_ARGS__))
+#define ck_error(r, prefix) test_check_error(__FILE__, __LINE__, (r), (prefix))
+
+/*
+ * The whole keyspace as text: each key (sorted) with its type, content and
+ * whether it has a TTL.  Equal snapshots before and after a call mean the call
+ * wrote nothing (TTL values tick, so only their presence counts).  Caller frees.
+ */
+char *test_snapshot(redisContext *c);
+/* qsort comparator of C strings (char *). */
+int test_cmp_str(const void *a, const void *b);
+
 /* Standard Check runner main: runs `s`, prints Check's summary, returns the exit code. */
 struct Suite;
 int test_run_suite(struct Suite *s);
