@@ -51,7 +51,7 @@ ifeq ($(FLAVOUR),normal)
 # ./sluiced is the normal build, so the README's commands work from the root.
 all: sluiced
 sluiced: $(B)/bin/sluiced
-	cp $< $@
+	cp $< $@.tmp && mv -f $@.tmp $@  # a new inode: a running ./sluiced keeps its old one
 endif
 
 $(B)/%.o: %.c

@@ -813,7 +813,6 @@ static const char *route_label(size_t i);
 
 static void h_metrics(struct api *a, struct api_response *res)
 {
-	static const char *const job_alg[WORKER__JOBS] = { "leaky_bucket", "sliding_log" };
 	struct strbuf b = { 0 };
 	struct worker_status st;
 	struct rbatch *batch = rbatch_new();
@@ -894,8 +893,8 @@ static void h_metrics(struct api *a, struct api_response *res)
 			bad = mprintf(&b, "# HELP %s %s\n# TYPE %s counter\n", counters[k].name, counters[k].help,
 				      counters[k].name);
 			for (int j = 0; !bad && j < WORKER__JOBS; j++)
-				bad = mprintf(&b, "%s{job=\"%s\",algorithm=\"%s\"} %llu\n", counters[k].name,
-					      worker_job_name((enum worker_job)j), job_alg[j],
+				bad = mprintf(&b, "%s{job=\"%s\"} %llu\n", counters[k].name,
+					      worker_job_name((enum worker_job)j),
 					      (unsigned long long)*(const uint64_t *)((const char *)&st.job[j] + counters[k].off));
 		}
 		bad = bad || mprintf(&b, "# HELP sluice_sweep_duration_seconds Duration of complete sweeps.\n"

@@ -169,6 +169,9 @@ static cJSON *state_json(const struct layout *l, const struct rule *rule, const 
 			goto fail;
 		count = r->integer;
 	}
+	/* a layout without a registry (SCAN discovery): the path is known while its key exists */
+	if (l->scan && registered >= 0)
+		registered = under ? ttl != -2 : count > 0;
 	bad = jsonv_add_path(o, "path", path, len) ||
 	      !cJSON_AddStringToObject(o, "algorithm", algorithm_name(l->algorithm)) ||
 	      !cJSON_AddStringToObject(o, "layout", l->name) ||

@@ -164,13 +164,33 @@ static void reload(struct daemon *d, int argc, char **argv)
 		config_free(&next);
 		return;
 	}
-	if (strcmp(next.redis_url, d->cfg.redis_url) || strcmp(next.listen_host, d->cfg.listen_host) ||
-	    next.listen_port != d->cfg.listen_port || strcmp(next.prefix, d->cfg.prefix) ||
-	    next.batch_size != d->cfg.batch_size || next.max_body_bytes != d->cfg.max_body_bytes ||
-	    next.max_connections != d->cfg.max_connections || next.admin_auth_reads != d->cfg.admin_auth_reads ||
-	    next.redis_timeout_ms != d->cfg.redis_timeout_ms)
-		log_event(LOG_WARN, "reload_partial",
-			  "reason=\"redis, listen, prefix, batch_size, redis_timeout_ms and admin settings apply at the next start\"");
+	{
+		/* settings that only a restart applies: name the ones that changed */
+		char changed[256] = "";
+		const struct {
+			const char *name;
+			int differs;
+		} fixed[] = {
+			{ "redis", strcmp(next.redis_url, d->cfg.redis_url) != 0 },
+			{ "listen", strcmp(next.listen_host, d->cfg.listen_host) != 0 ||
+					    next.listen_port != d->cfg.listen_port },
+			{ "prefix", strcmp(next.prefix, d->cfg.prefix) != 0 },
+			{ "batch_size", next.batch_size != d->cfg.batch_size },
+			{ "redis_timeout_ms", next.redis_timeout_ms != d->cfg.redis_timeout_ms },
+			{ "max_body_bytes", next.max_body_bytes != d->cfg.max_body_bytes },
+			{ "max_connections", next.max_connections != d->cfg.max_connections },
+			{ "idle_timeout_s", next.idle_timeout_s != d->cfg.idle_timeout_s },
+			{ "admin.auth_reads", next.admin_auth_reads != d->cfg.admin_auth_reads },
+			{ "layouts", next.nlayouts != d->cfg.nlayouts },
+		};
+
+		for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
+			if (fixed[i].differs)
+				snprintf(changed + strlen(changed), sizeof(changed) - strlen(changed), "%s%s",
+					 *changed ? "," : "", fixed[i].name);
+		if (*changed)
+			log_event(LOG_WARN, "reload_partial", "changed=%s applies=next_start", changed);
+	}
 	/* what applies now */
 	d->cfg.drain_interval_ms = next.drain_interval_ms;
 	d->cfg.prune_interval_ms = next.prune_interval_ms;

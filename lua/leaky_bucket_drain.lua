@@ -103,8 +103,12 @@ for i = 1, nb do
         redis.call('DEL', meta) -- time spent empty earns no credit
         emptied = emptied + redis.call('SREM', registry, path)
       elseif not last then
-        -- written by a limiter that keeps no meta: start accounting now
+        -- written by a limiter that keeps no meta: start accounting now.  The
+        -- meta expires when the bucket would be drained (+1 s), so a daemon that
+        -- stops for good leaves nothing behind; if the client refills meanwhile,
+        -- accounting simply starts again.
         redis.call('HSET', meta, 'last', fmt_int(t), 'carry', '0')
+        redis.call('PEXPIRE', meta, fmt_int(math.ceil(level * 1000 / rate) + 1001))
       elseif k >= level then
         redis.call('DEL', bucket, meta) -- emptied: no credit carries over
         drained = drained + level
