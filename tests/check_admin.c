@@ -1597,6 +1597,7 @@ START_TEST(test_foreign_layouts_state_and_reset)
 	ck_assert_int_eq(res.status, 200);
 	ck_assert_str_eq(jstr("layout"), "seed000");
 	ck_assert_int_eq(jint("count"), 1);
+	ck_assert(cJSON_IsTrue(jat("registered"))); /* a scan layout: known while its key exists */
 	/* the list walks the foreign registry and the SCAN layout too */
 	call_on(fa, "GET", "/v1/paths", NULL, 0, NULL, NULL, "1000");
 	ck_assert_int_eq(res.status, 200);

@@ -653,6 +653,9 @@ START_TEST(foreign_leaky_bucket_seed004)
 	ck_assert_int_eq(worker_sweep(w, WORKER_DRAIN, 5000, &res), 0);
 	ck_assert_int_eq(res.entries, 0); /* first sight: accounting starts now */
 	ck_assert_int_eq(test_cmd_int(C, "EXISTS {LeakyBucket:/test}:meta"), 1);
+	/* the meta sluiced adds expires with the bucket's drain time (10 at 2/s: 5 s) + 1 s */
+	ck_assert_int_gt(test_cmd_int(C, "PTTL {LeakyBucket:/test}:meta"), 5900);
+	ck_assert_int_le(test_cmd_int(C, "PTTL {LeakyBucket:/test}:meta"), 6001);
 	ck_assert_int_eq(worker_sweep(w, WORKER_DRAIN, 5499, &res), 0);
 	ck_assert_int_eq(res.entries, 0);
 	ck_assert_int_eq(worker_sweep(w, WORKER_DRAIN, 5500, &res), 0);
