@@ -643,6 +643,10 @@ static void h_sweep(struct api *a, struct api_response *res)
 		return;
 	}
 	rc = worker_request_sweep(a->worker, SWEEP_WAIT_MS, r, us);
+	if (rc == -ECANCELED) {
+		fail(res, 503, "sweep_failed", "sluiced is stopping", NULL);
+		return;
+	}
 	if (rc == -ETIMEDOUT) {
 		fail(res, 503, "sweep_timeout", "the sweep did not finish within 30 s; it goes on in the worker", NULL);
 		return;

@@ -551,18 +551,22 @@ int pathstate_reset_match(struct rconn *c, const struct layout *layouts, size_t 
 			members = page->element[1];
 			rbatch_clear(b);
 			/* one pipelined script call per path of the page, at most `batch` at a time */
-			for (size_t i = 0; i < members->elements && !rc; i++) {
-				const redisReply *m = members->element[i];
+			for (size_t i = 0; i <= members->elements && !rc; i++) {
+				/* i == elements: flush what is queued (the last members may have been skipped) */
+				if (i < members->elements) {
+					const redisReply *m = members->element[i];
 
-				if (m->type != REDIS_REPLY_STRING || m->len == 0)
-					continue;
-				rc = reset_call_build(&calls[ncalls], layouts, nlayouts, m->str, m->len, dry_run, li + 1);
-				if (!rc) {
-					rc = rbatch_eval(b, SCRIPT_RESET, (int)calls[ncalls].nkeys, (int)calls[ncalls].n,
-							 calls[ncalls].argv, calls[ncalls].lens);
-					ncalls++;
+					if (m->type != REDIS_REPLY_STRING || m->len == 0)
+						continue;
+					rc = reset_call_build(&calls[ncalls], layouts, nlayouts, m->str, m->len,
+							      dry_run, li + 1);
+					if (!rc) {
+						rc = rbatch_eval(b, SCRIPT_RESET, (int)calls[ncalls].nkeys,
+								 (int)calls[ncalls].n, calls[ncalls].argv, calls[ncalls].lens);
+						ncalls++;
+					}
 				}
-				if (!rc && (ncalls == batch || i + 1 == members->elements)) {
+				if (!rc && ncalls && (ncalls == batch || i == members->elements)) {
 					rc = rbatch_run(c, b);
 					for (size_t k = 0; k < ncalls && !rc; k++)
 						rc = reset_call_sum(&calls[k], rbatch_reply(b, k), &sum, NULL);

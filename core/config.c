@@ -436,6 +436,20 @@ int config_apply_json(struct config *cfg, const char *text, size_t len, struct s
 		}
 	}
 
+	/* A foreign layout must not reach into sluice's own keys (its job would touch them). */
+	for (size_t i = 0; i < (have_layouts ? nlayouts : next.nlayouts); i++) {
+		const struct layout *l = have_layouts ? &layouts[i] : &next.layouts[i];
+		const char *pfx = prefix ? prefix : next.prefix;
+		size_t a = strlen(l->key_prefix), p2 = strlen(pfx);
+
+		if (strncmp(l->key_prefix, pfx, a < p2 ? a : p2) == 0) {
+			char where[32];
+
+			snprintf(where, sizeof(where), "layouts[%zu].key_prefix", i);
+			rc = sl_fail(err, where, "overlaps sluice's own key prefix \"%s\"", pfx);
+			goto out;
+		}
+	}
 	/* All good: swap the new values in. */
 	if (redis_url) {
 		free(next.redis_url);

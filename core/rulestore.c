@@ -373,6 +373,27 @@ out:
 	return rc;
 }
 
+int rulestore_mark(struct rconn *c, const char *prefix)
+{
+	struct keys k;
+	char epoch[24];
+	struct rbatch *b = rbatch_new();
+	int rc;
+
+	if (!b)
+		return -ENOMEM;
+	make_keys(prefix, &k);
+	new_epoch(epoch, sizeof(epoch));
+	{
+		const char *v[4] = { "SET", k.version, "1", "NX" }, *e[4] = { "SET", k.epoch, epoch, "NX" };
+		size_t vl[4] = { 3, strlen(k.version), 1, 2 }, el[4] = { 3, strlen(k.epoch), strlen(epoch), 2 };
+
+		rc = rbatch_cmd(b, 4, v, vl) || rbatch_cmd(b, 4, e, el) ? -ENOMEM : rbatch_run(c, b);
+	}
+	rbatch_free(b);
+	return rc;
+}
+
 int rulestore_delete(struct rconn *c, const char *prefix, const char *name, int *deleted)
 {
 	return rulestore_delete_if(c, prefix, name, NULL, deleted);

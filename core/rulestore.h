@@ -40,6 +40,12 @@ int rulestore_refresh(struct rconn *c, const char *prefix, struct ruleset *rs, i
  */
 int rulestore_put(struct rconn *c, const char *prefix, const struct rule *r, int *created,
 		  int *unchanged);
+/*
+ * Give a store that has rules but no version (its version key was lost) a
+ * version and an epoch (SET NX: an existing one is kept), so daemons can tell
+ * it is not empty.  0 or an rconn error.
+ */
+int rulestore_mark(struct rconn *c, const char *prefix);
 /* Delete rule `name`; *deleted = 1 when it existed (version bumped only then). */
 int rulestore_delete(struct rconn *c, const char *prefix, const char *name, int *deleted);
 

@@ -73,6 +73,9 @@ static int seed_rules(struct daemon *d)
 			  algorithm_name(d->cfg.rules[i]->algorithm),
 			  unchanged ? "none" : created ? "created" : "replaced");
 	}
+	/* identical rules bump nothing: make sure the store has a version again */
+	if ((rc = rulestore_mark(d->seed_conn, d->cfg.prefix)))
+		return rc;
 	rconn_free(d->seed_conn);
 	d->seed_conn = NULL;
 	return 0;
@@ -380,6 +383,8 @@ int main(int argc, char **argv)
 oom:
 	fprintf(stderr, "sluiced: out of memory\n");
 out:
+	if (d.worker)
+		worker_cancel_requests(d.worker); /* a sweep request waiting on this thread must not hold the stop */
 	server_stop(srv);          /* 1. no more admin requests */
 	sched_free(d.sched);       /* 2. no more ticks; none is in flight on this thread */
 	api_free(api);

@@ -22,6 +22,7 @@
 -- 6007 ms then one at 12000 ms sums to 0.9999999999999998 for the second
 -- entry.  EPS makes such a sum count as the whole entry it stands for.
 local GRACE_MS = 1000 -- see the TTL below
+local MAX_N = 100000 -- cost of one request, in entries
 local EPS = 1e-9
 -- 2^53: the largest range where a Lua number (a double) holds every integer.
 local MAX_INT = 9007199254740992
@@ -69,7 +70,8 @@ if not rate then return fail('rate', 'a finite number > 0 (entries per second)')
 local n = 1
 if ARGV[4] ~= nil and ARGV[4] ~= '' then
   n = int_arg(ARGV[4], 1)
-  if not n then return fail('n', 'an integer from 1 to 2^53-1') end
+  -- one sorted-set member per unit: a cap keeps one call from filling Redis
+  if not n or n > MAX_N then return fail('n', 'an integer from 1 to ' .. MAX_N) end
 end
 local now
 if ARGV[5] == nil or ARGV[5] == '' then

@@ -194,6 +194,8 @@ static const struct {
 	{ "{\"rules\":{}}", "rules" },
 	{ "{\"admin\":[]}", "admin" },
 	{ "{\"layouts\":{}}", "layouts" },
+	{ "{\"layouts\":[{\"name\":\"x\",\"algorithm\":\"fixed_window\",\"key_prefix\":\"sluice:\",\"scan\":true}]}", "layouts[0].key_prefix" },
+	{ "{\"layouts\":[{\"name\":\"x\",\"algorithm\":\"fixed_window\",\"key_prefix\":\"slu\",\"scan\":true}]}", "layouts[0].key_prefix" },
 	{ "{\"layouts\":[{\"name\":\"x\",\"algorithm\":\"leaky_bucket\",\"key_prefix\":\"L:\"}]}", "layouts[0].registry" },
 	{ "{\"layouts\":[{\"name\":\"x\",\"algorithm\":\"leaky_bucket\",\"key_prefix\":\"L:\",\"registry\":\"r\",\"scan\":true}]}", "layouts[0].registry" },
 	{ "{\"layouts\":[{\"name\":\"x\",\"algorithm\":\"gcra\",\"key_prefix\":\"L:\",\"scan\":true}]}", "layouts[0].algorithm" },

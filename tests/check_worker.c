@@ -8,6 +8,7 @@
  */
 #include <check.h>
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -602,6 +603,31 @@ START_TEST(reclaim_token_bucket)
 }
 END_TEST
 
+/* A registry of another type fails its layout's page, and the job goes on with the others. */
+START_TEST(bad_registry_skipped)
+{
+	struct worker *w = new_worker(500);
+	struct worker_result res, rr[WORKER__JOBS];
+	int64_t us[WORKER__JOBS];
+	int rc, steps = 0, reclaimed = 0;
+
+	put_rule("{\"name\":\"t\",\"match\":\"/t\",\"algorithm\":\"token_bucket\",\"capacity\":5,\"rate\":1}");
+	ck_assert_int_eq(acquire("token_bucket", "token_bucket", "/t", "5", "1", "3", 0), 1);
+	freeReplyObject(test_cmd(C, "SET sluice:registry:sliding_log oops"));
+	do { /* the prune job: sliding_log (bad), sliding_counter, fixed_window, token_bucket */
+		rc = worker_step(w, WORKER_PRUNE, INT64_MAX, 10000, &res);
+		reclaimed += (int)res.entries;
+	} while (++steps < 4 && !res.sweep_done);
+	ck_assert_int_eq(reclaimed, 1); /* the token bucket was still reached */
+	ck_assert_int_eq(test_cmd_int(C, "EXISTS sluice:{/t}:token_bucket"), 0);
+	(void)rc;
+	/* shutdown: a sweep request is refused at once, not left waiting */
+	worker_cancel_requests(w);
+	ck_assert_int_eq(worker_request_sweep(w, 5000, rr, us), -ECANCELED);
+	worker_free(w);
+}
+END_TEST
+
 /* ---- foreign layouts (keys written by the seed articles' limiters) ------------------- */
 
 /* A worker over sluice's layouts plus the foreign ones given as config JSON. */
@@ -784,6 +810,7 @@ static Suite *worker_suite(void)
 	tcase_add_test(tc, prune_sliding_counter);
 	tcase_add_test(tc, repair_fixed_window);
 	tcase_add_test(tc, reclaim_token_bucket);
+	tcase_add_test(tc, bad_registry_skipped);
 	tcase_add_test(tc, foreign_leaky_bucket_seed004);
 	tcase_add_test(tc, foreign_sliding_logs_by_scan);
 	tcase_add_test(tc, foreign_fixed_window_seed001);

@@ -70,6 +70,7 @@ struct worker {
 	struct worker_result req_res[WORKER__JOBS];
 	int64_t req_us[WORKER__JOBS];
 	int req_rc;
+	int cancelled;           /* shutting down: sweep requests are refused */
 };
 
 const double worker_sweep_buckets[WORKER_SWEEP_BUCKETS] = { 0.001, 0.005, 0.01, 0.05, 0.1, 0.25,
@@ -388,6 +389,13 @@ int worker_step(struct worker *w, enum worker_job job, int64_t budget_us, int64_
 		if (!valid_sscan(page)) {
 			rc = -EPROTO;
 			set_error(w, job, "SSCAN: %s", page && page->type == REDIS_REPLY_ERROR ? page->str : "unexpected reply");
+			/* a registry of another type: step over its layout, so the next step
+			 * goes on with the others instead of failing on this one for good */
+			strcpy(js->cursor, "0");
+			if (++js->layout == js->nlayouts) {
+				js->layout = 0;
+				js->in_sweep = 0;
+			}
 			goto fail_noerr;
 		}
 		memcpy(next, page->element[0]->str, page->element[0]->len + 1);
@@ -630,6 +638,10 @@ int worker_request_sweep(struct worker *w, int64_t timeout_ms, struct worker_res
 		until.tv_nsec -= 1000000000L;
 	}
 	pthread_mutex_lock(&w->lock);
+	if (w->cancelled) {
+		pthread_mutex_unlock(&w->lock);
+		return -ECANCELED;
+	}
 	mine = ++w->req_seq;
 	pthread_mutex_unlock(&w->lock);
 	if (write(w->reqfd, &one, sizeof(one)) != (ssize_t)sizeof(one))
@@ -647,6 +659,20 @@ int worker_request_sweep(struct worker *w, int64_t timeout_ms, struct worker_res
 	}
 	pthread_mutex_unlock(&w->lock);
 	return rc;
+}
+
+void worker_cancel_requests(struct worker *w)
+{
+	pthread_mutex_lock(&w->lock);
+	if (w->done_seq < w->req_seq) {
+		memset(w->req_res, 0, sizeof(w->req_res));
+		memset(w->req_us, 0, sizeof(w->req_us));
+		w->req_rc = -ECANCELED;
+		w->done_seq = w->req_seq;
+		pthread_cond_broadcast(&w->done);
+	}
+	w->cancelled = 1; /* requests from now on are answered at once */
+	pthread_mutex_unlock(&w->lock);
 }
 
 void worker_serve_requests(struct worker *w)

@@ -139,6 +139,8 @@ int worker_request_sweep(struct worker *w, int64_t timeout_ms, struct worker_res
 			 int64_t duration_us[WORKER__JOBS]);
 int worker_request_fd(const struct worker *w);
 void worker_serve_requests(struct worker *w);
+/* Shutdown: wake every waiting requester with -ECANCELED and refuse new requests. */
+void worker_cancel_requests(struct worker *w);
 
 /* Thread-safe snapshot of the counters. */
 void worker_status(struct worker *w, struct worker_status *out);
