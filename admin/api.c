@@ -1079,13 +1079,18 @@ int api_token_equal(const char *a, size_t a_len, const char *b, size_t b_len)
 static int authorized(const struct api *a, const struct api_request *req)
 {
 	const char *h = req->authorization;
+	size_t n;
 
 	if (!h || strncasecmp(h, "Bearer ", 7) != 0)
 		return 0;
+
 	h += 7;
-	while (*h == ' ')
+	while (*h == ' ' || *h == '\t')
 		h++;
-	return api_token_equal(h, strlen(h), a->token, strlen(a->token));
+	n = strlen(h);
+	while (n && (h[n - 1] == ' ' || h[n - 1] == '\t'))
+		n--; /* optional whitespace after the value (RFC 9110) */
+	return api_token_equal(h, n, a->token, strlen(a->token));
 }
 
 static int is_probe(const char *path)
@@ -1106,6 +1111,7 @@ void api_handle(struct api *a, const struct api_request *req, struct api_respons
 		     req->authorization ? "wrong bearer token" : "this request needs Authorization: Bearer <token>",
 		     NULL);
 		res->challenge = 1;
+		count_request(a, res);
 		return;
 	}
 	if (segs_split(req->path, &g)) {

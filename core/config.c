@@ -379,6 +379,10 @@ int config_apply_json(struct config *cfg, const char *text, size_t len, struct s
 				goto out;
 			}
 			have_layouts = 1;
+			if (cJSON_GetArraySize(it) > 24) {
+				rc = sl_fail(err, "layouts", "at most 24 foreign layouts (sluice keeps 5 of its own, 32 in all)");
+				goto out;
+			}
 			cJSON_ArrayForEach(l, it) {
 				struct layout one;
 				char where[32];

@@ -253,9 +253,9 @@ static int precondition_holds(const char *cond, const char *name, const char *te
 
 	if (!text)
 		return 0; /* neither "*" nor a tag matches an absent rule */
-	while (*p == ' ')
+	while (*p == ' ' || *p == '\t')
 		p++;
-	if (*p == '*' && p[strspn(p + 1, " ") + 1] == '\0')
+	if (*p == '*' && p[strspn(p + 1, " \t") + 1] == '\0')
 		return 1; /* "*", spaces around it allowed */
 	if (rule_from_text(text, len, name, &r, NULL) || rulestore_etag(r, tag)) {
 		rule_free(r);
@@ -266,10 +266,10 @@ static int precondition_holds(const char *cond, const char *name, const char *te
 	while (*p) {
 		size_t n;
 
-		while (*p == ' ' || *p == ',')
+		while (*p == ' ' || *p == '\t' || *p == ',')
 			p++;
 		n = strcspn(p, ",");
-		while (n && p[n - 1] == ' ')
+		while (n && (p[n - 1] == ' ' || p[n - 1] == '\t'))
 			n--;
 		if (n == strlen(tag) && memcmp(p, tag, n) == 0)
 			return 1;

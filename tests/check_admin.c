@@ -1896,12 +1896,21 @@ START_TEST(test_auth_writes)
 	next_auth = "Bearer s3cret-token";
 	call_on(a, "PUT", "/v1/rules/api", API_BODY, strlen(API_BODY), NULL, NULL, NULL);
 	ck_assert_int_eq(res.status, 201);
-	next_auth = "bearer  s3cret-token"; /* the scheme is case-insensitive */
+	next_auth = "bearer  s3cret-token \t"; /* the scheme is case-insensitive; whitespace around the token is not part of it */
 	call_on(a, "DELETE", "/v1/rules/api", NULL, 0, NULL, NULL, NULL);
 	ck_assert_int_eq(res.status, 200);
 	/* reads stay open */
 	call_on(a, "GET", "/v1/rules", NULL, 0, NULL, NULL, NULL);
 	ck_assert_int_eq(res.status, 200);
+	/* the refused requests are counted */
+	{
+		struct api_request rq = { .method = "GET", .path = "/metrics" };
+		struct api_response rs;
+
+		api_handle(a, &rq, &rs);
+		ck_assert_ptr_nonnull(strstr(rs.text, "sluice_http_requests_total{route=\"unmatched\",status=\"401\"} 5\n"));
+		free(rs.text);
+	}
 	api_free(a);
 }
 END_TEST
