@@ -259,7 +259,7 @@ int config_apply_json(struct config *cfg, const char *text, size_t len, struct s
 	struct layout *layouts = NULL;
 	size_t nlayouts = 0;
 	int have_rules = 0, have_layouts = 0, rc = 0;
-	const char *end = NULL;
+	const char *dup;
 	cJSON *root, *it;
 
 	if (!(root = jsonv_parse(text, len, "config", err)))
@@ -268,8 +268,8 @@ int config_apply_json(struct config *cfg, const char *text, size_t len, struct s
 		rc = sl_fail(err, "config", "must be a JSON object");
 		goto out;
 	}
-	if ((end = jsonv_duplicate_key(root))) {
-		rc = sl_fail(err, end, "appears twice");
+	if ((dup = jsonv_duplicate_key(root))) {
+		rc = sl_fail(err, dup, "appears twice");
 		goto out;
 	}
 	cJSON_ArrayForEach(it, root) {

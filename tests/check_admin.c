@@ -2047,118 +2047,6 @@ END_TEST
 
 /* ---- through a real socket ------------------------------------------------- */
 
-struct http_res {
-	long status;
-	char body[8192];
-	size_t len;
-	char allow[128];
-	char ctype[128];
-};
-
-static size_t on_body(char *p, size_t size, size_t n, void *ud)
-{
-	struct http_res *h = ud;
-	size_t k = size * n;
-
-	if (h->len + k >= sizeof(h->body))
-		k = sizeof(h->body) - 1 - h->len;
-	memcpy(h->body + h->len, p, k);
-	h->len += k;
-	h->body[h->len] = '\0';
-	return size * n;
-}
-
-static void header_value(const char *line, size_t n, const char *name, char *out, size_t cap)
-{
-	size_t nl = strlen(name);
-
-	if (n > nl && strncasecmp(line, name, nl) == 0) {
-		const char *v = line + nl;
-		size_t vl = n - nl;
-
-		while (vl && (*v == ' ' || *v == '\t'))
-			v++, vl--;
-		while (vl && (v[vl - 1] == '\r' || v[vl - 1] == '\n'))
-			vl--;
-		snprintf(out, cap, "%.*s", (int)vl, v);
-	}
-}
-
-static size_t on_header(char *p, size_t size, size_t n, void *ud)
-{
-	struct http_res *h = ud;
-
-	header_value(p, size * n, "Allow:", h->allow, sizeof(h->allow));
-	header_value(p, size * n, "Content-Type:", h->ctype, sizeof(h->ctype));
-	return size * n;
-}
-
-struct upload {
-	const char *p;
-	size_t left;
-};
-
-static size_t on_read(char *buf, size_t size, size_t n, void *ud)
-{
-	struct upload *u = ud;
-	size_t k = size * n < u->left ? size * n : u->left;
-
-	if (k > 100)
-		k = 100; /* small chunks */
-	memcpy(buf, u->p, k);
-	u->p += k;
-	u->left -= k;
-	return k;
-}
-
-enum { PLAIN = 0, CHUNKED = 1, NO_EXPECT = 2 };
-
-/*
- * One HTTP request.  mode CHUNKED sends the body with Transfer-Encoding: chunked;
- * NO_EXPECT with Content-Length and no "Expect: 100-continue" (the body follows
- * the headers at once); PLAIN as curl does by default.
- */
-static void http(int port, const char *method, const char *target_path, const char *body, int mode,
-		 struct http_res *h)
-{
-	CURL *e = curl_easy_init();
-	struct curl_slist *hdrs = NULL;
-	struct upload up = { body, body ? strlen(body) : 0 };
-	char url[512];
-	CURLcode rc;
-
-	ck_assert_ptr_nonnull(e);
-	memset(h, 0, sizeof(*h));
-	snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", port, target_path);
-	curl_easy_setopt(e, CURLOPT_URL, url);
-	curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
-	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(e, CURLOPT_WRITEDATA, h);
-	curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
-	curl_easy_setopt(e, CURLOPT_HEADERDATA, h);
-	curl_easy_setopt(e, CURLOPT_TIMEOUT, 10L);
-	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-	if (body && mode == CHUNKED) {
-		hdrs = curl_slist_append(hdrs, "Transfer-Encoding: chunked");
-		curl_easy_setopt(e, CURLOPT_UPLOAD, 1L);
-		curl_easy_setopt(e, CURLOPT_READFUNCTION, on_read);
-		curl_easy_setopt(e, CURLOPT_READDATA, &up);
-	} else if (body) {
-		hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
-		if (mode == NO_EXPECT)
-			hdrs = curl_slist_append(hdrs, "Expect:");
-		curl_easy_setopt(e, CURLOPT_POSTFIELDS, body);
-		curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
-	}
-	if (hdrs)
-		curl_easy_setopt(e, CURLOPT_HTTPHEADER, hdrs);
-	rc = curl_easy_perform(e);
-	ck_assert_msg(rc == CURLE_OK, "%s %s: %s", method, target_path, curl_easy_strerror(rc));
-	curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &h->status);
-	curl_slist_free_all(hdrs);
-	curl_easy_cleanup(e);
-}
-
 #define ck_http(h, st, text)                                                                    \
 	do {                                                                                    \
 		ck_assert_msg((h).status == (st) && strcmp((h).body, (text)) == 0,              \
@@ -2167,7 +2055,7 @@ static void http(int port, const char *method, const char *target_path, const ch
 	} while (0)
 
 /* The error code in an HTTP body. */
-static void ck_http_err(const struct http_res *h, long status, const char *code, const char *field)
+static void ck_http_err(const struct test_http_res *h, long status, const char *code, const char *field)
 {
 	cJSON *o = cJSON_Parse(h->body);
 	cJSON *e = cJSON_GetObjectItemCaseSensitive(o, "error");
@@ -2187,7 +2075,7 @@ START_TEST(test_server_smoke)
 	struct server_config sc = { 0 };
 	struct api_config ac = { 0 };
 	struct server *s;
-	struct http_res h;
+	struct test_http_res h;
 	char err[256] = "", big[4096];
 	int port;
 
@@ -2208,33 +2096,33 @@ START_TEST(test_server_smoke)
 	port = server_port(s);
 	ck_assert_int_gt(port, 0);
 
-	http(port, "GET", "/healthz", NULL, 0, &h);
+	test_http(port, "GET", "/healthz", NULL, 0, &h);
 	ck_http(h, 200, "{\"status\":\"ok\"}");
-	http(port, "GET", "/readyz", NULL, 0, &h);
+	test_http(port, "GET", "/readyz", NULL, 0, &h);
 	ck_http(h, 200, "{\"status\":\"ready\",\"redis\":\"up\"}");
 
-	http(port, "PUT", "/v1/rules/api", API_BODY, 0, &h);
+	test_http(port, "PUT", "/v1/rules/api", API_BODY, 0, &h);
 	ck_http(h, 201, API_ECHO);
-	http(port, "GET", "/v1/rules/api", NULL, 0, &h);
+	test_http(port, "GET", "/v1/rules/api", NULL, 0, &h);
 	ck_http(h, 200, API_ECHO);
-	http(port, "PUT", "/v1/rules/api", API_BODY, CHUNKED, &h); /* same rule */
+	test_http(port, "PUT", "/v1/rules/api", API_BODY, TEST_HTTP_CHUNKED, &h); /* same rule */
 	ck_http(h, 200, API_ECHO);
-	http(port, "PUT", "/v1/rules/api", "{\"match\":1}", 0, &h);
+	test_http(port, "PUT", "/v1/rules/api", "{\"match\":1}", 0, &h);
 	ck_http_err(&h, 400, "invalid_rule", "match");
 
 	/* the encoded slashes reach the API undecoded, and are decoded there once */
-	http(port, "GET", "/v1/paths/%2Fapi%2Fusers", NULL, 0, &h);
+	test_http(port, "GET", "/v1/paths/%2Fapi%2Fusers", NULL, 0, &h);
 	ck_http(h, 200, "{\"path\":\"/api/users\",\"algorithm\":\"leaky_bucket\",\"layout\":\"leaky_bucket\","
 			"\"rule\":\"api\",\"registered\":false,\"count\":0,\"capacity\":10,\"rate\":2,"
 			"\"remaining\":10,\"reset_ms\":0,\"ttl_ms\":-2}");
-	http(port, "GET", "/v1/paths/%252Fapi", NULL, 0, &h); /* "%2Fapi" literally: no rule, no state */
+	test_http(port, "GET", "/v1/paths/%252Fapi", NULL, 0, &h); /* "%2Fapi" literally: no rule, no state */
 	ck_http_err(&h, 404, "not_found", NULL);
-	http(port, "GET", "/v1/paths/%zz", NULL, 0, &h);
+	test_http(port, "GET", "/v1/paths/%zz", NULL, 0, &h);
 	ck_http_err(&h, 400, "invalid_path", NULL);
 
 	/* query arguments are decoded once */
 	freeReplyObject(test_cmd(c, "SADD %s /api/1 /api/2 /x", LB_REG));
-	http(port, "GET", "/v1/paths?match=%2Fapi%2F*&count=1000&cursor=0", NULL, 0, &h);
+	test_http(port, "GET", "/v1/paths?match=%2Fapi%2F*&count=1000&cursor=0", NULL, 0, &h);
 	ck_assert_int_eq(h.status, 200);
 	{
 		cJSON *o = cJSON_Parse(h.body);
@@ -2244,42 +2132,42 @@ START_TEST(test_server_smoke)
 		cJSON_Delete(o);
 	}
 	freeReplyObject(test_cmd(c, "SADD %s %s", SL_REG, "/a b+c"));
-	http(port, "GET", "/v1/paths?match=%2Fa+b%2Bc&cursor=1-0", NULL, 0, &h); /* '+' is a space, %2B a '+' */
+	test_http(port, "GET", "/v1/paths?match=%2Fa+b%2Bc&cursor=1-0", NULL, 0, &h); /* '+' is a space, %2B a '+' */
 	ck_http(h, 200, "{\"paths\":[{\"path\":\"/a b+c\",\"algorithm\":\"sliding_log\",\"layout\":\"sliding_log\","
 			"\"rule\":null,\"registered\":true,\"count\":0,\"limit\":null,\"remaining\":null,\"reset_ms\":null}],\"cursor\":\"0\"}");
-	http(port, "GET", "/v1/paths?count=abc", NULL, 0, &h);
+	test_http(port, "GET", "/v1/paths?count=abc", NULL, 0, &h);
 	ck_http_err(&h, 400, "invalid_query", "count");
 
 	/* 405 carries Allow */
-	http(port, "DELETE", "/healthz", NULL, 0, &h);
+	test_http(port, "DELETE", "/healthz", NULL, 0, &h);
 	ck_http_err(&h, 405, "method_not_allowed", NULL);
 	ck_assert_str_eq(h.allow, "GET");
-	http(port, "PATCH", "/v1/rules/api", NULL, 0, &h);
+	test_http(port, "PATCH", "/v1/rules/api", NULL, 0, &h);
 	ck_http_err(&h, 405, "method_not_allowed", NULL);
 	ck_assert_str_eq(h.allow, "GET, PUT, DELETE");
-	http(port, "GET", "/v2", NULL, 0, &h);
+	test_http(port, "GET", "/v2", NULL, 0, &h);
 	ck_http_err(&h, 404, "not_found", NULL);
 
 	/* bodies over max_body_bytes: 413, with Content-Length and chunked; nothing stored */
 	memset(big, ' ', sizeof(big) - 1);
 	big[sizeof(big) - 1] = '\0';
 	memcpy(big, API_BODY, strlen(API_BODY));
-	http(port, "PUT", "/v1/rules/big", big, 0, &h);
+	test_http(port, "PUT", "/v1/rules/big", big, 0, &h);
 	ck_http_err(&h, 413, "payload_too_large", NULL);
-	http(port, "PUT", "/v1/rules/big", big, CHUNKED, &h);
+	test_http(port, "PUT", "/v1/rules/big", big, TEST_HTTP_CHUNKED, &h);
 	ck_http_err(&h, 413, "payload_too_large", NULL);
-	http(port, "PUT", "/v1/rules/big", big, NO_EXPECT, &h);
+	test_http(port, "PUT", "/v1/rules/big", big, TEST_HTTP_NO_EXPECT, &h);
 	ck_http_err(&h, 413, "payload_too_large", NULL);
 	ck_assert_int_eq(test_cmd_int(c, "HEXISTS %s big", RULES_HASH), 0);
 	/* exactly the limit is fine */
 	big[1024] = '\0';
-	http(port, "PUT", "/v1/rules/big", big, 0, &h);
+	test_http(port, "PUT", "/v1/rules/big", big, 0, &h);
 	ck_assert_int_eq(h.status, 201);
 
 	/* the server still serves after all that */
-	http(port, "GET", "/v1/worker", NULL, 0, &h);
+	test_http(port, "GET", "/v1/worker", NULL, 0, &h);
 	ck_assert_int_eq(h.status, 200);
-	http(port, "DELETE", "/v1/rules/api", NULL, 0, &h);
+	test_http(port, "DELETE", "/v1/rules/api", NULL, 0, &h);
 	ck_http(h, 200, "{\"deleted\":\"api\"}");
 
 	server_stop(s);

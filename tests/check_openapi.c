@@ -1454,85 +1454,14 @@ END_TEST
 
 /* ---- through the HTTP server: 413, ETag ---------------------------------------------- */
 
-struct http_res {
-	long status;
-	char body[16384];
-	size_t len;
-	char ctype[128], etag[64];
-};
-
-static size_t on_body(char *p, size_t size, size_t n, void *ud)
+/* A request with a JSON body (no Expect: 100-continue), through the harness's client. */
+static void http(int port, const char *method, const char *path, const char *body, struct test_http_res *h)
 {
-	struct http_res *h = ud;
-	size_t k = size * n;
-
-	if (h->len + k >= sizeof(h->body))
-		k = sizeof(h->body) - 1 - h->len;
-	memcpy(h->body + h->len, p, k);
-	h->len += k;
-	h->body[h->len] = '\0';
-	return size * n;
-}
-
-static void header_value(const char *line, size_t n, const char *name, char *out, size_t cap)
-{
-	size_t nl = strlen(name);
-
-	if (n > nl && strncasecmp(line, name, nl) == 0) {
-		const char *v = line + nl;
-		size_t vl = n - nl;
-
-		while (vl && (*v == ' ' || *v == '\t'))
-			v++, vl--;
-		while (vl && (v[vl - 1] == '\r' || v[vl - 1] == '\n'))
-			vl--;
-		snprintf(out, cap, "%.*s", (int)vl, v);
-	}
-}
-
-static size_t on_header(char *p, size_t size, size_t n, void *ud)
-{
-	struct http_res *h = ud;
-
-	header_value(p, size * n, "Content-Type:", h->ctype, sizeof(h->ctype));
-	header_value(p, size * n, "ETag:", h->etag, sizeof(h->etag));
-	return size * n;
-}
-
-static void http(int port, const char *method, const char *path, const char *body, struct http_res *h)
-{
-	CURL *e = curl_easy_init();
-	struct curl_slist *hdrs = NULL;
-	char url[512];
-	CURLcode rc;
-
-	ck_assert_ptr_nonnull(e);
-	memset(h, 0, sizeof(*h));
-	snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", port, path);
-	curl_easy_setopt(e, CURLOPT_URL, url);
-	curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
-	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(e, CURLOPT_WRITEDATA, h);
-	curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
-	curl_easy_setopt(e, CURLOPT_HEADERDATA, h);
-	curl_easy_setopt(e, CURLOPT_TIMEOUT, 10L);
-	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-	if (body) {
-		hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
-		hdrs = curl_slist_append(hdrs, "Expect:");
-		curl_easy_setopt(e, CURLOPT_HTTPHEADER, hdrs);
-		curl_easy_setopt(e, CURLOPT_POSTFIELDS, body);
-		curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
-	}
-	rc = curl_easy_perform(e);
-	ck_assert_msg(rc == CURLE_OK, "%s %s: %s", method, path, curl_easy_strerror(rc));
-	curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &h->status);
-	curl_slist_free_all(hdrs);
-	curl_easy_cleanup(e);
+	test_http(port, method, path, body, TEST_HTTP_NO_EXPECT, h);
 }
 
 /* An HTTP answer checked as check_answer does (content type, schema, ETag). */
-static void check_http(const struct op *op, const char *method, const char *path, const struct http_res *h,
+static void check_http(const struct op *op, const char *method, const char *path, const struct test_http_res *h,
 		       struct fails *f)
 {
 	struct request rq = { .method = method, .path = path };
@@ -1566,7 +1495,7 @@ START_TEST(test_http_413_and_headers)
 	const struct op *metrics = find_op(ops, n, "GET", "/metrics"), *reset = find_op(ops, n, "POST", "/v1/reset");
 	char err[256] = "", big[1024];
 	struct server *s;
-	struct http_res h;
+	struct test_http_res h;
 	int port;
 
 	ck_assert_msg(put && get && metrics && reset, "PUT and GET /v1/rules/{name}, GET /metrics, POST /v1/reset documented");

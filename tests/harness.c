@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <check.h>
+#include <curl/curl.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -9,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -366,6 +368,105 @@ char *test_snapshot(redisContext *c)
 	freeReplyObject(keys);
 	return out;
 }
+
+static size_t http_on_body(char *p, size_t size, size_t n, void *ud)
+{
+	struct test_http_res *h = ud;
+	size_t k = size * n;
+
+	if (h->len + k >= sizeof(h->body))
+		k = sizeof(h->body) - 1 - h->len;
+	memcpy(h->body + h->len, p, k);
+	h->len += k;
+	h->body[h->len] = '\0';
+	return size * n;
+}
+
+static void http_header_value(const char *line, size_t n, const char *name, char *out, size_t cap)
+{
+	size_t nl = strlen(name);
+
+	if (n > nl && strncasecmp(line, name, nl) == 0) {
+		const char *v = line + nl;
+		size_t vl = n - nl;
+
+		while (vl && (*v == ' ' || *v == '\t'))
+			v++, vl--;
+		while (vl && (v[vl - 1] == '\r' || v[vl - 1] == '\n'))
+			vl--;
+		snprintf(out, cap, "%.*s", (int)vl, v);
+	}
+}
+
+static size_t http_on_header(char *p, size_t size, size_t n, void *ud)
+{
+	struct test_http_res *h = ud;
+
+	http_header_value(p, size * n, "Allow:", h->allow, sizeof(h->allow));
+	http_header_value(p, size * n, "Content-Type:", h->ctype, sizeof(h->ctype));
+	http_header_value(p, size * n, "ETag:", h->etag, sizeof(h->etag));
+	return size * n;
+}
+
+struct http_upload {
+	const char *p;
+	size_t left;
+};
+
+static size_t http_on_read(char *buf, size_t size, size_t n, void *ud)
+{
+	struct http_upload *u = ud;
+	size_t k = size * n < u->left ? size * n : u->left;
+
+	if (k > 100)
+		k = 100; /* small chunks */
+	memcpy(buf, u->p, k);
+	u->p += k;
+	u->left -= k;
+	return k;
+}
+
+void test_http(int port, const char *method, const char *target_path, const char *body, int mode,
+	       struct test_http_res *h)
+{
+	CURL *e = curl_easy_init();
+	struct curl_slist *hdrs = NULL;
+	struct http_upload up = { body, body ? strlen(body) : 0 };
+	char url[512];
+	CURLcode rc;
+
+	ck_assert_ptr_nonnull(e);
+	memset(h, 0, sizeof(*h));
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", port, target_path);
+	curl_easy_setopt(e, CURLOPT_URL, url);
+	curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
+	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, http_on_body);
+	curl_easy_setopt(e, CURLOPT_WRITEDATA, h);
+	curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, http_on_header);
+	curl_easy_setopt(e, CURLOPT_HEADERDATA, h);
+	curl_easy_setopt(e, CURLOPT_TIMEOUT, 10L);
+	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+	if (body && mode == TEST_HTTP_CHUNKED) {
+		hdrs = curl_slist_append(hdrs, "Transfer-Encoding: chunked");
+		curl_easy_setopt(e, CURLOPT_UPLOAD, 1L);
+		curl_easy_setopt(e, CURLOPT_READFUNCTION, http_on_read);
+		curl_easy_setopt(e, CURLOPT_READDATA, &up);
+	} else if (body) {
+		hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
+		if (mode == TEST_HTTP_NO_EXPECT)
+			hdrs = curl_slist_append(hdrs, "Expect:");
+		curl_easy_setopt(e, CURLOPT_POSTFIELDS, body);
+		curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
+	}
+	if (hdrs)
+		curl_easy_setopt(e, CURLOPT_HTTPHEADER, hdrs);
+	rc = curl_easy_perform(e);
+	ck_assert_msg(rc == CURLE_OK, "%s %s: %s", method, target_path, curl_easy_strerror(rc));
+	curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &h->status);
+	curl_slist_free_all(hdrs);
+	curl_easy_cleanup(e);
+}
+
 
 int test_run_suite(Suite *s)
 {

@@ -71,6 +71,26 @@ char *test_snapshot(redisContext *c);
 /* qsort comparator of C strings (char *). */
 int test_cmp_str(const void *a, const void *b);
 
+/* ---- an HTTP client for the admin API's socket tests (libcurl) ---- */
+
+struct test_http_res {
+	long status;
+	char body[16384];        /* cut there */
+	size_t len;
+	char allow[128], ctype[128], etag[64]; /* those headers, or "" */
+};
+
+/* How test_http sends a body. */
+enum {
+	TEST_HTTP_PLAIN = 0,     /* Content-Length, as curl does by default (Expect: 100-continue) */
+	TEST_HTTP_CHUNKED = 1,   /* Transfer-Encoding: chunked, in 100-byte chunks */
+	TEST_HTTP_NO_EXPECT = 2, /* Content-Length, the body right after the headers */
+};
+
+/* One request to 127.0.0.1:port; aborts the test when the transfer fails. */
+void test_http(int port, const char *method, const char *path, const char *body, int mode,
+	       struct test_http_res *h);
+
 /* Standard Check runner main: runs `s`, prints Check's summary, returns the exit code. */
 struct Suite;
 int test_run_suite(struct Suite *s);
