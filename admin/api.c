@@ -813,7 +813,7 @@ static int mprintf(struct strbuf *b, const char *fmt, ...)
 
 static void h_metrics(struct api *a, struct api_response *res);
 static size_t route_count(void);
-static const char *route_label(size_t i);
+static const char *route_label(size_t i, char *buf, size_t cap);
 
 static void h_metrics(struct api *a, struct api_response *res)
 {
@@ -932,13 +932,13 @@ static void h_metrics(struct api *a, struct api_response *res)
 				 "# TYPE sluice_http_requests_total counter\n");
 	for (size_t i = 0; !bad && i <= route_count(); i++)
 		for (size_t k = 0; !bad && k <= NSTATUS; k++) {
-			char status[8];
+			char status[8], label[64];
 
 			if (!a->http[i][k])
 				continue;
 			snprintf(status, sizeof(status), "%d", k < NSTATUS ? http_statuses[k] : 0);
 			bad = mprintf(&b, "sluice_http_requests_total{route=\"%s\",status=\"%s\"} %llu\n",
-				      route_label(i), k < NSTATUS ? status : "other", (unsigned long long)a->http[i][k]);
+				      route_label(i, label, sizeof(label)), k < NSTATUS ? status : "other", (unsigned long long)a->http[i][k]);
 		}
 	rbatch_free(batch);
 	if (bad || !b.p) {
@@ -1013,15 +1013,12 @@ static size_t route_count(void)
 }
 
 /* "GET /v1/rules/{name}", or "unmatched" for requests no route answered. */
-static const char *route_label(size_t i)
+static const char *route_label(size_t i, char *buf, size_t cap)
 {
-	static char labels[NROUTES][48];
-
 	if (i >= NROUTES)
 		return "unmatched";
-	if (!labels[i][0]) /* built on first use; the api runs on one thread */
-		snprintf(labels[i], sizeof(labels[i]), "%s %s", routes[i].r.method, routes[i].r.pattern);
-	return labels[i];
+	snprintf(buf, cap, "%s %s", routes[i].r.method, routes[i].r.pattern);
+	return buf;
 }
 
 static void count_request(struct api *a, const struct api_response *res)
