@@ -529,16 +529,37 @@ int pathstate_reset_match(struct rconn *c, const struct layout *layouts, size_t 
 		char cursor[24] = "0";
 
 		do {
-			const char *argv[6] = { "SSCAN", layouts[li].registry, cursor, "MATCH", match, "COUNT" };
-			const char *argv7[7];
-			size_t lens[7] = { 5, strlen(layouts[li].registry), strlen(cursor), 5, strlen(match), 5,
-					   strlen(count) };
+			const struct layout *l = &layouts[li];
+			struct strbuf keyglob = { 0 };
 			redisReply *page = NULL, *members;
 			size_t ncalls = 0;
 
-			memcpy(argv7, argv, sizeof(argv));
-			argv7[6] = count;
-			if ((rc = rconn_command(c, 7, argv7, lens, &page)))
+			if (l->scan) {
+				/* no registry: SCAN the keys, the path glob inside the key template */
+				const char *star = strchr(l->scan_match, '*');
+				const char *argv[9] = { "SCAN", cursor, "MATCH", NULL, "TYPE", l->scan_type, "COUNT", count };
+				size_t lens[8];
+
+				if (strbuf_add(&keyglob, l->scan_match, (size_t)(star - l->scan_match)) ||
+				    strbuf_add(&keyglob, match, strlen(match)) ||
+				    strbuf_add(&keyglob, star + 1, strlen(star + 1))) {
+					rc = -ENOMEM;
+					break;
+				}
+				argv[3] = keyglob.p;
+				for (int k = 0; k < 8; k++)
+					lens[k] = k == 3 ? keyglob.len : strlen(argv[k]);
+				rc = rconn_command(c, 8, argv, lens, &page);
+			} else {
+				const char *argv[7] = { "SSCAN", l->registry, cursor, "MATCH", match, "COUNT", count };
+				size_t lens[7];
+
+				for (int k = 0; k < 7; k++)
+					lens[k] = strlen(argv[k]);
+				rc = rconn_command(c, 7, argv, lens, &page);
+			}
+			strbuf_free(&keyglob);
+			if (rc)
 				break;
 			if (page->type != REDIS_REPLY_ARRAY || page->elements != 2 ||
 			    page->element[0]->type != REDIS_REPLY_STRING || page->element[0]->len >= sizeof(cursor) ||
@@ -555,10 +576,13 @@ int pathstate_reset_match(struct rconn *c, const struct layout *layouts, size_t 
 				/* i == elements: flush what is queued (the last members may have been skipped) */
 				if (i < members->elements) {
 					const redisReply *m = members->element[i];
+					const char *path = m->str;
+					size_t plen = m->len;
 
-					if (m->type != REDIS_REPLY_STRING || m->len == 0)
+					if (m->type != REDIS_REPLY_STRING ||
+					    (l->scan && layout_path_of(l, m->str, m->len, &path, &plen)) || plen == 0)
 						continue;
-					rc = reset_call_build(&calls[ncalls], layouts, nlayouts, m->str, m->len,
+					rc = reset_call_build(&calls[ncalls], layouts, nlayouts, path, plen,
 							      dry_run, li + 1);
 					if (!rc) {
 						rc = rbatch_eval(b, SCRIPT_RESET, (int)calls[ncalls].nkeys,

@@ -40,7 +40,8 @@ int pathstate_reset(struct rconn *c, const struct layout *layouts, size_t nlayou
 
 /*
  * Bulk reset: every path of every layout's registry that matches the glob
- * `match` (SSCAN MATCH, `batch` paths per pipeline), reset as pathstate_reset
+ * `match` (SSCAN MATCH, or SCAN MATCH/TYPE for a layout without a registry;
+ * `batch` paths per pipeline), reset as pathstate_reset
  * does, or with `dry_run` only counted.  A path in several registries counts
  * once.  *out: {"match", "dry_run", "paths", "keys", "entries"}: paths reset,
  * keys deleted (meta hashes included), admitted entries among them.

@@ -1603,6 +1603,14 @@ START_TEST(test_foreign_layouts_state_and_reset)
 	ck_assert_int_eq(res.status, 200);
 	ck_assert_int_eq(cJSON_GetArraySize(jat("paths")), 2);
 	ck_assert_str_eq(jstr("cursor"), "0");
+	/* a bulk reset reaches the SCAN layout too (its match is on the path inside the key) */
+	{
+		const char *b = "{\"match\":\"u1*\",\"dry_run\":true}";
+
+		call_on(fa, "POST", "/v1/reset", b, strlen(b), NULL, NULL, NULL);
+		ck_res(200, "{\"match\":\"u1*\",\"dry_run\":true,\"paths\":1,\"keys\":1,\"entries\":1}");
+		ck_assert_int_eq(test_cmd_int(c, "EXISTS limit:u1:/api"), 1);
+	}
 	/* reset takes the foreign keys */
 	call_on(fa, "POST", "/v1/paths/%2Ftest/reset", NULL, 0, NULL, NULL, NULL);
 	ck_assert_int_eq(res.status, 200);
