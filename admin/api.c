@@ -9,7 +9,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "admin/pathstate.h"
+#include "core/pathstate.h"
 #include "core/clock.h"
 #include "core/jsonv.h"
 #include "core/log.h"

@@ -14,7 +14,7 @@
 
 #include "core/config.h"
 #include "core/layout.h"
-#include "worker/worker.h"
+#include "worker/status.h"
 
 struct api_config {
 	const struct redis_target *redis; /* copied */

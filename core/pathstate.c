@@ -1,4 +1,4 @@
-#include "admin/pathstate.h"
+#include "core/pathstate.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -1,0 +1,92 @@
+#ifndef SLUICE_WORKER_STATUS_H
+#define SLUICE_WORKER_STATUS_H
+/*
+ * The worker as others see it: its counters and sweeps on request.  This is
+ * the narrow interface the admin API uses (it never drives the worker);
+ * worker/worker.h is for the thread that owns and runs it.
+ */
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/rules.h"
+
+enum worker_job { WORKER_DRAIN = 0, WORKER_PRUNE, WORKER__JOBS };
+
+/* Upper bounds (s) of the sweep-duration histogram buckets (+Inf is `sweeps`). */
+#define WORKER_SWEEP_BUCKETS 11
+extern const double worker_sweep_buckets[WORKER_SWEEP_BUCKETS];
+
+/* "drain", "prune"; static storage. */
+const char *worker_job_name(enum worker_job j);
+/* What the worker does to algorithm `a`'s state: "drained", "pruned", "repaired", "reclaimed". */
+const char *worker_action_name(enum algorithm a);
+
+
+/* Counters of one job since start. */
+struct worker_job_status {
+	uint64_t steps;          /* calls of worker_step */
+	uint64_t sweeps;         /* full passes over every registry of the job */
+	uint64_t batches;        /* script calls sent */
+	uint64_t paths;          /* registry members visited */
+	uint64_t entries;        /* entries drained or pruned */
+	uint64_t emptied;        /* paths whose state emptied and left the registry */
+	uint64_t unmatched;      /* paths left alone: no rule, or a rule of another algorithm */
+	uint64_t skipped;        /* paths left untouched: their key has another type, or an empty member */
+	uint64_t errors;         /* steps that failed (Redis down, script error) */
+	int64_t last_step_us;    /* duration of the last step */
+	int64_t last_sweep_us;   /* duration of the last complete sweep (wall, across steps) */
+	int64_t lag_us;          /* lag of the last scheduled start (worker_note_schedule) */
+	int64_t max_lag_us;
+	uint64_t overruns;
+	int in_sweep;            /* 1 while a sweep is part-way (cursor not at the start) */
+	char last_error[160];    /* why the last step failed; "" when it succeeded */
+	/* complete sweeps by duration: sweep_hist[i] counts those <= worker_sweep_buckets[i] s */
+	uint64_t sweep_hist[WORKER_SWEEP_BUCKETS];
+	double sweep_seconds;    /* sum of complete sweep durations, s */
+};
+
+#define WORKER_MAX_LAYOUTS 32
+
+/* Counters of one layout since start (the job that walks it is its algorithm's). */
+struct worker_layout_status {
+	char name[32];
+	enum algorithm algorithm;
+	uint64_t paths;          /* registry members (or scanned keys) visited */
+	uint64_t entries;        /* drained (leaky bucket), pruned (logs: entries; counters:
+				  * sub-window fields), repaired (fixed window: counters given a
+				  * TTL), reclaimed (token bucket: full buckets deleted) */
+	uint64_t emptied, unmatched, skipped;
+};
+
+struct worker_status {
+	struct worker_job_status job[WORKER__JOBS];
+	struct worker_layout_status layout[WORKER_MAX_LAYOUTS];
+	size_t nlayouts;
+	int redis_up;
+	uint64_t connects;       /* connections established (1 + reconnects) */
+	uint64_t rules_version;
+	size_t rules;            /* rules loaded */
+	size_t rules_invalid;    /* rules in Redis that failed validation (skipped) */
+};
+
+/* Result of one step (also folded into the status). */
+struct worker_result {
+	int sweep_done;          /* the step finished a full sweep */
+	uint64_t paths, entries, emptied, unmatched, skipped, batches;
+};
+
+struct worker;
+
+/* Thread-safe snapshot of the counters. */
+void worker_status(struct worker *w, struct worker_status *out);
+
+/*
+ * From any thread: ask the thread that drives the worker for one full sweep
+ * of every job and wait up to `timeout_ms` for it.  0 and res[job] and
+ * duration_us[job] (µs) filled, the sweep's own error (negative errno),
+ * -ECANCELED (shutting down) or -ETIMEDOUT (the sweep goes on).
+ */
+int worker_request_sweep(struct worker *w, int64_t timeout_ms, struct worker_result res[WORKER__JOBS],
+			 int64_t duration_us[WORKER__JOBS]);
+
+#endif
