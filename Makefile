@@ -35,7 +35,7 @@ TEST_LIBS   = $(shell pkg-config --libs $(TESTPKGS) 2>/dev/null)
 LDLIBS     = $(PKG_LIBS) -lpthread -lm
 
 LUA      := $(sort $(wildcard lua/*.lua))
-LIB_SRC  := $(sort $(wildcard core/*.c scheduler/*.c worker/*.c admin/*.c))
+LIB_SRC  := $(sort $(wildcard core/*.c core/alg/*.c scheduler/*.c worker/*.c admin/*.c))
 LIB_OBJ  := $(LIB_SRC:%.c=$(B)/%.o) $(B)/gen/scripts_gen.o
 TEST_SRC := $(sort $(wildcard tests/check_*.c))
 TEST_BIN := $(TEST_SRC:tests/%.c=$(B)/tests/%)

@@ -10,6 +10,7 @@
 #include <strings.h>
 
 #include "core/pathstate.h"
+#include "core/reset.h"
 #include "core/clock.h"
 #include "core/jsonv.h"
 #include "core/log.h"
@@ -604,7 +605,7 @@ static void h_path_get(struct api *a, const struct segs *g, struct api_response 
 static void h_path_reset(struct api *a, const struct segs *g, struct api_response *res)
 {
 	cJSON *o = NULL;
-	int rc = pathstate_reset(a->conn, a->layouts, a->nlayouts, g->s[2], g->len[2], &o);
+	int rc = reset_path(a->conn, a->layouts, a->nlayouts, g->s[2], g->len[2], &o);
 
 	if (rc) {
 		fail_redis(a, res, rc);
@@ -707,7 +708,7 @@ static void h_reset_match(struct api *a, const struct api_request *req, struct a
 		fail(res, 400, "invalid_body", "dry_run must be true or false", "dry_run");
 		goto out;
 	}
-	rc = pathstate_reset_match(a->conn, a->layouts, a->nlayouts, match->valuestring, cJSON_IsTrue(dry),
+	rc = reset_match(a->conn, a->layouts, a->nlayouts, match->valuestring, cJSON_IsTrue(dry),
 				   RESET_BATCH, &o);
 	if (rc) {
 		fail_redis(a, res, rc);

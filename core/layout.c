@@ -7,9 +7,6 @@
 
 #include <cjson/cJSON.h>
 
-static const enum algorithm maintained[] = { ALG_LEAKY_BUCKET, ALG_SLIDING_LOG, ALG_SLIDING_COUNTER,
-					     ALG_FIXED_WINDOW, ALG_TOKEN_BUCKET };
-
 void layout_clear(struct layout *l)
 {
 	free(l->key_prefix);
@@ -83,11 +80,6 @@ static int glob_escape(struct strbuf *b, const char *s)
 	return 0;
 }
 
-static const char *const default_scan_type[ALG__COUNT] = {
-	[ALG_LEAKY_BUCKET] = "zset", [ALG_SLIDING_LOG] = "zset", [ALG_SLIDING_COUNTER] = "hash",
-	[ALG_FIXED_WINDOW] = "string", [ALG_TOKEN_BUCKET] = "hash",
-};
-
 int layout_from_json(const cJSON *obj, const char *where, struct layout *out, struct sl_error *err)
 {
 	struct layout l = { .foreign = 1 };
@@ -114,9 +106,11 @@ int layout_from_json(const cJSON *obj, const char *where, struct layout *out, st
 		return sl_fail(err, FIELD("name"), "must be 1..31 characters of [A-Za-z0-9_.-]");
 	snprintf(l.name, sizeof(l.name), "%s", it->valuestring);
 	it = cJSON_GetObjectItemCaseSensitive(obj, "algorithm");
-	if (!cJSON_IsString(it) || algorithm_parse(it->valuestring, &l.algorithm))
-		return sl_fail(err, FIELD("algorithm"),
-			       "must be one of leaky_bucket, sliding_log, sliding_counter, fixed_window, token_bucket");
+	if (!cJSON_IsString(it) || algorithm_parse(it->valuestring, &l.algorithm)) {
+		char names[128];
+
+		return sl_fail(err, FIELD("algorithm"), "must be one of %s", algorithm_list(names, sizeof(names)));
+	}
 	it = cJSON_GetObjectItemCaseSensitive(obj, "key_prefix");
 	if (!cJSON_IsString(it) || !*it->valuestring || strlen(it->valuestring) > 256)
 		return sl_fail(err, FIELD("key_prefix"), "must be a string of 1..256 bytes (the key before the path)");
@@ -158,7 +152,7 @@ int layout_from_json(const cJSON *obj, const char *where, struct layout *out, st
 			rc = sl_fail(err, FIELD("scan_type"), "must be zset, hash or string");
 			goto fail;
 		}
-		l.scan_type = strdup(it ? it->valuestring : default_scan_type[l.algorithm]);
+		l.scan_type = strdup(it ? it->valuestring : algorithm_get(l.algorithm)->foreign_type);
 		/* scripts SREM from a registry: give them a key nothing writes */
 		if (asprintf(&l.registry, "%s\x01noregistry", l.key_prefix) < 0)
 			l.registry = NULL;
@@ -177,7 +171,7 @@ int layout_from_json(const cJSON *obj, const char *where, struct layout *out, st
 			rc = sl_fail(err, FIELD("unit"), "must be ms, s or us");
 			goto fail;
 		}
-		if (l.unit != UNIT_MS && l.algorithm != ALG_SLIDING_LOG) {
+		if (l.unit != UNIT_MS && !algorithm_get(l.algorithm)->score_units) {
 			rc = sl_fail(err, FIELD("unit"), "only sliding_log layouts take scores in s or us");
 			goto fail;
 		}
@@ -193,16 +187,16 @@ fail:
 
 int layouts_default(const char *prefix, struct layout **out, size_t *n)
 {
-	size_t cnt = sizeof(maintained) / sizeof(maintained[0]);
+	size_t cnt = ALG__COUNT;
 	struct layout *v = calloc(cnt, sizeof(*v));
 
 	if (!v)
 		return -ENOMEM;
 	for (size_t i = 0; i < cnt; i++) {
-		const char *alg = algorithm_name(maintained[i]);
+		const char *alg = algorithm_name((enum algorithm)i);
 
 		snprintf(v[i].name, sizeof(v[i].name), "%s", alg);
-		v[i].algorithm = maintained[i];
+		v[i].algorithm = (enum algorithm)i;
 		if (asprintf(&v[i].key_prefix, "%s{", prefix) < 0)
 			v[i].key_prefix = NULL;
 		if (asprintf(&v[i].key_suffix, "}:%s", alg) < 0)
@@ -227,30 +221,20 @@ const struct layout *layouts_find(const struct layout *v, size_t n, enum algorit
 	return NULL;
 }
 
-int strbuf_add(struct strbuf *b, const void *s, size_t n)
+int layout_scan_glob(const struct layout *l, const char *match, struct strbuf *b)
 {
-	if (b->len + n + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 256;
-		char *p;
+	size_t start = b->len;
 
-		while (cap < b->len + n + 1)
-			cap *= 2;
-		p = realloc(b->p, cap);
-		if (!p)
-			return -ENOMEM;
-		b->p = p;
-		b->cap = cap;
+	if (glob_escape(b, l->key_prefix) || strbuf_add(b, match, strlen(match)) || glob_escape(b, l->key_suffix)) {
+		strbuf_truncate(b, start);
+		return -ENOMEM;
 	}
-	memcpy(b->p + b->len, s, n);
-	b->len += n;
-	b->p[b->len] = '\0';
 	return 0;
 }
 
-void strbuf_free(struct strbuf *b)
+int layout_push_key(struct cmdargs *a, const struct layout *l, const char *path, size_t len, int meta)
 {
-	free(b->p);
-	memset(b, 0, sizeof(*b));
+	return cmdargs_end(a, layout_key(l, path, len, meta, cmdargs_begin(a)));
 }
 
 /* Redis Cluster's rule: the tag is between the first '{' and the next '}', if non-empty. */

@@ -14,6 +14,7 @@
 
 #include "core/error.h"
 #include "core/rules.h"
+#include "core/strbuf.h"
 
 /* Unit of the scores a limiter writes into its sorted sets. */
 enum score_unit { UNIT_MS = 0, UNIT_S, UNIT_US };
@@ -64,15 +65,6 @@ const char *score_unit_name(enum score_unit u);
 /* The layout for algorithm `a`, or NULL; borrowed. */
 const struct layout *layouts_find(const struct layout *v, size_t n, enum algorithm a);
 
-/* A growable byte buffer; `p` is NUL-terminated after every append. */
-struct strbuf {
-	char *p;
-	size_t len, cap;
-};
-/* Append `n` bytes; 0 or -ENOMEM (buffer unchanged). */
-int strbuf_add(struct strbuf *b, const void *s, size_t n);
-void strbuf_free(struct strbuf *b);
-
 /*
  * Append the data key of `path` (`len` bytes, binary-safe) to `b`; with
  * `meta` set, the key of the leaky bucket's meta hash, which shares the data
@@ -80,5 +72,14 @@ void strbuf_free(struct strbuf *b);
  * "{" + data key + "}:meta".  0 or -ENOMEM.
  */
 int layout_key(const struct layout *l, const char *path, size_t len, int meta, struct strbuf *b);
+
+/* layout_key appended as one argument of `a`.  0 or -ENOMEM. */
+int layout_push_key(struct cmdargs *a, const struct layout *l, const char *path, size_t len, int meta);
+/*
+ * Append to `b` the SCAN MATCH glob of the data keys whose path matches the
+ * glob `match` (the layout's prefix and suffix escaped, `match` as given).
+ * 0 or -ENOMEM.
+ */
+int layout_scan_glob(const struct layout *l, const char *match, struct strbuf *b);
 
 #endif

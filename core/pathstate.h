@@ -1,8 +1,8 @@
 #ifndef SLUICE_PATHSTATE_H
 #define SLUICE_PATHSTATE_H
 /*
- * Live state of paths, read without writing (the lua/ state scripts), and the
- * manual reset of one path (lua/reset.lua).  JSON field names are DESIGN.md's:
+ * Live state of paths, read without writing (each algorithm's state script,
+ * core/algorithm.h).  JSON field names are DESIGN.md's:
  * path, algorithm, rule, count, capacity|limit, remaining, reset_ms.
  */
 #include <cjson/cJSON.h>
@@ -27,27 +27,5 @@ int pathstate_list(struct rconn *c, const struct layout *l, const struct ruleset
  */
 int pathstate_get(struct rconn *c, const struct layout *layouts, size_t nlayouts,
 		  const struct ruleset *rules, const char *path, size_t len, cJSON **out);
-
-/*
- * Delete every key the layouts keep for `path` and remove it from their
- * registries, atomically.  *out is a new object describing what was removed:
- * {"path", "keys_removed", "entries_removed", "registries_removed",
- *  "keys": [{"key", "entries"} for data keys, {"key", "meta": true} for meta hashes]};
- * entries_removed counts admitted entries only.
- */
-int pathstate_reset(struct rconn *c, const struct layout *layouts, size_t nlayouts,
-		    const char *path, size_t len, cJSON **out);
-
-/*
- * Bulk reset: every path of every layout's registry that matches the glob
- * `match` (SSCAN MATCH, or SCAN MATCH/TYPE for a layout without a registry;
- * `batch` paths per pipeline), reset as pathstate_reset
- * does, or with `dry_run` only counted.  A path in several registries counts
- * once.  *out: {"match", "dry_run", "paths", "keys", "entries"}: paths reset,
- * keys deleted (meta hashes included), admitted entries among them.
- * Errors as pathstate_reset; a failure part-way leaves the paths already reset reset.
- */
-int pathstate_reset_match(struct rconn *c, const struct layout *layouts, size_t nlayouts,
-			  const char *match, int dry_run, size_t batch, cJSON **out);
 
 #endif

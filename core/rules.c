@@ -7,45 +7,9 @@
 
 #include "core/jsonv.h"
 
-static const char *const alg_names[ALG__COUNT] = {
-	[ALG_LEAKY_BUCKET] = "leaky_bucket",
-	[ALG_SLIDING_LOG] = "sliding_log",
-	[ALG_SLIDING_COUNTER] = "sliding_counter",
-	[ALG_FIXED_WINDOW] = "fixed_window",
-	[ALG_TOKEN_BUCKET] = "token_bucket",
-};
-
-/* Fields each algorithm takes besides name, match and algorithm. */
-enum { F_CAPACITY = 1, F_RATE = 2, F_LIMIT = 4, F_WINDOW = 8, F_SUB = 16 };
-static const unsigned alg_fields[ALG__COUNT] = {
-	[ALG_LEAKY_BUCKET] = F_CAPACITY | F_RATE,
-	[ALG_SLIDING_LOG] = F_LIMIT | F_WINDOW,
-	[ALG_SLIDING_COUNTER] = F_LIMIT | F_WINDOW | F_SUB,
-	[ALG_FIXED_WINDOW] = F_LIMIT | F_WINDOW,
-	[ALG_TOKEN_BUCKET] = F_CAPACITY | F_RATE,
-};
-static const struct {
-	const char *name;
-	unsigned bit;
-} fields[] = {
-	{ "capacity", F_CAPACITY }, { "rate", F_RATE }, { "limit", F_LIMIT },
-	{ "window_ms", F_WINDOW },  { "sub_windows", F_SUB },
-};
-
-const char *algorithm_name(enum algorithm a)
-{
-	return (unsigned)a < ALG__COUNT ? alg_names[a] : NULL;
-}
-
-int algorithm_parse(const char *s, enum algorithm *out)
-{
-	for (int i = 0; i < ALG__COUNT; i++)
-		if (strcmp(s, alg_names[i]) == 0) {
-			*out = (enum algorithm)i;
-			return 0;
-		}
-	return -EINVAL;
-}
+/* Every rule field, in the order they are read and written. */
+static const unsigned all_fields[] = { RULE_F_CAPACITY, RULE_F_RATE, RULE_F_LIMIT, RULE_F_WINDOW, RULE_F_SUB };
+#define NFIELDS (sizeof(all_fields) / sizeof(all_fields[0]))
 
 int rule_name_valid(const char *name)
 {
@@ -93,6 +57,52 @@ static const char *fname(char *buf, size_t cap, const char *where, const char *f
 	return buf;
 }
 
+/* Read field `bit` of a rule from `it` into `r`; -EINVAL naming `f`. */
+static int read_field(const cJSON *it, unsigned bit, const char *f, struct rule *r, struct sl_error *err)
+{
+	switch (bit) {
+	case RULE_F_CAPACITY:
+		return jsonv_int(it, f, 1, &r->capacity, err);
+	case RULE_F_RATE:
+		return jsonv_positive(it, f, 0, &r->rate, err);
+	case RULE_F_LIMIT:
+		return jsonv_int(it, f, 1, &r->limit, err);
+	case RULE_F_WINDOW:
+		return jsonv_int(it, f, 1, &r->window_ms, err);
+	default:
+		return jsonv_int(it, f, 1, &r->sub_windows, err);
+	}
+}
+
+/* Add field `bit` of `r` to `o`.  0 or -ENOMEM. */
+static int write_field(cJSON *o, unsigned bit, const struct rule *r)
+{
+	const char *name = algorithm_field_name(bit);
+
+	switch (bit) {
+	case RULE_F_CAPACITY:
+		return jsonv_add_int(o, name, r->capacity);
+	case RULE_F_RATE:
+		return jsonv_add_number(o, name, r->rate);
+	case RULE_F_LIMIT:
+		return jsonv_add_int(o, name, r->limit);
+	case RULE_F_WINDOW:
+		return jsonv_add_int(o, name, r->window_ms);
+	default:
+		return jsonv_add_int(o, name, r->sub_windows);
+	}
+}
+
+int rule_add_limits(cJSON *o, const struct rule *r)
+{
+	unsigned want = algorithm_get(r->algorithm)->fields;
+
+	for (size_t i = 0; i < NFIELDS; i++)
+		if ((want & all_fields[i]) && write_field(o, all_fields[i], r))
+			return -ENOMEM;
+	return 0;
+}
+
 int rule_from_json(const cJSON *obj, const char *name, const char *where, struct rule **out,
 		   struct sl_error *err)
 {
@@ -100,7 +110,7 @@ int rule_from_json(const cJSON *obj, const char *name, const char *where, struct
 	const cJSON *it;
 	const char *s;
 	char f[128];
-	unsigned want;
+	const struct alg_ops *alg;
 	int rc;
 
 	if (!cJSON_IsObject(obj))
@@ -118,8 +128,8 @@ int rule_from_json(const cJSON *obj, const char *name, const char *where, struct
 		int known = !strcmp(it->string, "name") || !strcmp(it->string, "match") ||
 			    !strcmp(it->string, "algorithm");
 
-		for (size_t i = 0; !known && i < sizeof(fields) / sizeof(fields[0]); i++)
-			known = !strcmp(it->string, fields[i].name);
+		for (size_t i = 0; !known && i < NFIELDS; i++)
+			known = !strcmp(it->string, algorithm_field_name(all_fields[i]));
 		if (!known) {
 			rc = sl_fail(err, fname(f, sizeof(f), where, it->string), "unknown field");
 			goto fail;
@@ -174,52 +184,34 @@ int rule_from_json(const cJSON *obj, const char *name, const char *where, struct
 	if ((rc = jsonv_string(it, f, &s, err)))
 		goto fail;
 	if (algorithm_parse(s, &r->algorithm)) {
-		rc = sl_fail(err, f,
-			     "must be one of leaky_bucket, sliding_log, sliding_counter, fixed_window, token_bucket");
+		char names[128];
+
+		rc = sl_fail(err, f, "must be one of %s", algorithm_list(names, sizeof(names)));
 		goto fail;
 	}
+	alg = algorithm_get(r->algorithm);
 
-	want = alg_fields[r->algorithm];
-	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
-		it = cJSON_GetObjectItemCaseSensitive(obj, fields[i].name);
-		fname(f, sizeof(f), where, fields[i].name);
-		if (!(want & fields[i].bit)) {
+	for (size_t i = 0; i < NFIELDS; i++) {
+		unsigned bit = all_fields[i];
+
+		it = cJSON_GetObjectItemCaseSensitive(obj, algorithm_field_name(bit));
+		fname(f, sizeof(f), where, algorithm_field_name(bit));
+		if (!(alg->fields & bit)) {
 			if (it) {
-				rc = sl_fail(err, f, "is not a field of algorithm %s",
-					     alg_names[r->algorithm]);
+				rc = sl_fail(err, f, "is not a field of algorithm %s", alg->name);
 				goto fail;
 			}
 			continue;
 		}
 		if (!it) {
-			rc = sl_fail(err, f, "is required for algorithm %s", alg_names[r->algorithm]);
+			rc = sl_fail(err, f, "is required for algorithm %s", alg->name);
 			goto fail;
 		}
-		switch (fields[i].bit) {
-		case F_CAPACITY:
-			rc = jsonv_int(it, f, 1, &r->capacity, err);
-			break;
-		case F_RATE:
-			rc = jsonv_positive(it, f, 0, &r->rate, err);
-			break;
-		case F_LIMIT:
-			rc = jsonv_int(it, f, 1, &r->limit, err);
-			break;
-		case F_WINDOW:
-			rc = jsonv_int(it, f, 1, &r->window_ms, err);
-			break;
-		case F_SUB:
-			rc = jsonv_int(it, f, 1, &r->sub_windows, err);
-			break;
-		}
-		if (rc)
+		if ((rc = read_field(it, bit, f, r, err)))
 			goto fail;
 	}
-	if (r->algorithm == ALG_SLIDING_COUNTER && r->sub_windows > r->window_ms) {
-		rc = sl_fail(err, fname(f, sizeof(f), where, "sub_windows"),
-			     "must not exceed window_ms");
+	if (alg->check && (rc = alg->check(r, where, err)))
 		goto fail;
-	}
 	*out = r;
 	return 0;
 fail:
@@ -243,23 +235,9 @@ int rule_from_text(const char *text, size_t len, const char *name, struct rule *
 cJSON *rule_to_json(const struct rule *r)
 {
 	cJSON *o = cJSON_CreateObject();
-	unsigned want = alg_fields[r->algorithm];
-	int bad = !o;
 
-	bad = bad || !cJSON_AddStringToObject(o, "name", r->name);
-	bad = bad || !cJSON_AddStringToObject(o, "match", r->match);
-	bad = bad || !cJSON_AddStringToObject(o, "algorithm", alg_names[r->algorithm]);
-	if (!bad && (want & F_CAPACITY))
-		bad = jsonv_add_int(o, "capacity", r->capacity);
-	if (!bad && (want & F_RATE))
-		bad = jsonv_add_number(o, "rate", r->rate);
-	if (!bad && (want & F_LIMIT))
-		bad = jsonv_add_int(o, "limit", r->limit);
-	if (!bad && (want & F_WINDOW))
-		bad = jsonv_add_int(o, "window_ms", r->window_ms);
-	if (!bad && (want & F_SUB))
-		bad = jsonv_add_int(o, "sub_windows", r->sub_windows);
-	if (bad) {
+	if (!o || !cJSON_AddStringToObject(o, "name", r->name) || !cJSON_AddStringToObject(o, "match", r->match) ||
+	    !cJSON_AddStringToObject(o, "algorithm", algorithm_name(r->algorithm)) || rule_add_limits(o, r)) {
 		cJSON_Delete(o);
 		return NULL;
 	}

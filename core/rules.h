@@ -11,21 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/algorithm.h"
 #include "core/error.h"
-
-enum algorithm {
-	ALG_LEAKY_BUCKET = 0,
-	ALG_SLIDING_LOG,
-	ALG_SLIDING_COUNTER,
-	ALG_FIXED_WINDOW,
-	ALG_TOKEN_BUCKET,
-	ALG__COUNT
-};
-
-/* "leaky_bucket", ...; static storage; NULL for an invalid value. */
-const char *algorithm_name(enum algorithm a);
-/* 0 and *out, or -EINVAL for an unknown name. */
-int algorithm_parse(const char *s, enum algorithm *out);
 
 #define RULE_NAME_MAX 64     /* [A-Za-z0-9_.-], 1..64 bytes */
 #define RULE_MATCH_MAX 1024  /* bytes */
@@ -58,6 +45,8 @@ int rule_from_text(const char *text, size_t len, const char *name, struct rule *
 		   struct sl_error *err);
 /* JSON object of the rule with only its algorithm's fields; caller owns (cJSON_Delete). NULL on ENOMEM. */
 cJSON *rule_to_json(const struct rule *r);
+/* Add the rule's limit fields (capacity, rate, ... as its algorithm takes them) to `o`.  0 or -ENOMEM. */
+int rule_add_limits(cJSON *o, const struct rule *r);
 /* Compact JSON text of rule_to_json; caller frees with free(). NULL on ENOMEM. */
 char *rule_to_text(const struct rule *r);
 /* A copy; NULL on ENOMEM. */

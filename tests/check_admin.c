@@ -1330,7 +1330,7 @@ END_TEST
  * BUG: "entries_removed" adds the meta hash's field count (last, carry, seq:
  * HLEN = 3) to the bucket's entries: resetting a bucket of 3 entries reports
  * entries_removed 6.  Entries are admitted requests (DESIGN.md); the meta key's
- * fields are not.  admin/pathstate.c pathstate_reset sums every key's "entries"
+ * fields are not.  core/reset.c reset_path sums every key's "entries"
  * (reply of lua/reset.lua); it should sum only the data keys (skip the meta
  * keys it pushed), and likely report the meta key with its own count apart.
  */

@@ -1,0 +1,55 @@
+/*
+ * Sliding-window counter (DESIGN.md "State model"; the "sliding window of
+ * sub-windows" of seed article 001, summing counts rather than members): a
+ * hash of sub-window index -> count; a request of cost n is admitted while the
+ * sum of the last sub_windows sub-windows + n <= limit.  lua/sliding_counter.lua
+ * is the application's check, lua/sliding_counter_prune.lua the worker's prune
+ * of expired sub-window fields, lua/sliding_counter_state.lua the admin read.
+ */
+#include <stdio.h>
+
+#include <errno.h>
+
+#include "core/alg/alg.h"
+#include "core/rules.h"
+
+static int check(const struct rule *r, const char *where, struct sl_error *err)
+{
+	char f[128];
+
+	if (r->sub_windows <= r->window_ms)
+		return 0;
+	snprintf(f, sizeof(f), "%s%ssub_windows", where && *where ? where : "", where && *where ? "." : "");
+	return sl_fail(err, f, "must not exceed window_ms");
+}
+
+/* prune ARGV per path: window (ms), sub-windows */
+static int job_args(const struct rule *r, struct cmdargs *a)
+{
+	return cmdargs_int(a, r->window_ms) || cmdargs_int(a, r->sub_windows) ? -ENOMEM : 0;
+}
+
+/* state ARGV: limit, window (ms), sub-windows, now ("" = Redis TIME) */
+static int state_args(const struct rule *r, struct cmdargs *a)
+{
+	return cmdargs_int(a, r->limit) || cmdargs_int(a, r->window_ms) || cmdargs_int(a, r->sub_windows) ||
+			       cmdargs_add(a, "", 0)
+		       ? -ENOMEM
+		       : 0;
+}
+
+const struct alg_ops alg_sliding_counter = {
+	.id = ALG_SLIDING_COUNTER,
+	.name = "sliding_counter",
+	.action = "pruned",
+	.job = ALG_JOB_PRUNE,
+	.fields = RULE_F_LIMIT | RULE_F_WINDOW | RULE_F_SUB,
+	.check = check,
+	.foreign_type = "hash",
+	.client_script = SCRIPT_SLIDING_COUNTER,
+	.job_script = SCRIPT_SLIDING_COUNTER_PRUNE,
+	.state_script = SCRIPT_SLIDING_COUNTER_STATE,
+	.job_args = job_args,
+	.state_args = state_args,
+	.state_ttl_at = 3,
+};

@@ -1,0 +1,86 @@
+#include "core/reply.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *reply_error(const redisReply *r)
+{
+	return r && r->type == REDIS_REPLY_ERROR ? r->str : NULL;
+}
+
+static int shape(const redisReply *r)
+{
+	return r && r->type == REDIS_REPLY_ERROR ? -EBADMSG : -EPROTO;
+}
+
+int reply_int(const redisReply *r, long long *out)
+{
+	if (!r || r->type != REDIS_REPLY_INTEGER)
+		return shape(r);
+	*out = r->integer;
+	return 0;
+}
+
+int reply_str(const redisReply *r, const char **s, size_t *len)
+{
+	if (!r || (r->type != REDIS_REPLY_STRING && r->type != REDIS_REPLY_STATUS))
+		return shape(r);
+	*s = r->str;
+	*len = r->len;
+	return 0;
+}
+
+int reply_int_text(const redisReply *r, long long *out)
+{
+	char *end;
+	long long v;
+
+	if (r && r->type == REDIS_REPLY_INTEGER)
+		return reply_int(r, out);
+	if (!r || r->type != REDIS_REPLY_STRING || r->len == 0 || r->len > 20)
+		return shape(r);
+	errno = 0;
+	v = strtoll(r->str, &end, 10);
+	if (errno || end != r->str + r->len)
+		return -EPROTO;
+	*out = v;
+	return 0;
+}
+
+int reply_array(const redisReply *r, size_t min, const redisReply *const **elems, size_t *n)
+{
+	if (!r || r->type != REDIS_REPLY_ARRAY || r->elements < min)
+		return shape(r);
+	*elems = (const redisReply *const *)r->element;
+	*n = r->elements;
+	return 0;
+}
+
+int reply_int_at(const redisReply *r, size_t i, long long *out)
+{
+	if (!r || r->type != REDIS_REPLY_ARRAY || i >= r->elements)
+		return shape(r);
+	return reply_int(r->element[i], out);
+}
+
+int reply_is_strings(const redisReply *r)
+{
+	if (!r || r->type != REDIS_REPLY_ARRAY)
+		return 0;
+	for (size_t i = 0; i < r->elements; i++)
+		if (r->element[i]->type != REDIS_REPLY_STRING)
+			return 0;
+	return 1;
+}
+
+int reply_scan_page(const redisReply *r, char cursor[REPLY_CURSOR_MAX], const redisReply **members)
+{
+	if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+	    r->element[0]->type != REDIS_REPLY_STRING || r->element[0]->len >= REPLY_CURSOR_MAX ||
+	    r->element[1]->type != REDIS_REPLY_ARRAY)
+		return shape(r);
+	memcpy(cursor, r->element[0]->str, r->element[0]->len + 1);
+	*members = r->element[1];
+	return 0;
+}

@@ -1,0 +1,35 @@
+#ifndef SLUICE_REPLY_H
+#define SLUICE_REPLY_H
+/*
+ * Typed reads of hiredis replies, so no caller walks a redisReply by hand.
+ * Each returns 0 and writes its out-parameters only on success; -EBADMSG when
+ * the reply is a Redis error reply (reply_error() has its text), -EPROTO when
+ * it has another shape.  Borrowed pointers live as long as the reply.
+ */
+#include <hiredis/hiredis.h>
+#include <stddef.h>
+
+/* Longest cursor SCAN/SSCAN answer that a caller keeps (Redis's are 64-bit decimals). */
+#define REPLY_CURSOR_MAX 24
+
+/* The text of an error reply, or NULL when `r` is not one. */
+const char *reply_error(const redisReply *r);
+/* An integer reply. */
+int reply_int(const redisReply *r, long long *out);
+/* A bulk or status string (binary-safe: *len bytes, NUL-terminated). */
+int reply_str(const redisReply *r, const char **s, size_t *len);
+/* An integer or a decimal string of one (as GET answers); -EPROTO for other text. */
+int reply_int_text(const redisReply *r, long long *out);
+/* An array of at least `min` elements; *out borrowed. */
+int reply_array(const redisReply *r, size_t min, const redisReply *const **elems, size_t *n);
+/* Element `i` of an array reply, as an integer. */
+int reply_int_at(const redisReply *r, size_t i, long long *out);
+/* 1 when `r` is an array whose elements are all strings (nil excluded). */
+int reply_is_strings(const redisReply *r);
+/*
+ * A SCAN/SSCAN page {cursor, members}: the cursor copied into `cursor` (at
+ * most REPLY_CURSOR_MAX - 1 bytes) and the members array borrowed.
+ */
+int reply_scan_page(const redisReply *r, char cursor[REPLY_CURSOR_MAX], const redisReply **members);
+
+#endif

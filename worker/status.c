@@ -1,0 +1,199 @@
+/*
+ * The worker's counters, and sweeps that other threads ask for (POST
+ * /v1/worker/sweep): the asking thread writes an eventfd and waits on a
+ * condition variable; the thread that drives the worker runs the sweeps, so
+ * the worker's Redis connection never leaves that thread.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/clock.h"
+#include "worker/internal.h"
+
+const double worker_sweep_buckets[WORKER_SWEEP_BUCKETS] = { 0.001, 0.005, 0.01, 0.05, 0.1, 0.25,
+							      0.5, 1, 2.5, 5, 10 };
+
+void status_error(struct worker *w, enum worker_job job, const char *fmt, const char *detail)
+{
+	pthread_mutex_lock(&w->lock);
+	snprintf(w->st.job[job].last_error, sizeof(w->st.job[job].last_error), fmt, detail);
+	pthread_mutex_unlock(&w->lock);
+}
+
+static void add_sweep(struct worker_job_status *s, int64_t us)
+{
+	double secs = (double)us / 1e6;
+
+	s->sweeps++;
+	s->last_sweep_us = us;
+	s->sweep_seconds += secs;
+	for (int i = 0; i < WORKER_SWEEP_BUCKETS; i++)
+		if (secs <= worker_sweep_buckets[i])
+			s->sweep_hist[i]++;
+}
+
+void status_fold(struct worker *w, enum worker_job job, int rc, int64_t start_us, const struct worker_result *r,
+		 const struct worker_layout_status lr[WORKER_MAX_LAYOUTS])
+{
+	struct worker_job_status *s = &w->st.job[job];
+	int64_t end = clock_mono_us();
+
+	pthread_mutex_lock(&w->lock);
+	s->steps++;
+	s->paths += r->paths;
+	s->entries += r->entries;
+	s->emptied += r->emptied;
+	s->unmatched += r->unmatched;
+	s->skipped += r->skipped;
+	s->batches += r->batches;
+	s->last_step_us = end - start_us;
+	if (rc)
+		s->errors++;
+	if (r->sweep_done && !rc)
+		add_sweep(s, end - w->jobs[job].sweep_start_us);
+	s->in_sweep = w->jobs[job].in_sweep;
+	for (size_t i = 0; i < w->st.nlayouts; i++) {
+		struct worker_layout_status *ls = &w->st.layout[i];
+
+		ls->paths += lr[i].paths;
+		ls->entries += lr[i].entries;
+		ls->emptied += lr[i].emptied;
+		ls->unmatched += lr[i].unmatched;
+		ls->skipped += lr[i].skipped;
+	}
+	if (!rc)
+		s->last_error[0] = '\0';
+	w->st.redis_up = rconn_is_up(w->conn);
+	w->st.connects = rconn_connects(w->conn);
+	w->st.rules_version = w->rules.version;
+	w->st.rules = w->rules.n;
+	w->st.rules_invalid = w->rules_invalid;
+	pthread_mutex_unlock(&w->lock);
+}
+
+void worker_note_schedule(struct worker *w, enum worker_job job, int64_t lag_us, uint64_t overruns)
+{
+	pthread_mutex_lock(&w->lock);
+	w->st.job[job].lag_us = lag_us;
+	if (lag_us > w->st.job[job].max_lag_us)
+		w->st.job[job].max_lag_us = lag_us;
+	w->st.job[job].overruns = overruns;
+	pthread_mutex_unlock(&w->lock);
+}
+
+void worker_status(struct worker *w, struct worker_status *out)
+{
+	pthread_mutex_lock(&w->lock);
+	*out = w->st;
+	pthread_mutex_unlock(&w->lock);
+}
+
+int requests_init(struct worker *w)
+{
+	pthread_condattr_t ca;
+
+	w->reqfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (w->reqfd < 0)
+		return -errno;
+	pthread_mutex_init(&w->lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&w->done, &ca);
+	pthread_condattr_destroy(&ca);
+	return 0;
+}
+
+void requests_destroy(struct worker *w)
+{
+	close(w->reqfd);
+	pthread_cond_destroy(&w->done);
+	pthread_mutex_destroy(&w->lock);
+}
+
+int worker_request_fd(const struct worker *w)
+{
+	return w->reqfd;
+}
+
+int worker_request_sweep(struct worker *w, int64_t timeout_ms, struct worker_result res[WORKER__JOBS],
+			 int64_t duration_us[WORKER__JOBS])
+{
+	uint64_t one = 1, mine;
+	struct timespec until;
+	int rc = 0;
+
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_sec += timeout_ms / 1000;
+	until.tv_nsec += (timeout_ms % 1000) * 1000000L;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&w->lock);
+	if (w->cancelled) {
+		pthread_mutex_unlock(&w->lock);
+		return -ECANCELED;
+	}
+	mine = ++w->req_seq;
+	pthread_mutex_unlock(&w->lock);
+	if (write(w->reqfd, &one, sizeof(one)) != (ssize_t)sizeof(one))
+		return -errno;
+	pthread_mutex_lock(&w->lock);
+	while (w->done_seq < mine && rc == 0)
+		rc = pthread_cond_timedwait(&w->done, &w->lock, &until);
+	if (w->done_seq >= mine) {
+		/* a sweep that started after our request covers it */
+		memcpy(res, w->req_res, sizeof(w->req_res));
+		memcpy(duration_us, w->req_us, sizeof(w->req_us));
+		rc = w->req_rc;
+	} else {
+		rc = -ETIMEDOUT;
+	}
+	pthread_mutex_unlock(&w->lock);
+	return rc;
+}
+
+void worker_cancel_requests(struct worker *w)
+{
+	pthread_mutex_lock(&w->lock);
+	if (w->done_seq < w->req_seq) {
+		memset(w->req_res, 0, sizeof(w->req_res));
+		memset(w->req_us, 0, sizeof(w->req_us));
+		w->req_rc = -ECANCELED;
+		w->done_seq = w->req_seq;
+		pthread_cond_broadcast(&w->done);
+	}
+	w->cancelled = 1; /* requests from now on are answered at once */
+	pthread_mutex_unlock(&w->lock);
+}
+
+void worker_serve_requests(struct worker *w)
+{
+	struct worker_result r[WORKER__JOBS] = { 0 };
+	int64_t us[WORKER__JOBS] = { 0 };
+	uint64_t n, target;
+	int rc = 0;
+
+	if (read(w->reqfd, &n, sizeof(n)) != (ssize_t)sizeof(n))
+		return;
+	pthread_mutex_lock(&w->lock);
+	target = w->req_seq;
+	pthread_mutex_unlock(&w->lock);
+	for (int j = 0; j < WORKER__JOBS && !rc; j++) {
+		int64_t t0 = clock_mono_us();
+
+		rc = worker_sweep(w, (enum worker_job)j, -1, &r[j]);
+		us[j] = clock_mono_us() - t0;
+	}
+	pthread_mutex_lock(&w->lock);
+	memcpy(w->req_res, r, sizeof(r));
+	memcpy(w->req_us, us, sizeof(us));
+	w->req_rc = rc;
+	w->done_seq = target;
+	pthread_cond_broadcast(&w->done);
+	pthread_mutex_unlock(&w->lock);
+}

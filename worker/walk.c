@@ -1,0 +1,123 @@
+/*
+ * One budgeted step of a job: page after page of each layout's registry
+ * (core/walk.h), each page's job script call sent in the same pipeline as
+ * the next page's SSCAN, so a step costs one round trip per page and never
+ * one per path.  The cursor is committed only once a page's work is done,
+ * so a failed step resumes where it failed.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/clock.h"
+#include "core/walk.h"
+#include "worker/internal.h"
+
+/* Past the current layout: the next one from its start, or the end of the sweep (1). */
+static int next_layout(struct job_state *js)
+{
+	strcpy(js->cursor, "0");
+	if (++js->layout < js->nlayouts)
+		return 0;
+	js->layout = 0;
+	js->in_sweep = 0;
+	return 1;
+}
+
+static void add_page_counts(struct worker_layout_status *ls, const struct worker_result *r,
+			    const struct worker_result *base)
+{
+	ls->paths += r->paths - base->paths;
+	ls->unmatched += r->unmatched - base->unmatched;
+	ls->skipped += r->skipped - base->skipped;
+}
+
+int walk_step(struct worker *w, enum worker_job job, int64_t start_us, int64_t budget_us, const char *now,
+	      struct worker_result *r, struct worker_layout_status lr[WORKER_MAX_LAYOUTS])
+{
+	struct job_state *js = &w->jobs[job];
+	struct worker_result base = *r;
+	redisReply *page = NULL;
+	char why[160];
+	int rc;
+
+	rbatch_clear(w->batch);
+	if ((rc = walk_queue(w->batch, js->layouts[js->layout], js->cursor, NULL, w->batch_size)) ||
+	    (rc = rbatch_run(w->conn, w->batch)))
+		goto fail;
+	page = rbatch_take(w->batch, 0);
+
+	for (;;) {
+		const struct layout *l = js->layouts[js->layout], *nl = NULL;
+		struct worker_layout_status *ls = &lr[js->index[js->layout]];
+		const redisReply *members;
+		char next[REPLY_CURSOR_MAX];
+		const char *ncursor = NULL;
+		int more, has_eval = 0, has_scan = 0;
+
+		if (walk_page(page, next, &members)) {
+			status_error(w, job, "SSCAN: %s", reply_error(page) ? reply_error(page) : "unexpected reply");
+			/* a registry of another type: step over its layout, so the next step
+			 * goes on with the others instead of failing on this one for good */
+			next_layout(js);
+			rc = -EPROTO;
+			goto out;
+		}
+		more = !walk_at_end(next);
+		if ((rc = job_build(&w->jb, l, &w->rules, members, now, r)))
+			goto fail;
+		freeReplyObject(page);
+		page = NULL;
+
+		/* where the cursor goes after this page */
+		if (more) {
+			nl = l;
+			ncursor = next;
+		} else if (js->layout + 1 < js->nlayouts) {
+			nl = js->layouts[js->layout + 1];
+			ncursor = "0";
+		}
+		rbatch_clear(w->batch);
+		if (w->jb.eligible) {
+			if ((rc = job_queue(w->batch, &w->jb, l)))
+				goto fail;
+			has_eval = 1;
+		}
+		if (nl && clock_mono_us() - start_us < budget_us) {
+			if ((rc = walk_queue(w->batch, nl, ncursor, NULL, w->batch_size)))
+				goto fail;
+			has_scan = 1;
+		}
+		if (rbatch_len(w->batch) && (rc = rbatch_run(w->conn, w->batch)))
+			goto fail;
+		add_page_counts(ls, r, &base);
+		if (has_eval && (rc = job_fold(rbatch_reply(w->batch, 0), r, ls, why, sizeof(why)))) {
+			status_error(w, job, "script: %s", why);
+			goto out;
+		}
+		base = *r;
+
+		/* commit the cursor only once the page's work is done */
+		if (more) {
+			snprintf(js->cursor, sizeof(js->cursor), "%s", next);
+		} else if (next_layout(js)) {
+			r->sweep_done = 1;
+			break;
+		}
+		if (!has_scan)
+			break; /* over budget: resume from the cursor next step */
+		page = rbatch_take(w->batch, has_eval ? 1 : 0);
+	}
+	rc = 0;
+	goto out;
+fail:
+	if (rc == -EIO || rc == -EAGAIN)
+		status_error(w, job, "redis: %s", rconn_errstr(w->conn));
+	else if (rc == -ENOMEM)
+		status_error(w, job, "%s", "out of memory");
+out:
+	if (page)
+		freeReplyObject(page);
+	rbatch_clear(w->batch);
+	return rc;
+}
