@@ -1625,6 +1625,38 @@ START_TEST(test_foreign_layouts_state_and_reset)
 }
 END_TEST
 
+/* A SCAN layout whose key prefix holds a glob metacharacter: the bulk reset's
+ * key glob escapes it (it used to split the prebuilt glob at its first '*'). */
+START_TEST(test_bulk_reset_scan_prefix_with_star)
+{
+	cJSON *obj = cJSON_Parse("{\"name\":\"star\",\"algorithm\":\"sliding_log\",\"key_prefix\":\"lim*it:\","
+				 "\"scan\":true}");
+	struct layout *all = NULL, l;
+	size_t nall = 0;
+	struct api_config ac = { .redis = &target, .timeout_ms = 5000, .prefix = PFX, .worker = w };
+	struct api *fa;
+	const char *b = "{\"match\":\"u1*\",\"dry_run\":false}";
+	long long t = test_server_ms(c);
+
+	ck_assert_int_eq(layouts_default(PFX, &all, &nall), 0);
+	ck_assert_int_eq(layout_from_json(obj, "layouts[0]", &l, NULL), 0);
+	ck_assert_int_eq(layouts_append(&all, &nall, &l), 0);
+	layout_clear(&l);
+	cJSON_Delete(obj);
+	ac.layouts = all;
+	ac.nlayouts = nall;
+	fa = api_new(&ac);
+	freeReplyObject(test_cmd(c, "ZADD lim*it:u1:/a %lld %lld", t, t));
+	freeReplyObject(test_cmd(c, "ZADD limXit:u1:/b %lld %lld", t, t)); /* another limiter's key */
+	call_on(fa, "POST", "/v1/reset", b, strlen(b), NULL, NULL, NULL);
+	ck_res(200, "{\"match\":\"u1*\",\"dry_run\":false,\"paths\":1,\"keys\":1,\"entries\":1}");
+	ck_assert_int_eq(test_cmd_int(c, "EXISTS lim*it:u1:/a"), 0);
+	ck_assert_int_eq(test_cmd_int(c, "EXISTS limXit:u1:/b"), 1);
+	api_free(fa);
+	layouts_free(all, nall);
+}
+END_TEST
+
 /* ---- ETag / If-Match ------------------------------------------------------------ */
 
 START_TEST(test_rule_etags)
@@ -2228,6 +2260,7 @@ static Suite *admin_suite(void)
 	tcase_add_test(tc, test_path_state_other_algorithms);
 	tcase_add_test(tc, test_paths_binary_safe);
 	tcase_add_test(tc, test_foreign_layouts_state_and_reset);
+	tcase_add_test(tc, test_bulk_reset_scan_prefix_with_star);
 	tcase_add_test(tc, test_rule_etags);
 	tcase_add_test(tc, test_rules_cache);
 	tcase_add_test(tc, test_bulk_reset);
