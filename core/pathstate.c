@@ -7,6 +7,7 @@
 
 #include "core/jsonv.h"
 #include "core/reply.h"
+#include "core/walk.h"
 
 /* Queue one command built in `a` (`nkeys` > 0: a call of script `id` with that many keys). */
 static int queue_args(struct rbatch *b, struct cmdargs *a, int script, enum script_id id, int nkeys)
@@ -266,5 +267,61 @@ out:
 		*out = o;
 	else
 		cJSON_Delete(o);
+	return rc;
+}
+
+/* The states of one page's members, appended to `out`; *got counts them. */
+static int list_members(struct rconn *c, const struct layout *l, const struct ruleset *rules,
+			const redisReply *members, cJSON *out, size_t *got)
+{
+	const char **paths = calloc(members->elements + 1, sizeof(*paths));
+	size_t *plens = calloc(members->elements + 1, sizeof(*plens)), kept = 0;
+	int rc = -ENOMEM;
+
+	if (paths && plens) {
+		for (size_t i = 0; i < members->elements; i++)
+			if (!walk_path(l, members->element[i], &paths[kept], &plens[kept]))
+				kept++;
+		rc = pathstate_list(c, l, rules, paths, plens, kept, out);
+		*got += kept;
+	}
+	free(paths);
+	free(plens);
+	return rc;
+}
+
+int pathstate_page(struct rconn *c, const struct layout *layouts, size_t nlayouts, const struct ruleset *rules,
+		   const char *match, size_t count, int max_pages, struct pathstate_cursor *cur, cJSON *out)
+{
+	struct pathstate_cursor at = *cur;
+	struct rbatch *b = rbatch_new();
+	size_t got = 0;
+	int rc = 0;
+
+	if (!b)
+		return -ENOMEM;
+	if (at.layout >= nlayouts)
+		at.done = 1;
+	for (int pages = 0; !at.done && got < count && pages < max_pages && !rc; pages++) {
+		const struct layout *l = &layouts[at.layout];
+		const redisReply *page, *members;
+
+		rbatch_clear(b);
+		if ((rc = walk_queue(b, l, at.walk, match, count - got)) || (rc = rbatch_run(c, b)))
+			break;
+		page = rbatch_reply(b, 0);
+		if ((rc = walk_page(page, at.walk, &members))) {
+			/* an out-of-range cursor is the caller's; a registry of another type is ours */
+			if (reply_error(page) && strstr(reply_error(page), "cursor"))
+				rc = -ERANGE;
+			break;
+		}
+		rc = list_members(c, l, rules, members, out, &got);
+		if (walk_at_end(at.walk) && ++at.layout == nlayouts)
+			at.done = 1;
+	}
+	rbatch_free(b);
+	if (!rc)
+		*cur = at;
 	return rc;
 }

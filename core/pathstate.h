@@ -10,6 +10,7 @@
 
 #include "core/layout.h"
 #include "core/rconn.h"
+#include "core/reply.h"
 #include "core/rules.h"
 
 /*
@@ -27,5 +28,24 @@ int pathstate_list(struct rconn *c, const struct layout *l, const struct ruleset
  */
 int pathstate_get(struct rconn *c, const struct layout *layouts, size_t nlayouts,
 		  const struct ruleset *rules, const char *path, size_t len, cJSON **out);
+
+/* Where a listing across layouts stands: a layout and the walk cursor inside it. */
+struct pathstate_cursor {
+	size_t layout;                 /* index into the layouts */
+	char walk[REPLY_CURSOR_MAX];   /* "0": that layout's start */
+	int done;                      /* the walk passed the last layout */
+};
+
+/*
+ * A page of the listing: walk layout after layout from *cur (core/walk.h),
+ * appending to `out` the state of each path found whose path matches the glob
+ * `match` (NULL: all), until `count` paths were appended, every layout was
+ * walked (cur->done), or `max_pages` pages were read (a sparse match must not
+ * hold the caller long).  *cur says where to go on.  0, -ERANGE when Redis
+ * refuses the cursor (not one it gave), -EBADMSG (a registry of another
+ * type), or an rconn error / -ENOMEM / -EPROTO; *cur is then unchanged.
+ */
+int pathstate_page(struct rconn *c, const struct layout *layouts, size_t nlayouts, const struct ruleset *rules,
+		   const char *match, size_t count, int max_pages, struct pathstate_cursor *cur, cJSON *out);
 
 #endif
