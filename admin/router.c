@@ -130,7 +130,8 @@ static void segs_free(struct segs *g)
 }
 
 /*
- * 0, or -ENOMEM.  "/a/b%2Fc" -> ["a", "b/c"]; a trailing '/' adds an empty segment.
+ * 0, or -ENOMEM (with `g` empty).  "/a/b%2Fc" -> ["a", "b/c"]; a trailing '/'
+ * adds an empty segment.
  * libmicrohttpd decodes; it keeps a malformed %-sequence as it is and does not
  * say so (MHD_http_unescape has no way to), so that check is done here.
  */
@@ -156,8 +157,11 @@ static int segs_split(const char *path, struct segs *g)
 					     isxdigit((unsigned char)p[i + 2])))
 				g->bad_escape = 1;
 		copy = strndup(p, n);
-		if (!copy)
+		if (!copy) {
+			segs_free(g);
+			g->n = 0;
 			return -ENOMEM;
+		}
 		/* returns the decoded length (NUL bytes kept) */
 		g->len[g->n] = MHD_http_unescape(copy);
 		if (!jsonv_utf8_valid(copy, g->len[g->n]))
@@ -292,11 +296,9 @@ void api_handle(struct api *a, const struct api_request *req, struct api_respons
 		count_request(a, res);
 		return;
 	}
-	if (segs_split(req->path, &g)) {
+	if (segs_split(req->path, &g))
 		reply_json(res, 500, NULL);
-		return;
-	}
-	if (g.bad_escape)
+	else if (g.bad_escape)
 		reply_fail(res, 400, "invalid_path", "path has an invalid percent-encoding or is not UTF-8", NULL);
 	else
 		route(a, req, &g, res);
