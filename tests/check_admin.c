@@ -1,7 +1,8 @@
 /*
- * Integration tests of the admin API (admin/api.c, admin/pathstate.c) against a
- * private redis-server (tests/harness.h), plus one smoke test through a real
- * socket (admin/server.c, libmicrohttpd) with libcurl.
+ * Integration tests of the admin API (admin/router.c, the admin/routes_*.c
+ * groups, core/pathstate.c) against a private redis-server (tests/harness.h),
+ * plus one smoke test through a real socket (admin/server.c, libmicrohttpd)
+ * with libcurl.
  *
  * Most tests call api_handle() directly and compare the rendered body
  * (cJSON_PrintUnformatted) with the exact text expected, or status, error code
@@ -1230,8 +1231,8 @@ END_TEST
 
 /*
  * BUG: a cursor of the right shape but out of SSCAN's range ("0-" followed by a
- * number above 2^64-1) passes admin/api.c parse_cursor, Redis answers
- * "ERR invalid cursor", and h_paths_list turns that into a 500 "internal": a
+ * number above 2^64-1) passes parse_cursor (admin/routes_paths.c), Redis answers
+ * "ERR invalid cursor", and route_paths_list turned that into a 500 "internal": a
  * client error reported as a server fault.  It should be 400 field "cursor"
  * (check the number with strtoull/ERANGE in parse_cursor, or map a Redis error
  * reply to SSCAN to 400).

@@ -1,0 +1,307 @@
+/*
+ * The admin API's front: the route table, the path split into
+ * percent-decoded segments, method matching (405 with Allow), the bearer
+ * token, request counting, and the api object's life.  The handlers are the
+ * route groups' (admin/routes.h).
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <microhttpd.h>
+
+#include "admin/api.h"
+#include "admin/reply.h"
+#include "admin/routes.h"
+#include "core/jsonv.h"
+
+#define MAX_SEGMENTS 6
+#define ARG 2 /* the segment a pattern's {name} or {path} stands at: /v1/<group>/{...} */
+
+const int api_statuses[API_NSTATUS] = { 200, 201, 400, 401, 404, 405, 412, 413, 500, 503 };
+
+/* A path split into percent-decoded segments (each NUL-terminated, with its length). */
+struct segs {
+	char *s[MAX_SEGMENTS];
+	size_t len[MAX_SEGMENTS];
+	int n;
+	int too_many;
+	int bad_escape;
+};
+
+/* Adapters: every handler as (api, request, path segments, response). */
+#define ADAPT(name, call)                                                                          \
+	static void r_##name(struct api *a, const struct api_request *req, const struct segs *g,   \
+			     struct api_response *res)                                              \
+	{                                                                                          \
+		(void)a;                                                                           \
+		(void)req;                                                                         \
+		(void)g;                                                                           \
+		call;                                                                              \
+	}
+ADAPT(healthz, route_healthz(res))
+ADAPT(readyz, route_readyz(a, res))
+ADAPT(metrics, route_metrics(a, res))
+ADAPT(rules_list, route_rules_list(a, res))
+ADAPT(rule_get, route_rule_get(a, g->s[ARG], g->len[ARG], res))
+ADAPT(rule_put, route_rule_put(a, req, g->s[ARG], g->len[ARG], res))
+ADAPT(rule_delete, route_rule_delete(a, req, g->s[ARG], g->len[ARG], res))
+ADAPT(paths_list, route_paths_list(a, req, res))
+ADAPT(path_get, route_path_get(a, g->s[ARG], g->len[ARG], res))
+ADAPT(path_reset, route_path_reset(a, g->s[ARG], g->len[ARG], res))
+ADAPT(reset_match, route_reset_match(a, req, res))
+ADAPT(worker, route_worker(a, res))
+ADAPT(sweep, route_sweep(a, res))
+#undef ADAPT
+
+typedef void (*route_fn)(struct api *, const struct api_request *, const struct segs *,
+			 struct api_response *);
+
+/* Patterns are segment lists; "{...}" matches one non-empty segment (percent-decoded). */
+static const struct {
+	struct api_route r;
+	route_fn fn;
+} routes[] = {
+	{ { "GET", "/healthz" }, r_healthz },
+	{ { "GET", "/readyz" }, r_readyz },
+	{ { "GET", "/metrics" }, r_metrics },
+	{ { "GET", "/v1/rules" }, r_rules_list },
+	{ { "GET", "/v1/rules/{name}" }, r_rule_get },
+	{ { "PUT", "/v1/rules/{name}" }, r_rule_put },
+	{ { "DELETE", "/v1/rules/{name}" }, r_rule_delete },
+	{ { "GET", "/v1/paths" }, r_paths_list },
+	{ { "GET", "/v1/paths/{path}" }, r_path_get },
+	{ { "POST", "/v1/paths/{path}/reset" }, r_path_reset },
+	{ { "POST", "/v1/reset" }, r_reset_match },
+	{ { "GET", "/v1/worker" }, r_worker },
+	{ { "POST", "/v1/worker/sweep" }, r_sweep },
+};
+#define NROUTES (sizeof(routes) / sizeof(routes[0]))
+_Static_assert(NROUTES <= API_NROUTES_MAX, "api.http has no room for every route");
+
+const struct api_route *api_route(size_t i)
+{
+	return i < NROUTES ? &routes[i].r : NULL;
+}
+
+struct api *api_new(const struct api_config *cfg)
+{
+	struct api *a = calloc(1, sizeof(*a));
+
+	if (!a)
+		return NULL;
+	a->conn = rconn_new(cfg->redis, cfg->timeout_ms);
+	a->prefix = strdup(cfg->prefix);
+	a->layouts = cfg->layouts;
+	a->nlayouts = cfg->nlayouts;
+	a->worker = cfg->worker;
+	a->auth_reads = cfg->auth_reads;
+	a->rules_ttl_us = cfg->rules_ttl_ms > 0 ? cfg->rules_ttl_ms * 1000 : 0;
+	a->token = cfg->token ? strdup(cfg->token) : NULL;
+	if (!a->conn || !a->prefix || (cfg->token && !a->token)) {
+		api_free(a);
+		return NULL;
+	}
+	return a;
+}
+
+void api_free(struct api *a)
+{
+	if (!a)
+		return;
+	rconn_free(a->conn);
+	ruleset_clear(&a->rules);
+	free(a->rules_text);
+	free(a->prefix);
+	if (a->token) {
+		explicit_bzero(a->token, strlen(a->token));
+		free(a->token);
+	}
+	free(a);
+}
+
+static void segs_free(struct segs *g)
+{
+	for (int i = 0; i < g->n; i++)
+		free(g->s[i]);
+}
+
+/*
+ * 0, or -ENOMEM (with `g` empty).  "/a/b%2Fc" -> ["a", "b/c"]; a trailing '/'
+ * adds an empty segment.
+ * libmicrohttpd decodes; it keeps a malformed %-sequence as it is and does not
+ * say so (MHD_http_unescape has no way to), so that check is done here.
+ */
+static int segs_split(const char *path, struct segs *g)
+{
+	const char *p = path;
+
+	memset(g, 0, sizeof(*g));
+	if (*p != '/')
+		return 0;
+	p++;
+	for (;;) {
+		const char *end = strchr(p, '/');
+		size_t n = end ? (size_t)(end - p) : strlen(p);
+		char *copy;
+
+		if (g->n == MAX_SEGMENTS) {
+			g->too_many = 1;
+			return 0;
+		}
+		for (size_t i = 0; i < n; i++)
+			if (p[i] == '%' && !(i + 2 < n && isxdigit((unsigned char)p[i + 1]) &&
+					     isxdigit((unsigned char)p[i + 2])))
+				g->bad_escape = 1;
+		copy = strndup(p, n);
+		if (!copy) {
+			segs_free(g);
+			g->n = 0;
+			return -ENOMEM;
+		}
+		/* returns the decoded length (NUL bytes kept) */
+		g->len[g->n] = MHD_http_unescape(copy);
+		if (!jsonv_utf8_valid(copy, g->len[g->n]))
+			g->bad_escape = 1; /* a path is text: UTF-8 (NUL allowed, as %00) */
+		g->s[g->n++] = copy;
+		if (!end)
+			return 0;
+		p = end + 1;
+	}
+}
+
+/* Does `pattern` match the decoded segments? */
+static int pattern_matches(const char *pattern, const struct segs *g)
+{
+	const char *p = pattern + 1;
+	int i = 0;
+
+	for (;; i++) {
+		const char *end = strchr(p, '/');
+		size_t n = end ? (size_t)(end - p) : strlen(p);
+
+		if (i >= g->n)
+			return 0;
+		if (p[0] == '{') {
+			if (g->len[i] == 0)
+				return 0;
+		} else if (n != g->len[i] || memcmp(p, g->s[i], n) != 0) {
+			return 0;
+		}
+		if (!end)
+			return i + 1 == g->n;
+		p = end + 1;
+	}
+}
+
+/* HEAD is answered as GET (libmicrohttpd sends the headers only). */
+static int method_is(const struct api_request *req, const char *m)
+{
+	if (strcmp(m, "GET") == 0 && strcmp(req->method, "HEAD") == 0)
+		return 1;
+	return strcmp(req->method, m) == 0;
+}
+
+int api_token_equal(const char *a, size_t a_len, const char *b, size_t b_len)
+{
+	unsigned char diff = a_len != b_len;
+
+	/* walk the expected token's length whatever the guess, so time tells nothing */
+	for (size_t i = 0; i < b_len; i++)
+		diff |= (unsigned char)(b[i] ^ (i < a_len ? a[i] : 0));
+	return diff == 0;
+}
+
+/* Does the request carry "Authorization: Bearer <token>"? */
+static int authorized(const struct api *a, const struct api_request *req)
+{
+	const char *h = req->authorization;
+	size_t n;
+
+	if (!h || strncasecmp(h, "Bearer ", 7) != 0)
+		return 0;
+
+	h += 7;
+	while (*h == ' ' || *h == '\t')
+		h++;
+	n = strlen(h);
+	while (n && (h[n - 1] == ' ' || h[n - 1] == '\t'))
+		n--; /* optional whitespace after the value (RFC 9110) */
+	return api_token_equal(h, n, a->token, strlen(a->token));
+}
+
+static int is_probe(const char *path)
+{
+	return strcmp(path, "/healthz") == 0 || strcmp(path, "/readyz") == 0;
+}
+
+/* Does this request need the token and lack it? */
+static int needs_token(const struct api *a, const struct api_request *req)
+{
+	int read_only = strcmp(req->method, "GET") == 0 || strcmp(req->method, "HEAD") == 0;
+
+	return a->token && (!read_only || (a->auth_reads && !is_probe(req->path))) && !authorized(a, req);
+}
+
+static void count_request(struct api *a, const struct api_response *res)
+{
+	size_t r = res->route >= 0 ? (size_t)res->route : NROUTES, k;
+
+	for (k = 0; k < API_NSTATUS && api_statuses[k] != res->status; k++)
+		;
+	a->http[r][k]++;
+}
+
+/* Run the route that matches method and segments; else 405 with Allow, or 404. */
+static void route(struct api *a, const struct api_request *req, const struct segs *g, struct api_response *res)
+{
+	size_t allow_len = 0;
+	char msg[96];
+
+	a->allow[0] = '\0';
+	for (size_t i = 0; !g->too_many && i < NROUTES; i++) {
+		if (!pattern_matches(routes[i].r.pattern, g))
+			continue;
+		if (method_is(req, routes[i].r.method)) {
+			res->route = (int)i;
+			routes[i].fn(a, req, g, res);
+			return;
+		}
+		allow_len += (size_t)snprintf(a->allow + allow_len, sizeof(a->allow) - allow_len, "%s%s",
+					      allow_len ? ", " : "", routes[i].r.method);
+	}
+	if (!allow_len) {
+		reply_fail(res, 404, "not_found", "no such route", NULL);
+		return;
+	}
+	snprintf(msg, sizeof(msg), "method not allowed; allowed: %s", a->allow);
+	reply_fail(res, 405, "method_not_allowed", msg, NULL);
+	res->allow = a->allow;
+}
+
+void api_handle(struct api *a, const struct api_request *req, struct api_response *res)
+{
+	struct segs g;
+
+	memset(res, 0, sizeof(*res));
+	res->route = -1;
+	if (needs_token(a, req)) {
+		reply_fail(res, 401, "unauthorized",
+			   req->authorization ? "wrong bearer token" : "this request needs Authorization: Bearer <token>",
+			   NULL);
+		res->challenge = 1;
+		count_request(a, res);
+		return;
+	}
+	if (segs_split(req->path, &g))
+		reply_json(res, 500, NULL);
+	else if (g.bad_escape)
+		reply_fail(res, 400, "invalid_path", "path has an invalid percent-encoding or is not UTF-8", NULL);
+	else
+		route(a, req, &g, res);
+	count_request(a, res);
+	segs_free(&g);
+}

@@ -1,0 +1,79 @@
+#ifndef SLUICE_ADMIN_ROUTES_H
+#define SLUICE_ADMIN_ROUTES_H
+/*
+ * Inside the admin API (private to admin/): the api object that the router
+ * (admin/router.c) and the route groups (admin/routes_*.c) share, and the
+ * handlers the route table names.  A handler always answers into `res`
+ * (admin/reply.h); a `{name}` or `{path}` argument comes percent-decoded, as
+ * `len` bytes that may hold NUL bytes (NUL-terminated too).
+ *
+ * The admin API sees the worker only through worker/status.h.
+ */
+#include <stddef.h>
+#include <stdint.h>
+
+#include "admin/api.h"
+#include "core/layout.h"
+#include "core/rconn.h"
+#include "core/rules.h"
+#include "worker/status.h"
+
+#define API_NROUTES_MAX 16 /* routes api.http has room for (router.c checks the table fits) */
+#define API_NSTATUS 10     /* statuses counted apart in api.http */
+
+/* The statuses counted apart, in api.http's order; any other is counted last, as "other". */
+extern const int api_statuses[API_NSTATUS];
+
+struct api {
+	struct rconn *conn;
+	char *prefix;
+	const struct layout *layouts;
+	size_t nlayouts;
+	struct worker *worker;    /* or NULL */
+	char *token;              /* or NULL */
+	int auth_reads;
+	struct ruleset rules;     /* cache, refreshed by version before use (route_rules_fresh) */
+	int64_t rules_ttl_us;
+	int64_t rules_checked_us; /* CLOCK_MONOTONIC of the last version check; 0 = must check */
+	char *rules_text;         /* rendered GET /v1/rules body for rules.version, or NULL */
+	uint64_t rules_text_version;
+	char allow[64];           /* the Allow header of the last 405 */
+	/*
+	 * Requests answered, by route (the api_route index; the first index with
+	 * no route counts requests no route answered) and status (api_statuses
+	 * index; API_NSTATUS = any other).
+	 */
+	uint64_t http[API_NROUTES_MAX + 1][API_NSTATUS + 1];
+};
+
+/* routes_rules.c */
+/*
+ * Make a->rules fresh: their version is checked in Redis unless that was done
+ * less than rules_ttl ago.  0, or an rconn error after answering it.
+ */
+int route_rules_fresh(struct api *a, struct api_response *res);
+void route_rules_list(struct api *a, struct api_response *res);
+void route_rule_get(struct api *a, const char *name, size_t len, struct api_response *res);
+void route_rule_put(struct api *a, const struct api_request *req, const char *name, size_t len,
+		    struct api_response *res);
+void route_rule_delete(struct api *a, const struct api_request *req, const char *name, size_t len,
+		       struct api_response *res);
+
+/* routes_paths.c */
+void route_paths_list(struct api *a, const struct api_request *req, struct api_response *res);
+void route_path_get(struct api *a, const char *path, size_t len, struct api_response *res);
+void route_path_reset(struct api *a, const char *path, size_t len, struct api_response *res);
+void route_reset_match(struct api *a, const struct api_request *req, struct api_response *res);
+
+/* routes_worker.c */
+void route_worker(struct api *a, struct api_response *res);
+void route_sweep(struct api *a, struct api_response *res);
+
+/* routes_metrics.c */
+void route_metrics(struct api *a, struct api_response *res);
+
+/* routes_health.c */
+void route_healthz(struct api_response *res);
+void route_readyz(struct api *a, struct api_response *res);
+
+#endif

@@ -1,0 +1,254 @@
+/*
+ * GET /metrics in the Prometheus text format 0.0.4: build, Redis as the
+ * admin API sees it, the worker's counters (worker/status.h), and the admin
+ * API's own requests by route and status.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "admin/reply.h"
+#include "admin/routes.h"
+#include "core/reply.h"
+
+#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Counters kept per job, one metric each, labelled job="drain"|"prune". */
+static const struct {
+	const char *name, *help;
+	size_t off; /* of the uint64_t in struct worker_job_status */
+} job_counters[] = {
+	{ "sluice_worker_ticks_total", "Worker ticks (steps) run.", offsetof(struct worker_job_status, steps) },
+	{ "sluice_sweeps_total", "Complete sweeps over a job's registries.", offsetof(struct worker_job_status, sweeps) },
+	{ "sluice_script_calls_total", "Batched script calls sent.", offsetof(struct worker_job_status, batches) },
+	{ "sluice_paths_visited_total", "Registry members visited.", offsetof(struct worker_job_status, paths) },
+	{ "sluice_paths_emptied_total", "Paths whose state emptied and left the registry.", offsetof(struct worker_job_status, emptied) },
+	{ "sluice_paths_unmatched_total", "Paths left alone: no rule, or a rule of another algorithm.", offsetof(struct worker_job_status, unmatched) },
+	{ "sluice_paths_skipped_total", "Paths left alone: key of another type, or an empty member.", offsetof(struct worker_job_status, skipped) },
+	{ "sluice_worker_errors_total", "Worker ticks that failed.", offsetof(struct worker_job_status, errors) },
+	{ "sluice_tick_overruns_total", "Ticks skipped because a tick ran past the next.", offsetof(struct worker_job_status, overruns) },
+};
+
+/* A layout's `entries`, named by what the worker does to its algorithm (worker_action_name). */
+static const struct {
+	const char *action, *name, *help;
+} action_counters[] = {
+	{ "drained", "sluice_drained_entries_total", "Leaky-bucket entries drained by the worker." },
+	{ "pruned", "sluice_pruned_entries_total",
+	  "Expired entries (sliding log) or sub-window fields (sliding counter) pruned." },
+	{ "repaired", "sluice_repaired_counters_total", "Fixed-window counters given the TTL they lacked." },
+	{ "reclaimed", "sluice_reclaimed_buckets_total", "Token buckets deleted because they refilled to capacity." },
+};
+
+/* Append one formatted piece (at most 511 bytes) to `b`.  0 or -ENOMEM. */
+static int mprintf(struct strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int mprintf(struct strbuf *b, const char *fmt, ...)
+{
+	char line[512];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= sizeof(line))
+		return -ENOMEM;
+	return strbuf_add(b, line, (size_t)n);
+}
+
+/*
+ * PING and every layout's SCARD, in one pipeline on `batch`: *up is 1 when
+ * Redis answered the PING (replies 1.. are then the SCARDs), else 0.
+ * 0, or -ENOMEM when the pipeline could not be put together.
+ */
+static int redis_probe(struct api *a, struct rbatch *batch, int *up)
+{
+	const char *ping[1] = { "PING" };
+	size_t pl[1] = { 4 };
+
+	if (rbatch_cmd(batch, 1, ping, pl))
+		return -ENOMEM;
+	for (size_t i = 0; i < a->nlayouts; i++) {
+		const char *argv[2] = { "SCARD", a->layouts[i].registry };
+		size_t lens[2] = { 5, strlen(a->layouts[i].registry) };
+
+		if (rbatch_cmd(batch, 2, argv, lens))
+			return -ENOMEM;
+	}
+	*up = rbatch_run(a->conn, batch) == 0 && rbatch_reply(batch, 0) &&
+	      rbatch_reply(batch, 0)->type == REDIS_REPLY_STATUS;
+	return 0;
+}
+
+/* The "# HELP" and "# TYPE" lines of metric `name`.  0 or -ENOMEM. */
+static int put_head(struct strbuf *b, const char *name, const char *type, const char *help)
+{
+	return mprintf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* One layout's sample `v` of metric `name`.  0 or -ENOMEM. */
+static int put_layout_sample(struct strbuf *b, const char *name, const struct worker_layout_status *ls,
+			     uint64_t v)
+{
+	return mprintf(b, "%s{algorithm=\"%s\",layout=\"%s\"} %llu\n", name, algorithm_name(ls->algorithm),
+		       ls->name, (unsigned long long)v);
+}
+
+/* sluice_build_info, sluice_redis_up and, when Redis is `up`, sluice_registry_paths.  0 or -ENOMEM. */
+static int put_redis(struct strbuf *b, const struct api *a, struct rbatch *batch, int up)
+{
+	if (put_head(b, "sluice_build_info", "gauge", "sluiced version.") ||
+	    mprintf(b, "sluice_build_info{version=\"%s\"} 1\n", SLUICE_VERSION) ||
+	    put_head(b, "sluice_redis_up", "gauge", "1 when the admin API reached Redis for this scrape.") ||
+	    mprintf(b, "sluice_redis_up %d\n", up))
+		return -ENOMEM;
+	if (!up)
+		return 0;
+	if (put_head(b, "sluice_registry_paths", "gauge", "Paths in each layout's registry set."))
+		return -ENOMEM;
+	for (size_t i = 0; i < a->nlayouts; i++) {
+		long long n;
+
+		if (!reply_int(rbatch_reply(batch, i + 1), &n) &&
+		    mprintf(b, "sluice_registry_paths{layout=\"%s\"} %lld\n", a->layouts[i].name, n))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* The per-layout counters: entries by action, paths emptied.  0 or -ENOMEM. */
+static int put_layouts(struct strbuf *b, const struct worker_status *st)
+{
+	static const char emptied[] = "sluice_layout_paths_emptied_total";
+
+	for (size_t k = 0; k < NELEM(action_counters); k++) {
+		if (put_head(b, action_counters[k].name, "counter", action_counters[k].help))
+			return -ENOMEM;
+		for (size_t i = 0; i < st->nlayouts; i++)
+			if (!strcmp(worker_action_name(st->layout[i].algorithm), action_counters[k].action) &&
+			    put_layout_sample(b, action_counters[k].name, &st->layout[i], st->layout[i].entries))
+				return -ENOMEM;
+	}
+	if (put_head(b, emptied, "counter", "Paths whose state emptied, per layout."))
+		return -ENOMEM;
+	for (size_t i = 0; i < st->nlayouts; i++)
+		if (put_layout_sample(b, emptied, &st->layout[i], st->layout[i].emptied))
+			return -ENOMEM;
+	return 0;
+}
+
+/* job_counters for each job.  0 or -ENOMEM. */
+static int put_job_counters(struct strbuf *b, const struct worker_status *st)
+{
+	for (size_t k = 0; k < NELEM(job_counters); k++) {
+		if (put_head(b, job_counters[k].name, "counter", job_counters[k].help))
+			return -ENOMEM;
+		for (int j = 0; j < WORKER__JOBS; j++) {
+			const uint64_t *v = (const uint64_t *)((const char *)&st->job[j] + job_counters[k].off);
+
+			if (mprintf(b, "%s{job=\"%s\"} %llu\n", job_counters[k].name, worker_job_name((enum worker_job)j),
+				    (unsigned long long)*v))
+				return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+/* sluice_sweep_duration_seconds, a histogram per job.  0 or -ENOMEM. */
+static int put_sweep_histogram(struct strbuf *b, const struct worker_status *st)
+{
+	if (put_head(b, "sluice_sweep_duration_seconds", "histogram", "Duration of complete sweeps."))
+		return -ENOMEM;
+	for (int j = 0; j < WORKER__JOBS; j++) {
+		const struct worker_job_status *js = &st->job[j];
+		const char *job = worker_job_name((enum worker_job)j);
+
+		for (int i = 0; i < WORKER_SWEEP_BUCKETS; i++)
+			if (mprintf(b, "sluice_sweep_duration_seconds_bucket{job=\"%s\",le=\"%g\"} %llu\n", job,
+				    worker_sweep_buckets[i], (unsigned long long)js->sweep_hist[i]))
+				return -ENOMEM;
+		if (mprintf(b, "sluice_sweep_duration_seconds_bucket{job=\"%s\",le=\"+Inf\"} %llu\n"
+			       "sluice_sweep_duration_seconds_sum{job=\"%s\"} %.6f\n"
+			       "sluice_sweep_duration_seconds_count{job=\"%s\"} %llu\n",
+			    job, (unsigned long long)js->sweeps, job, js->sweep_seconds, job,
+			    (unsigned long long)js->sweeps))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Tick lag per job, and the worker's gauges: Redis reached, rules held and refused.  0 or -ENOMEM. */
+static int put_worker_gauges(struct strbuf *b, const struct worker_status *st)
+{
+	if (put_head(b, "sluice_tick_lag_seconds", "gauge", "How late the last tick started."))
+		return -ENOMEM;
+	for (int j = 0; j < WORKER__JOBS; j++)
+		if (mprintf(b, "sluice_tick_lag_seconds{job=\"%s\"} %.6f\n", worker_job_name((enum worker_job)j),
+			    (double)st->job[j].lag_us / 1e6))
+			return -ENOMEM;
+	return put_head(b, "sluice_worker_redis_up", "gauge", "1 when the worker's last tick reached Redis.") ||
+	       mprintf(b, "sluice_worker_redis_up %d\n", st->redis_up) ||
+	       put_head(b, "sluice_rules_loaded", "gauge", "Rules the worker holds.") ||
+	       mprintf(b, "sluice_rules_loaded %zu\n", st->rules) ||
+	       put_head(b, "sluice_rules_invalid", "gauge", "Stored rules that fail validation (skipped).") ||
+	       mprintf(b, "sluice_rules_invalid %zu\n", st->rules_invalid)
+		       ? -ENOMEM : 0;
+}
+
+/* The worker's metrics, from one snapshot of its counters.  0 or -ENOMEM. */
+static int put_worker(struct strbuf *b, struct worker *w)
+{
+	struct worker_status st;
+
+	worker_status(w, &st);
+	return put_layouts(b, &st) || put_job_counters(b, &st) || put_sweep_histogram(b, &st) ||
+	       put_worker_gauges(b, &st) ? -ENOMEM : 0;
+}
+
+/* sluice_http_requests_total: the counts of api_handle, those not zero.  0 or -ENOMEM. */
+static int put_requests(struct strbuf *b, const struct api *a)
+{
+	if (put_head(b, "sluice_http_requests_total", "counter", "Admin API requests by route, method and status."))
+		return -ENOMEM;
+	/* routes in table order, then (r NULL) the requests no route answered */
+	for (size_t i = 0;; i++) {
+		const struct api_route *r = api_route(i);
+		char route[64], status[8];
+
+		if (r)
+			snprintf(route, sizeof(route), "%s %s", r->method, r->pattern);
+		else
+			snprintf(route, sizeof(route), "unmatched");
+		for (size_t k = 0; k <= API_NSTATUS; k++) {
+			if (!a->http[i][k])
+				continue;
+			if (k < API_NSTATUS)
+				snprintf(status, sizeof(status), "%d", api_statuses[k]);
+			else
+				snprintf(status, sizeof(status), "other");
+			if (mprintf(b, "sluice_http_requests_total{route=\"%s\",status=\"%s\"} %llu\n", route, status,
+				    (unsigned long long)a->http[i][k]))
+				return -ENOMEM;
+		}
+		if (!r)
+			return 0;
+	}
+}
+
+void route_metrics(struct api *a, struct api_response *res)
+{
+	struct strbuf b = { 0 };
+	struct rbatch *batch = rbatch_new();
+	int up = 0, bad = !batch || redis_probe(a, batch, &up);
+
+	bad = bad || put_redis(&b, a, batch, up) || (a->worker && put_worker(&b, a->worker)) || put_requests(&b, a);
+	rbatch_free(batch);
+	if (bad || !b.p) {
+		strbuf_free(&b);
+		reply_json(res, 500, NULL);
+		return;
+	}
+	reply_text(res, b.p, "text/plain; version=0.0.4; charset=utf-8");
+}

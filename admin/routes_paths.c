@@ -1,0 +1,207 @@
+/*
+ * GET /v1/paths (paged across layouts), GET /v1/paths/{path},
+ * POST /v1/paths/{path}/reset and POST /v1/reset (bulk reset by glob).
+ * The state itself is read by core/pathstate.c and reset by core/reset.c.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "admin/reply.h"
+#include "admin/routes.h"
+#include "core/jsonv.h"
+#include "core/pathstate.h"
+#include "core/reset.h"
+
+#define PATHS_COUNT_DEFAULT 100
+#define PATHS_COUNT_MAX 1000
+#define PATHS_SCANS_MAX 16 /* SCAN/SSCAN pages one GET /v1/paths may read */
+#define RESET_BATCH 200    /* paths per pipeline in a bulk reset */
+
+static void fail_cursor(struct api_response *res)
+{
+	reply_fail(res, 400, "invalid_query", "cursor must be \"0\" or a cursor this API returned", "cursor");
+}
+
+/* count=: 0 and *out, or -EINVAL unless it is a decimal integer 1..PATHS_COUNT_MAX. */
+static int parse_count(const char *s, long *out)
+{
+	char *end;
+	long n = strtol(s, &end, 10);
+
+	if (s[0] < '0' || s[0] > '9' || *end || n < 1 || n > PATHS_COUNT_MAX)
+		return -EINVAL;
+	*out = n;
+	return 0;
+}
+
+/* cursor= (NULL when absent): "0" (start) or "<layout>-<cursor>"; 0 and *w, or -EINVAL. */
+static int parse_cursor(const char *s, size_t nlayouts, struct pathstate_cursor *w)
+{
+	const char *dash;
+	char *end;
+	unsigned long l;
+
+	if (!s || strcmp(s, "0") == 0) {
+		w->layout = 0;
+		snprintf(w->walk, sizeof(w->walk), "0");
+		return 0;
+	}
+	dash = strchr(s, '-');
+	if (!dash || dash == s || !dash[1] || strlen(dash + 1) > 20 || strlen(dash + 1) >= sizeof(w->walk) ||
+	    s[0] < '0' || s[0] > '9')
+		return -EINVAL;
+	l = strtoul(s, &end, 10);
+	if (end != dash || l >= nlayouts)
+		return -EINVAL;
+	for (const char *p = dash + 1; *p; p++)
+		if (*p < '0' || *p > '9')
+			return -EINVAL;
+	w->layout = l;
+	snprintf(w->walk, sizeof(w->walk), "%s", dash + 1);
+	return 0;
+}
+
+/*
+ * Pages, registry after registry, until `count` paths are collected, every
+ * registry is walked, or PATHS_SCANS_MAX pages were read (a sparse MATCH must
+ * not hold the request long); the cursor answered says where to go on.
+ */
+void route_paths_list(struct api *a, const struct api_request *req, struct api_response *res)
+{
+	const char *match = req->query_match && *req->query_match ? req->query_match : NULL;
+	struct pathstate_cursor w = { .layout = 0 };
+	long want = PATHS_COUNT_DEFAULT;
+	cJSON *o, *arr;
+	char next[48];
+	int rc = 0;
+
+	if (req->query_count && parse_count(req->query_count, &want)) {
+		reply_fail(res, 400, "invalid_query", "count must be an integer 1..1000", "count");
+		return;
+	}
+	if (parse_cursor(req->query_cursor, a->nlayouts, &w)) {
+		fail_cursor(res);
+		return;
+	}
+	if (a->nlayouts && route_rules_fresh(a, res))
+		return;
+	if (!(o = cJSON_CreateObject()) || !(arr = cJSON_AddArrayToObject(o, "paths"))) {
+		cJSON_Delete(o);
+		reply_json(res, 500, NULL);
+		return;
+	}
+	rc = pathstate_page(a->conn, a->layouts, a->nlayouts, &a->rules, match, (size_t)want, PATHS_SCANS_MAX,
+			    &w, arr);
+	if (rc) {
+		cJSON_Delete(o);
+		if (rc == -ERANGE)
+			fail_cursor(res);
+		else
+			reply_redis_error(res, a->conn, rc);
+		return;
+	}
+	if (w.done)
+		snprintf(next, sizeof(next), "0");
+	else
+		snprintf(next, sizeof(next), "%zu-%s", w.layout, w.walk);
+	if (!cJSON_AddStringToObject(o, "cursor", next)) {
+		cJSON_Delete(o);
+		o = NULL;
+	}
+	reply_json(res, 200, o);
+}
+
+void route_path_get(struct api *a, const char *path, size_t len, struct api_response *res)
+{
+	cJSON *o = NULL;
+	int rc;
+
+	if (route_rules_fresh(a, res))
+		return;
+	if ((rc = pathstate_get(a->conn, a->layouts, a->nlayouts, &a->rules, path, len, &o))) {
+		reply_redis_error(res, a->conn, rc);
+		return;
+	}
+	if (!o) {
+		reply_fail(res, 404, "not_found", "no rule matches this path and it has no state", NULL);
+		return;
+	}
+	reply_json(res, 200, o);
+}
+
+void route_path_reset(struct api *a, const char *path, size_t len, struct api_response *res)
+{
+	cJSON *o = NULL;
+	int rc = reset_path(a->conn, a->layouts, a->nlayouts, path, len, &o);
+
+	if (rc) {
+		reply_redis_error(res, a->conn, rc);
+		return;
+	}
+	reply_json(res, 200, o);
+}
+
+/*
+ * The fields of a bulk reset body {"match": glob, "dry_run": bool} (borrowed
+ * from `body`; *dry NULL when absent): 0, or -EINVAL after answering 400.
+ */
+static int parse_reset(const cJSON *body, struct api_response *res, const cJSON **match, const cJSON **dry)
+{
+	const cJSON *it, *m = NULL, *d = NULL;
+	const char *dup;
+
+	if (!cJSON_IsObject(body)) {
+		reply_fail(res, 400, "invalid_body", "the body must be an object {\"match\": glob, \"dry_run\": bool}",
+			   NULL);
+		return -EINVAL;
+	}
+	if ((dup = jsonv_duplicate_key(body))) {
+		reply_fail(res, 400, "invalid_body", "a field appears twice", dup);
+		return -EINVAL;
+	}
+	cJSON_ArrayForEach(it, body) {
+		if (!strcmp(it->string, "match")) {
+			m = it;
+		} else if (!strcmp(it->string, "dry_run")) {
+			d = it;
+		} else {
+			reply_fail(res, 400, "invalid_body", "unknown field", it->string);
+			return -EINVAL;
+		}
+	}
+	if (!cJSON_IsString(m) || !*m->valuestring || strlen(m->valuestring) > RULE_MATCH_MAX) {
+		reply_fail(res, 400, "invalid_body", "match must be a glob of 1..1024 bytes (\"*\" for every path)",
+			   "match");
+		return -EINVAL;
+	}
+	if (d && !cJSON_IsBool(d)) {
+		reply_fail(res, 400, "invalid_body", "dry_run must be true or false", "dry_run");
+		return -EINVAL;
+	}
+	*match = m;
+	*dry = d;
+	return 0;
+}
+
+void route_reset_match(struct api *a, const struct api_request *req, struct api_response *res)
+{
+	const cJSON *match, *dry;
+	cJSON *body, *o = NULL;
+	int rc;
+
+	if (!(body = reply_parse_body(req, res)))
+		return;
+	if (parse_reset(body, res, &match, &dry))
+		goto out;
+	rc = reset_match(a->conn, a->layouts, a->nlayouts, match->valuestring, cJSON_IsTrue(dry),
+				   RESET_BATCH, &o);
+	if (rc) {
+		reply_redis_error(res, a->conn, rc);
+		goto out;
+	}
+	reply_json(res, 200, o);
+out:
+	cJSON_Delete(body);
+}

@@ -1,0 +1,200 @@
+/* GET /v1/rules, GET/PUT/DELETE /v1/rules/{name}; a rule's ETag and If-Match. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "admin/reply.h"
+#include "admin/routes.h"
+#include "core/clock.h"
+#include "core/jsonv.h"
+#include "core/log.h"
+#include "core/rulestore.h"
+
+/*
+ * Checked against Redis at most once per rules_ttl: a round trip per request
+ * would cost the admin thread most of its time under load.
+ */
+int route_rules_fresh(struct api *a, struct api_response *res)
+{
+	int64_t now = clock_mono_us();
+	int changed = 0, rc;
+
+	if (a->rules.loaded && a->rules_checked_us && now - a->rules_checked_us < a->rules_ttl_us)
+		return 0;
+	rc = rulestore_refresh(a->conn, a->prefix, &a->rules, 0, &changed, NULL);
+	if (rc) {
+		reply_redis_error(res, a->conn, rc);
+		return rc;
+	}
+	a->rules_checked_us = now;
+	if (changed) {
+		free(a->rules_text);
+		a->rules_text = NULL;
+	}
+	return 0;
+}
+
+/* After a change through this api: the next request checks Redis again. */
+static void rules_changed(struct api *a)
+{
+	a->rules_checked_us = 0;
+}
+
+/* A name a rule may have: no NUL inside (`len` is the decoded length), rule_name_valid. */
+static int name_ok(const char *name, size_t len)
+{
+	return strlen(name) == len && rule_name_valid(name);
+}
+
+static void not_found_rule(struct api_response *res, const char *name)
+{
+	char msg[128];
+
+	snprintf(msg, sizeof(msg), "no rule named \"%.64s\"", name);
+	reply_fail(res, 404, "not_found", msg, NULL);
+}
+
+/* {"rules": [...], "version": n}; NULL on ENOMEM. */
+static cJSON *rules_json(const struct ruleset *rules)
+{
+	cJSON *o = cJSON_CreateObject(), *arr = cJSON_AddArrayToObject(o, "rules");
+
+	if (!arr || jsonv_add_int(o, "version", (int64_t)rules->version))
+		goto fail;
+	for (size_t i = 0; i < rules->n; i++) {
+		cJSON *r = rule_to_json(rules->v[i]);
+
+		if (!r || !cJSON_AddItemToArray(arr, r)) {
+			cJSON_Delete(r);
+			goto fail;
+		}
+	}
+	return o;
+fail:
+	cJSON_Delete(o);
+	return NULL;
+}
+
+void route_rules_list(struct api *a, struct api_response *res)
+{
+	cJSON *o;
+
+	if (route_rules_fresh(a, res))
+		return;
+	/* the rendered list is kept per version: most reads change nothing */
+	if (a->rules_text && a->rules_text_version == a->rules.version) {
+		reply_text(res, strdup(a->rules_text), "application/json");
+		return;
+	}
+	if (!(o = rules_json(&a->rules))) {
+		reply_json(res, 500, NULL);
+		return;
+	}
+	free(a->rules_text);
+	a->rules_text = cJSON_PrintUnformatted(o);
+	a->rules_text_version = a->rules.version;
+	reply_json(res, 200, o);
+}
+
+void route_rule_get(struct api *a, const char *name, size_t len, struct api_response *res)
+{
+	const struct rule *r;
+
+	if (route_rules_fresh(a, res))
+		return;
+	r = name_ok(name, len) ? ruleset_get(&a->rules, name) : NULL;
+	if (!r) {
+		not_found_rule(res, name);
+		return;
+	}
+	if (rulestore_etag(r, res->etag)) {
+		reply_json(res, 500, NULL);
+		return;
+	}
+	reply_json(res, 200, rule_to_json(r));
+}
+
+/* The body as a rule named `name` (caller rule_free's), or NULL after answering 400 or 500. */
+static struct rule *rule_of_body(const struct api_request *req, const char *name, struct api_response *res)
+{
+	struct sl_error err = { 0 };
+	struct rule *r = NULL;
+	char msg[400];
+	cJSON *body;
+	int rc;
+
+	if (!(body = reply_parse_body(req, res)))
+		return NULL;
+	rc = rule_from_json(body, name, NULL, &r, &err);
+	cJSON_Delete(body);
+	if (rc == -ENOMEM) {
+		reply_json(res, 500, NULL);
+	} else if (rc) {
+		snprintf(msg, sizeof(msg), "%s%s%s", err.field, err.field[0] ? ": " : "", err.message);
+		reply_fail(res, 400, "invalid_rule", msg, err.field);
+	}
+	return rc ? NULL : r;
+}
+
+void route_rule_put(struct api *a, const struct api_request *req, const char *name, size_t len,
+		    struct api_response *res)
+{
+	struct rule *r;
+	int created = 0, rc;
+
+	if (!name_ok(name, len)) {
+		reply_fail(res, 400, "invalid_rule", "rule name must be 1..64 characters of [A-Za-z0-9_.-]", "name");
+		return;
+	}
+	if (!(r = rule_of_body(req, name, res)))
+		return;
+	if ((rc = rulestore_put_if(a->conn, a->prefix, r, req->if_match, &created, NULL))) {
+		if (rc == -ESTALE)
+			reply_fail(res, 412, "precondition_failed",
+				   "If-Match does not match the stored rule (changed or deleted since it was read)", NULL);
+		else
+			reply_redis_error(res, a->conn, rc);
+		rule_free(r);
+		return;
+	}
+	if (rulestore_etag(r, res->etag))
+		res->etag[0] = '\0';
+	rules_changed(a);
+	log_event(LOG_INFO, "rule_changed", "rule=%s algorithm=%s change=%s", r->name,
+		  algorithm_name(r->algorithm), created ? "created" : "replaced");
+	reply_json(res, created ? 201 : 200, rule_to_json(r));
+	rule_free(r);
+}
+
+void route_rule_delete(struct api *a, const struct api_request *req, const char *name, size_t len,
+		       struct api_response *res)
+{
+	int deleted = 0, rc;
+	cJSON *o;
+
+	if (!name_ok(name, len)) {
+		not_found_rule(res, name);
+		return;
+	}
+	if ((rc = rulestore_delete_if(a->conn, a->prefix, name, req->if_match, &deleted))) {
+		if (rc == -ESTALE)
+			reply_fail(res, 412, "precondition_failed",
+				   "If-Match does not match the stored rule (changed since it was read)", NULL);
+		else
+			reply_redis_error(res, a->conn, rc);
+		return;
+	}
+	if (!deleted) {
+		not_found_rule(res, name);
+		return;
+	}
+	rules_changed(a);
+	log_event(LOG_INFO, "rule_changed", "rule=%s change=deleted", name);
+	o = cJSON_CreateObject();
+	if (o && !cJSON_AddStringToObject(o, "deleted", name)) {
+		cJSON_Delete(o);
+		o = NULL;
+	}
+	reply_json(res, 200, o);
+}

@@ -1,0 +1,169 @@
+/* GET /v1/worker (the worker's counters) and POST /v1/worker/sweep (a full sweep now). */
+#include <errno.h>
+#include <stdio.h>
+
+#include "admin/reply.h"
+#include "admin/routes.h"
+#include "core/jsonv.h"
+
+#define SWEEP_WAIT_MS 30000 /* how long POST /v1/worker/sweep waits for the worker */
+
+/* obj[name] = a new object; NULL on ENOMEM. */
+static cJSON *add_object(cJSON *obj, const char *name)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	if (!o || !cJSON_AddItemToObject(obj, name, o)) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	return o;
+}
+
+/* `name`: one job's result of a sweep; `entries` names its entries ("drained", "pruned").  0 or -ENOMEM. */
+static int add_result(cJSON *o, const char *name, const char *entries, const struct worker_result *r,
+		      int64_t us)
+{
+	cJSON *j = add_object(o, name);
+
+	return !j || jsonv_add_int(j, "paths", (int64_t)r->paths) || jsonv_add_int(j, entries, (int64_t)r->entries) ||
+	       jsonv_add_int(j, "emptied", (int64_t)r->emptied) ||
+	       jsonv_add_int(j, "unmatched", (int64_t)r->unmatched) ||
+	       jsonv_add_int(j, "skipped", (int64_t)r->skipped) || jsonv_add_int(j, "batches", (int64_t)r->batches) ||
+	       jsonv_add_int(j, "duration_us", us)
+		       ? -ENOMEM : 0;
+}
+
+/* The answer to a sweep that failed with `rc` (negative errno from worker_request_sweep). */
+static void sweep_failed(struct api *a, int rc, struct api_response *res)
+{
+	struct worker_status st;
+	char msg[256];
+
+	if (rc == -ECANCELED) {
+		reply_fail(res, 503, "sweep_failed", "sluiced is stopping", NULL);
+		return;
+	}
+	if (rc == -ETIMEDOUT) {
+		reply_fail(res, 503, "sweep_timeout", "the sweep did not finish within 30 s; it goes on in the worker",
+			   NULL);
+		return;
+	}
+	worker_status(a->worker, &st);
+	snprintf(msg, sizeof(msg), "the sweep failed: %s",
+		 st.job[WORKER_DRAIN].last_error[0] ? st.job[WORKER_DRAIN].last_error
+						    : st.job[WORKER_PRUNE].last_error);
+	reply_fail(res, 503, rc == -EIO || rc == -EAGAIN ? "redis_unavailable" : "sweep_failed", msg, NULL);
+}
+
+/* Run by the worker's own thread; this one waits up to SWEEP_WAIT_MS. */
+void route_sweep(struct api *a, struct api_response *res)
+{
+	struct worker_result r[WORKER__JOBS];
+	int64_t us[WORKER__JOBS];
+	cJSON *o;
+	int rc;
+
+	if (!a->worker) {
+		reply_fail(res, 503, "no_worker", "this process runs no worker", NULL);
+		return;
+	}
+	if ((rc = worker_request_sweep(a->worker, SWEEP_WAIT_MS, r, us))) {
+		sweep_failed(a, rc, res);
+		return;
+	}
+	o = cJSON_CreateObject();
+	if (o && (add_result(o, "drain", "drained", &r[WORKER_DRAIN], us[WORKER_DRAIN]) ||
+		  add_result(o, "prune", "pruned", &r[WORKER_PRUNE], us[WORKER_PRUNE]))) {
+		cJSON_Delete(o);
+		o = NULL;
+	}
+	reply_json(res, 200, o);
+}
+
+/* jobs[name]: one job's counters; `entries` as in add_result.  0 or -ENOMEM. */
+static int add_job(cJSON *jobs, const char *name, const char *entries, const struct worker_job_status *j)
+{
+	cJSON *o = add_object(jobs, name);
+
+	return !o || jsonv_add_int(o, "ticks", (int64_t)j->steps) || jsonv_add_int(o, "sweeps", (int64_t)j->sweeps) ||
+	       jsonv_add_int(o, "batches", (int64_t)j->batches) || jsonv_add_int(o, "paths", (int64_t)j->paths) ||
+	       jsonv_add_int(o, entries, (int64_t)j->entries) || jsonv_add_int(o, "emptied", (int64_t)j->emptied) ||
+	       jsonv_add_int(o, "unmatched", (int64_t)j->unmatched) || jsonv_add_int(o, "skipped", (int64_t)j->skipped) ||
+	       jsonv_add_int(o, "errors", (int64_t)j->errors) ||
+	       jsonv_add_int(o, "last_duration_us", j->last_step_us) ||
+	       jsonv_add_int(o, "last_sweep_us", j->last_sweep_us) || jsonv_add_int(o, "lag_us", j->lag_us) ||
+	       jsonv_add_int(o, "max_lag_us", j->max_lag_us) || jsonv_add_int(o, "overruns", (int64_t)j->overruns) ||
+	       !cJSON_AddBoolToObject(o, "in_sweep", j->in_sweep) ||
+	       !(j->last_error[0] ? cJSON_AddStringToObject(o, "last_error", j->last_error)
+				  : cJSON_AddNullToObject(o, "last_error"))
+		       ? -ENOMEM : 0;
+}
+
+/* Both jobs' counters added up, the last error, the rules the worker holds.  0 or -ENOMEM. */
+static int add_totals(cJSON *o, const struct worker_status *st)
+{
+	const struct worker_job_status *drain = &st->job[WORKER_DRAIN], *prune = &st->job[WORKER_PRUNE];
+	cJSON *rules;
+
+	return !cJSON_AddBoolToObject(o, "redis_up", st->redis_up) ||
+	       jsonv_add_int(o, "connects", (int64_t)st->connects) ||
+	       jsonv_add_int(o, "ticks", (int64_t)(drain->steps + prune->steps)) ||
+	       jsonv_add_int(o, "drained", (int64_t)drain->entries) ||
+	       jsonv_add_int(o, "pruned", (int64_t)prune->entries) ||
+	       jsonv_add_int(o, "errors", (int64_t)(drain->errors + prune->errors)) ||
+	       /* the top-level last_error: any job's (drain first) until that job succeeds again */
+	       !(drain->last_error[0] ? cJSON_AddStringToObject(o, "last_error", drain->last_error)
+		 : prune->last_error[0] ? cJSON_AddStringToObject(o, "last_error", prune->last_error)
+					: cJSON_AddNullToObject(o, "last_error")) ||
+	       !(rules = cJSON_AddObjectToObject(o, "rules")) ||
+	       jsonv_add_int(rules, "version", (int64_t)st->rules_version) ||
+	       jsonv_add_int(rules, "loaded", (int64_t)st->rules) ||
+	       jsonv_add_int(rules, "invalid", (int64_t)st->rules_invalid)
+		       ? -ENOMEM : 0;
+}
+
+/* "layouts": {name: counters} for each layout.  0 or -ENOMEM. */
+static int add_layouts(cJSON *o, const struct worker_status *st)
+{
+	cJSON *lays = cJSON_AddObjectToObject(o, "layouts");
+
+	if (!lays)
+		return -ENOMEM;
+	for (size_t i = 0; i < st->nlayouts; i++) {
+		const struct worker_layout_status *ls = &st->layout[i];
+		cJSON *lo = cJSON_AddObjectToObject(lays, ls->name);
+
+		if (!lo || !cJSON_AddStringToObject(lo, "algorithm", algorithm_name(ls->algorithm)) ||
+		    jsonv_add_int(lo, "paths", (int64_t)ls->paths) ||
+		    jsonv_add_int(lo, worker_action_name(ls->algorithm), (int64_t)ls->entries) ||
+		    jsonv_add_int(lo, "emptied", (int64_t)ls->emptied) ||
+		    jsonv_add_int(lo, "unmatched", (int64_t)ls->unmatched) ||
+		    jsonv_add_int(lo, "skipped", (int64_t)ls->skipped))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+void route_worker(struct api *a, struct api_response *res)
+{
+	struct worker_status st;
+	cJSON *o, *jobs;
+
+	if (!a->worker) {
+		reply_fail(res, 503, "no_worker", "this process runs no worker", NULL);
+		return;
+	}
+	worker_status(a->worker, &st);
+	if (!(o = cJSON_CreateObject())) {
+		reply_json(res, 500, NULL);
+		return;
+	}
+	if (add_totals(o, &st) || !(jobs = cJSON_AddObjectToObject(o, "jobs")) ||
+	    add_job(jobs, "drain", "drained", &st.job[WORKER_DRAIN]) ||
+	    add_job(jobs, "prune", "pruned", &st.job[WORKER_PRUNE]) || add_layouts(o, &st)) {
+		cJSON_Delete(o);
+		o = NULL;
+	}
+	reply_json(res, 200, o);
+}
