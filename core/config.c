@@ -1,7 +1,6 @@
 #include "core/config.h"
 
 #include <errno.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,18 +8,13 @@
 #include <cjson/cJSON.h>
 
 #include "core/jsonv.h"
+#include "core/token.h"
 
 #define CONFIG_MAX_FILE (4 << 20) /* bytes; a config is small */
+#define CONFIG_MAX_LAYOUTS 24     /* foreign ones: sluice keeps 5 of its own, 32 in all */
+#define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
-void redis_target_clear(struct redis_target *t)
-{
-	free(t->host);
-	free(t->socket);
-	free(t->user);
-	free(t->password);
-	memset(t, 0, sizeof(*t));
-}
-
+/* `len` decimal digits (no sign, no space; 1..9 of them) with a value <= `max`. 0 or -EINVAL. */
 static int parse_uint(const char *s, size_t len, long max, long *out)
 {
 	long v = 0;
@@ -36,105 +30,6 @@ static int parse_uint(const char *s, size_t len, long max, long *out)
 		return -EINVAL;
 	*out = v;
 	return 0;
-}
-
-int redis_url_parse(const char *url, struct redis_target *out, struct sl_error *err)
-{
-	struct redis_target t = { .port = 6379 };
-	const char *p, *at, *slash, *colon, *end;
-	long v;
-
-	if (strncmp(url, "unix://", 7) == 0) {
-		const char *q;
-
-		p = url + 7;
-		if (*p != '/')
-			return sl_fail(err, "redis", "unix socket URL needs an absolute path: unix:///path/to/socket");
-		q = strchr(p, '?');
-		end = q ? q : p + strlen(p);
-		if (q) {
-			if (strncmp(q, "?db=", 4) || parse_uint(q + 4, strlen(q + 4), INT_MAX, &v))
-				return sl_fail(err, "redis", "unix socket URL accepts only ?db=N");
-			t.db = (int)v;
-		}
-		t.socket = strndup(p, (size_t)(end - p));
-		if (!t.socket)
-			return -ENOMEM;
-		*out = t;
-		return 0;
-	}
-	if (strncmp(url, "redis://", 8) != 0)
-		return sl_fail(err, "redis", "must start with redis:// or unix:// (got \"%.40s\")", url);
-	p = url + 8;
-	end = p + strlen(p);
-	slash = strchr(p, '/');
-	at = memrchr(p, '@', (size_t)((slash ? slash : end) - p));
-	if (at) {
-		/* userinfo: ":password", "user:password" or "password" */
-		const char *c = memchr(p, ':', (size_t)(at - p));
-
-		if (c) {
-			if (c > p && !(t.user = strndup(p, (size_t)(c - p))))
-				goto oom;
-			if (!(t.password = strndup(c + 1, (size_t)(at - c - 1))))
-				goto oom;
-		} else if (!(t.password = strndup(p, (size_t)(at - p)))) {
-			goto oom;
-		}
-		p = at + 1;
-	}
-	if (slash) {
-		if (parse_uint(slash + 1, strlen(slash + 1), INT_MAX, &v)) {
-			redis_target_clear(&t);
-			return sl_fail(err, "redis", "database must be a number: /N");
-		}
-		t.db = (int)v;
-		end = slash;
-	}
-	if (*p == '[') { /* [ipv6]:port */
-		const char *rb = memchr(p, ']', (size_t)(end - p));
-
-		if (!rb) {
-			redis_target_clear(&t);
-			return sl_fail(err, "redis", "unclosed '[' in host");
-		}
-		t.host = strndup(p + 1, (size_t)(rb - p - 1));
-		colon = rb + 1 < end && rb[1] == ':' ? rb + 1 : NULL;
-		if (rb + 1 < end && !colon) {
-			redis_target_clear(&t);
-			return sl_fail(err, "redis", "expected ':' after ']'");
-		}
-	} else {
-		colon = memchr(p, ':', (size_t)(end - p));
-		t.host = strndup(p, (size_t)((colon ? colon : end) - p));
-	}
-	if (!t.host)
-		goto oom;
-	if (!*t.host) {
-		redis_target_clear(&t);
-		return sl_fail(err, "redis", "host is missing");
-	}
-	if (colon) {
-		if (parse_uint(colon + 1, (size_t)(end - colon - 1), 65535, &v) || v == 0) {
-			redis_target_clear(&t);
-			return sl_fail(err, "redis", "port must be 1..65535");
-		}
-		t.port = (int)v;
-	}
-	*out = t;
-	return 0;
-oom:
-	redis_target_clear(&t);
-	return -ENOMEM;
-}
-
-const char *redis_target_describe(const struct redis_target *t, char *buf, size_t cap)
-{
-	if (t->socket)
-		snprintf(buf, cap, "unix:%s/%d", t->socket, t->db);
-	else
-		snprintf(buf, cap, "%s:%d/%d", t->host ? t->host : "?", t->port, t->db);
-	return buf;
 }
 
 int listen_parse(const char *s, const char *field, char **host, int *port, struct sl_error *err)
@@ -191,6 +86,13 @@ int config_defaults(struct config *cfg)
 	return 0;
 }
 
+static void rules_free(struct rule **v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		rule_free(v[i]);
+	free(v);
+}
+
 void config_free(struct config *cfg)
 {
 	free(cfg->redis_url);
@@ -199,13 +101,8 @@ void config_free(struct config *cfg)
 	free(cfg->prefix);
 	free(cfg->admin_token_file);
 	free(cfg->admin_token_env);
-	if (cfg->admin_token) {
-		explicit_bzero(cfg->admin_token, strlen(cfg->admin_token));
-		free(cfg->admin_token);
-	}
-	for (size_t i = 0; i < cfg->nrules; i++)
-		rule_free(cfg->rules[i]);
-	free(cfg->rules);
+	token_free(cfg->admin_token);
+	rules_free(cfg->rules, cfg->nrules);
 	layouts_free(cfg->layouts, cfg->nlayouts);
 	memset(cfg, 0, sizeof(*cfg));
 }
@@ -232,7 +129,54 @@ int config_set_redis(struct config *cfg, const char *url, const char *field, str
 	return 0;
 }
 
-/* Integer fields of the config file: name, minimum, maximum, where it goes. */
+int config_load_token(struct config *cfg, struct sl_error *err)
+{
+	char *token;
+	int rc = token_load(cfg->admin_token_file, cfg->admin_token_env, &token, err);
+
+	if (rc)
+		return rc;
+	token_free(cfg->admin_token);
+	cfg->admin_token = token;
+	return 0;
+}
+
+/* ---- the config file -------------------------------------------------------- */
+
+/*
+ * What one config file changes, built aside so that an error leaves the
+ * config as it was: scalars go to `next` (a shallow copy of the config),
+ * owned values to the fields below, and staged_commit() moves them in.
+ */
+struct staged {
+	struct config next;
+	char *redis_url;              /* with `target`: set when the file has "redis" */
+	struct redis_target target;
+	char *listen_host;
+	char *prefix;
+	char *token_file;
+	char *token_env;
+	int have_layouts;             /* the file has "layouts" (an empty array clears them) */
+	struct layout *layouts;
+	size_t nlayouts;
+	int have_rules;               /* the file has "rules" (an empty array clears them) */
+	struct rule **rules;
+	size_t nrules;
+};
+
+/* Replace *dst (owned) by a copy of `s`.  0, or -ENOMEM with *dst kept. */
+static int set_str(char **dst, const char *s)
+{
+	char *copy = strdup(s);
+
+	if (!copy)
+		return -ENOMEM;
+	free(*dst);
+	*dst = copy;
+	return 0;
+}
+
+/* Integer fields of the config file: name, bounds (inclusive), where it goes. */
 struct int_field {
 	const char *name;
 	int64_t min, max;
@@ -249,18 +193,294 @@ static const struct int_field int_fields[] = {
 	{ "idle_timeout_s", 1, 3600, offsetof(struct config, idle_timeout_s) },
 };
 
+static int apply_int(struct staged *st, const struct int_field *f, const cJSON *it, struct sl_error *err)
+{
+	int64_t v;
+	int rc;
+
+	if ((rc = jsonv_int(it, f->name, f->min, &v, err)))
+		return rc;
+	if (v > f->max)
+		return sl_fail(err, f->name, "must be at most %lld", (long long)f->max);
+	*(int64_t *)((char *)&st->next + f->off) = v;
+	return 0;
+}
+
+static int apply_redis(struct staged *st, const cJSON *it, struct sl_error *err)
+{
+	struct redis_target t;
+	const char *s;
+	char *url;
+	int rc;
+
+	if ((rc = jsonv_string(it, "redis", &s, err)) || (rc = redis_url_parse(s, &t, err)))
+		return rc;
+	if (!(url = strdup(s))) {
+		redis_target_clear(&t);
+		return -ENOMEM;
+	}
+	free(st->redis_url);
+	redis_target_clear(&st->target);
+	st->redis_url = url;
+	st->target = t;
+	return 0;
+}
+
+static int apply_listen(struct staged *st, const cJSON *it, struct sl_error *err)
+{
+	const char *s;
+	char *host;
+	int rc;
+
+	if ((rc = jsonv_string(it, "listen", &s, err)) ||
+	    (rc = listen_parse(s, "listen", &host, &st->next.listen_port, err)))
+		return rc;
+	free(st->listen_host);
+	st->listen_host = host;
+	return 0;
+}
+
+static int apply_prefix(struct staged *st, const cJSON *it, struct sl_error *err)
+{
+	const char *s;
+	int rc;
+
+	if ((rc = jsonv_string(it, "prefix", &s, err)))
+		return rc;
+	if (!*s || strlen(s) > 64 || strpbrk(s, "{}"))
+		return sl_fail(err, "prefix", "must be 1..64 bytes without '{' or '}'");
+	return set_str(&st->prefix, s);
+}
+
+static int apply_log_level(struct staged *st, const cJSON *it, struct sl_error *err)
+{
+	const char *s;
+	int rc;
+
+	if ((rc = jsonv_string(it, "log_level", &s, err)))
+		return rc;
+	if (log_level_parse(s, &st->next.log_level))
+		return sl_fail(err, "log_level", "must be debug, info, warn or error");
+	return 0;
+}
+
+/* One member `a` of "admin"; `f` is its field name for errors ("admin.token_file"). */
+static int apply_admin_member(struct staged *st, const cJSON *a, const char *f, struct sl_error *err)
+{
+	const char *s;
+	int rc;
+
+	if (!strcmp(a->string, "auth_reads")) {
+		if (!cJSON_IsBool(a))
+			return sl_fail(err, f, "must be true or false");
+		st->next.admin_auth_reads = cJSON_IsTrue(a);
+		return 0;
+	}
+	if (strcmp(a->string, "token_file") && strcmp(a->string, "token_env"))
+		return sl_fail(err, f, "unknown field");
+	if ((rc = jsonv_string(a, f, &s, err)))
+		return rc;
+	if (!*s)
+		return sl_fail(err, f, "must not be empty");
+	return set_str(!strcmp(a->string, "token_file") ? &st->token_file : &st->token_env, s);
+}
+
+static int apply_admin(struct staged *st, const cJSON *it, struct sl_error *err)
+{
+	const cJSON *a;
+	const char *dup;
+	char f[96];
+	int rc;
+
+	if (!cJSON_IsObject(it))
+		return sl_fail(err, "admin", "must be an object");
+	if ((dup = jsonv_duplicate_key(it))) {
+		snprintf(f, sizeof(f), "admin.%s", dup);
+		return sl_fail(err, f, "appears twice");
+	}
+	cJSON_ArrayForEach(a, it) {
+		snprintf(f, sizeof(f), "admin.%s", a->string);
+		if ((rc = apply_admin_member(st, a, f, err)))
+			return rc;
+	}
+	return 0;
+}
+
+/* Parse one foreign layout and append it: its name must be new and not an algorithm's (sluice's own layouts). */
+static int add_layout(struct staged *st, const cJSON *obj, const char *where, struct sl_error *err)
+{
+	struct layout one;
+	enum algorithm alg;
+	int rc;
+
+	if ((rc = layout_from_json(obj, where, &one, err)))
+		return rc;
+	for (size_t j = 0; j < st->nlayouts && !rc; j++)
+		if (!strcmp(st->layouts[j].name, one.name))
+			rc = sl_fail(err, where, "duplicate layout name \"%s\"", one.name);
+	if (!rc && algorithm_parse(one.name, &alg) == 0)
+		rc = sl_fail(err, where, "the name \"%s\" is sluice's own layout's", one.name);
+	if (!rc)
+		rc = layouts_append(&st->layouts, &st->nlayouts, &one);
+	layout_clear(&one); /* the array holds a copy */
+	return rc;
+}
+
+static int apply_layouts(struct staged *st, const cJSON *it, struct sl_error *err)
+{
+	const cJSON *l;
+	size_t n = 0;
+	int rc;
+
+	if (!cJSON_IsArray(it))
+		return sl_fail(err, "layouts", "must be an array of layout objects");
+	st->have_layouts = 1;
+	if (cJSON_GetArraySize(it) > CONFIG_MAX_LAYOUTS)
+		return sl_fail(err, "layouts", "at most %d foreign layouts (sluice keeps 5 of its own, 32 in all)",
+			       CONFIG_MAX_LAYOUTS);
+	cJSON_ArrayForEach(l, it) {
+		char where[32];
+
+		snprintf(where, sizeof(where), "layouts[%zu]", n++);
+		if ((rc = add_layout(st, l, where, err)))
+			return rc;
+	}
+	return 0;
+}
+
+static int apply_rules(struct staged *st, const cJSON *it, struct sl_error *err)
+{
+	const cJSON *r;
+	int rc;
+
+	if (!cJSON_IsArray(it))
+		return sl_fail(err, "rules", "must be an array of rule objects");
+	st->have_rules = 1;
+	if (!(st->rules = calloc((size_t)cJSON_GetArraySize(it) + 1, sizeof(*st->rules))))
+		return -ENOMEM;
+	cJSON_ArrayForEach(r, it) {
+		struct rule *rule;
+		char where[32];
+
+		snprintf(where, sizeof(where), "rules[%zu]", st->nrules);
+		if ((rc = rule_from_json(r, NULL, where, &rule, err)))
+			return rc;
+		st->rules[st->nrules++] = rule;
+		for (size_t j = 0; j + 1 < st->nrules; j++)
+			if (!strcmp(st->rules[j]->name, rule->name))
+				return sl_fail(err, where, "duplicate rule name \"%s\"", rule->name);
+	}
+	return 0;
+}
+
+/* The top-level members that are not integers, by name. */
+static const struct section {
+	const char *name;
+	int (*apply)(struct staged *st, const cJSON *it, struct sl_error *err);
+} sections[] = {
+	{ "redis", apply_redis },
+	{ "listen", apply_listen },
+	{ "prefix", apply_prefix },
+	{ "log_level", apply_log_level },
+	{ "admin", apply_admin },
+	{ "layouts", apply_layouts },
+	{ "rules", apply_rules },
+};
+
+static int apply_member(struct staged *st, const cJSON *it, struct sl_error *err)
+{
+	for (size_t i = 0; i < ARRAY_LEN(int_fields); i++)
+		if (!strcmp(it->string, int_fields[i].name))
+			return apply_int(st, &int_fields[i], it, err);
+	for (size_t i = 0; i < ARRAY_LEN(sections); i++)
+		if (!strcmp(it->string, sections[i].name))
+			return sections[i].apply(st, it, err);
+	return sl_fail(err, it->string, "unknown field");
+}
+
+/* A foreign layout must not reach into sluice's own keys (its job would touch them). */
+static int check_layout_prefixes(const struct staged *st, struct sl_error *err)
+{
+	const struct layout *v = st->have_layouts ? st->layouts : st->next.layouts;
+	size_t n = st->have_layouts ? st->nlayouts : st->next.nlayouts;
+	const char *pfx = st->prefix ? st->prefix : st->next.prefix;
+	size_t p = strlen(pfx);
+
+	for (size_t i = 0; i < n; i++) {
+		size_t a = strlen(v[i].key_prefix);
+
+		if (strncmp(v[i].key_prefix, pfx, a < p ? a : p) == 0) {
+			char where[48];
+
+			snprintf(where, sizeof(where), "layouts[%zu].key_prefix", i);
+			return sl_fail(err, where, "overlaps sluice's own key prefix \"%s\"", pfx);
+		}
+	}
+	return 0;
+}
+
+/* Move *src (owned, may be NULL: nothing staged) over *dst. */
+static void take_str(char **dst, char **src)
+{
+	if (!*src)
+		return;
+	free(*dst);
+	*dst = *src;
+	*src = NULL;
+}
+
+/* Move everything staged into `cfg`; what it replaces is freed.  Cannot fail. */
+static void staged_commit(struct staged *st, struct config *cfg)
+{
+	struct config *n = &st->next;
+
+	if (st->redis_url) {
+		take_str(&n->redis_url, &st->redis_url);
+		redis_target_clear(&n->redis);
+		n->redis = st->target;
+		memset(&st->target, 0, sizeof(st->target));
+	}
+	take_str(&n->listen_host, &st->listen_host);
+	take_str(&n->prefix, &st->prefix);
+	take_str(&n->admin_token_file, &st->token_file);
+	take_str(&n->admin_token_env, &st->token_env);
+	if (st->have_layouts) {
+		layouts_free(n->layouts, n->nlayouts);
+		n->layouts = st->layouts;
+		n->nlayouts = st->nlayouts;
+		st->layouts = NULL;
+		st->nlayouts = 0;
+	}
+	if (st->have_rules) {
+		rules_free(n->rules, n->nrules);
+		n->rules = st->rules;
+		n->nrules = st->nrules;
+		st->rules = NULL;
+		st->nrules = 0;
+	}
+	*cfg = *n;
+}
+
+/* Free what is still staged (everything after an error); `next` is borrowed and left alone. */
+static void staged_clear(struct staged *st)
+{
+	free(st->redis_url);
+	redis_target_clear(&st->target);
+	free(st->listen_host);
+	free(st->prefix);
+	free(st->token_file);
+	free(st->token_env);
+	layouts_free(st->layouts, st->nlayouts);
+	rules_free(st->rules, st->nrules);
+}
+
 int config_apply_json(struct config *cfg, const char *text, size_t len, struct sl_error *err)
 {
-	struct config next = *cfg; /* shallow: strings and rules are swapped in only at the end */
-	char *redis_url = NULL, *listen_host = NULL, *prefix = NULL, *token_file = NULL, *token_env = NULL;
-	struct redis_target target = { 0 };
-	struct rule **rules = NULL;
-	size_t nrules = 0;
-	struct layout *layouts = NULL;
-	size_t nlayouts = 0;
-	int have_rules = 0, have_layouts = 0, rc = 0;
+	struct staged st = { .next = *cfg };
+	const cJSON *it;
 	const char *dup;
-	cJSON *root, *it;
+	cJSON *root;
+	int rc = 0;
 
 	if (!(root = jsonv_parse(text, len, "config", err)))
 		return -EINVAL;
@@ -272,246 +492,15 @@ int config_apply_json(struct config *cfg, const char *text, size_t len, struct s
 		rc = sl_fail(err, dup, "appears twice");
 		goto out;
 	}
-	cJSON_ArrayForEach(it, root) {
-		const char *key = it->string, *s;
-		size_t i;
-
-		for (i = 0; i < sizeof(int_fields) / sizeof(int_fields[0]); i++)
-			if (!strcmp(key, int_fields[i].name))
-				break;
-		if (i < sizeof(int_fields) / sizeof(int_fields[0])) {
-			const struct int_field *f = &int_fields[i];
-			int64_t v;
-
-			if ((rc = jsonv_int(it, f->name, f->min, &v, err)))
-				goto out;
-			if (v > f->max) {
-				rc = sl_fail(err, f->name, "must be at most %lld", (long long)f->max);
-				goto out;
-			}
-			*(int64_t *)((char *)&next + f->off) = v;
-		} else if (!strcmp(key, "redis")) {
-			if ((rc = jsonv_string(it, "redis", &s, err)))
-				goto out;
-			redis_target_clear(&target);
-			if ((rc = redis_url_parse(s, &target, err)))
-				goto out;
-			free(redis_url);
-			if (!(redis_url = strdup(s))) {
-				rc = -ENOMEM;
-				goto out;
-			}
-		} else if (!strcmp(key, "listen")) {
-			if ((rc = jsonv_string(it, "listen", &s, err)))
-				goto out;
-			free(listen_host);
-			listen_host = NULL;
-			if ((rc = listen_parse(s, "listen", &listen_host, &next.listen_port, err)))
-				goto out;
-		} else if (!strcmp(key, "prefix")) {
-			if ((rc = jsonv_string(it, "prefix", &s, err)))
-				goto out;
-			if (!*s || strlen(s) > 64 || strpbrk(s, "{}")) {
-				rc = sl_fail(err, "prefix", "must be 1..64 bytes without '{' or '}'");
-				goto out;
-			}
-			free(prefix);
-			if (!(prefix = strdup(s))) {
-				rc = -ENOMEM;
-				goto out;
-			}
-		} else if (!strcmp(key, "log_level")) {
-			if ((rc = jsonv_string(it, "log_level", &s, err)))
-				goto out;
-			if (log_level_parse(s, &next.log_level)) {
-				rc = sl_fail(err, "log_level", "must be debug, info, warn or error");
-				goto out;
-			}
-		} else if (!strcmp(key, "admin")) {
-			const cJSON *a;
-
-			if (!cJSON_IsObject(it)) {
-				rc = sl_fail(err, "admin", "must be an object");
-				goto out;
-			}
-			if ((s = jsonv_duplicate_key(it))) {
-				char f[96];
-
-				snprintf(f, sizeof(f), "admin.%s", s);
-				rc = sl_fail(err, f, "appears twice");
-				goto out;
-			}
-			cJSON_ArrayForEach(a, it) {
-				char f[96];
-
-				snprintf(f, sizeof(f), "admin.%s", a->string);
-				if (!strcmp(a->string, "token_file") || !strcmp(a->string, "token_env")) {
-					char **dst = !strcmp(a->string, "token_file") ? &token_file : &token_env;
-
-					if ((rc = jsonv_string(a, f, &s, err)))
-						goto out;
-					if (!*s) {
-						rc = sl_fail(err, f, "must not be empty");
-						goto out;
-					}
-					free(*dst);
-					if (!(*dst = strdup(s))) {
-						rc = -ENOMEM;
-						goto out;
-					}
-				} else if (!strcmp(a->string, "auth_reads")) {
-					if (!cJSON_IsBool(a)) {
-						rc = sl_fail(err, f, "must be true or false");
-						goto out;
-					}
-					next.admin_auth_reads = cJSON_IsTrue(a);
-				} else {
-					rc = sl_fail(err, f, "unknown field");
-					goto out;
-				}
-			}
-		} else if (!strcmp(key, "layouts")) {
-			const cJSON *l;
-			size_t n = 0;
-
-			if (!cJSON_IsArray(it)) {
-				rc = sl_fail(err, "layouts", "must be an array of layout objects");
-				goto out;
-			}
-			have_layouts = 1;
-			if (cJSON_GetArraySize(it) > 24) {
-				rc = sl_fail(err, "layouts", "at most 24 foreign layouts (sluice keeps 5 of its own, 32 in all)");
-				goto out;
-			}
-			cJSON_ArrayForEach(l, it) {
-				struct layout one;
-				char where[32];
-
-				snprintf(where, sizeof(where), "layouts[%zu]", n++);
-				if ((rc = layout_from_json(l, where, &one, err)))
-					goto out;
-				for (size_t j = 0; j < nlayouts; j++)
-					if (!strcmp(layouts[j].name, one.name))
-						rc = sl_fail(err, where, "duplicate layout name \"%s\"", one.name);
-				if (!rc && (!strcmp(one.name, "leaky_bucket") || !strcmp(one.name, "sliding_log") ||
-					    !strcmp(one.name, "sliding_counter") || !strcmp(one.name, "fixed_window") ||
-					    !strcmp(one.name, "token_bucket")))
-					rc = sl_fail(err, where, "the name \"%s\" is sluice's own layout's", one.name);
-				if (!rc)
-					rc = layouts_append(&layouts, &nlayouts, &one);
-				layout_clear(&one); /* the array holds a copy */
-				if (rc)
-					goto out;
-			}
-		} else if (!strcmp(key, "rules")) {
-			const cJSON *r;
-			size_t n = 0;
-
-			if (!cJSON_IsArray(it)) {
-				rc = sl_fail(err, "rules", "must be an array of rule objects");
-				goto out;
-			}
-			have_rules = 1;
-			rules = calloc((size_t)cJSON_GetArraySize(it) + 1, sizeof(*rules));
-			if (!rules) {
-				rc = -ENOMEM;
-				goto out;
-			}
-			cJSON_ArrayForEach(r, it) {
-				char where[32];
-
-				snprintf(where, sizeof(where), "rules[%zu]", n);
-				if ((rc = rule_from_json(r, NULL, where, &rules[n], err)))
-					goto out;
-				for (size_t j = 0; j < n; j++)
-					if (!strcmp(rules[j]->name, rules[n]->name)) {
-						n++;
-						rc = sl_fail(err, where, "duplicate rule name \"%s\"",
-							     rules[n - 1]->name);
-						nrules = n;
-						goto out;
-					}
-				n++;
-				nrules = n;
-			}
-		} else {
-			rc = sl_fail(err, key, "unknown field");
+	cJSON_ArrayForEach(it, root)
+		if ((rc = apply_member(&st, it, err)))
 			goto out;
-		}
-	}
-
-	/* A foreign layout must not reach into sluice's own keys (its job would touch them). */
-	for (size_t i = 0; i < (have_layouts ? nlayouts : next.nlayouts); i++) {
-		const struct layout *l = have_layouts ? &layouts[i] : &next.layouts[i];
-		const char *pfx = prefix ? prefix : next.prefix;
-		size_t a = strlen(l->key_prefix), p2 = strlen(pfx);
-
-		if (strncmp(l->key_prefix, pfx, a < p2 ? a : p2) == 0) {
-			char where[32];
-
-			snprintf(where, sizeof(where), "layouts[%zu].key_prefix", i);
-			rc = sl_fail(err, where, "overlaps sluice's own key prefix \"%s\"", pfx);
-			goto out;
-		}
-	}
-	/* All good: swap the new values in. */
-	if (redis_url) {
-		free(next.redis_url);
-		redis_target_clear(&next.redis);
-		next.redis_url = redis_url;
-		next.redis = target;
-		redis_url = NULL;
-		memset(&target, 0, sizeof(target));
-	}
-	if (listen_host) {
-		free(next.listen_host);
-		next.listen_host = listen_host;
-		listen_host = NULL;
-	}
-	if (prefix) {
-		free(next.prefix);
-		next.prefix = prefix;
-		prefix = NULL;
-	}
-	if (token_file) {
-		free(next.admin_token_file);
-		next.admin_token_file = token_file;
-		token_file = NULL;
-	}
-	if (token_env) {
-		free(next.admin_token_env);
-		next.admin_token_env = token_env;
-		token_env = NULL;
-	}
-	if (have_layouts) {
-		layouts_free(next.layouts, next.nlayouts);
-		next.layouts = layouts;
-		next.nlayouts = nlayouts;
-		layouts = NULL;
-		nlayouts = 0;
-	}
-	if (have_rules) {
-		for (size_t i = 0; i < next.nrules; i++)
-			rule_free(next.rules[i]);
-		free(next.rules);
-		next.rules = rules;
-		next.nrules = nrules;
-		rules = NULL;
-		nrules = 0;
-	}
-	*cfg = next;
+	if ((rc = check_layout_prefixes(&st, err)))
+		goto out;
+	staged_commit(&st, cfg);
 out:
 	cJSON_Delete(root);
-	free(redis_url);
-	free(listen_host);
-	free(prefix);
-	free(token_file);
-	free(token_env);
-	redis_target_clear(&target);
-	for (size_t i = 0; i < nrules; i++)
-		rule_free(rules[i]);
-	free(rules);
-	layouts_free(layouts, nlayouts);
+	staged_clear(&st);
 	return rc;
 }
 
@@ -543,39 +532,4 @@ int config_apply_file(struct config *cfg, const char *path, struct sl_error *err
 	free(buf);
 	fclose(f);
 	return rc;
-}
-
-#define TOKEN_MAX 4096 /* bytes */
-
-int config_load_token(struct config *cfg, struct sl_error *err)
-{
-	char buf[TOKEN_MAX + 2];
-	const char *env;
-	size_t n;
-	FILE *f;
-
-	if (!cfg->admin_token_file) {
-		env = cfg->admin_token_env ? getenv(cfg->admin_token_env) : NULL;
-		if (!env || !*env)
-			return 0;
-		if (strlen(env) > TOKEN_MAX)
-			return sl_fail(err, cfg->admin_token_env, "token longer than %d bytes", TOKEN_MAX);
-		return (cfg->admin_token = strdup(env)) ? 0 : -ENOMEM;
-	}
-	if (!(f = fopen(cfg->admin_token_file, "rb")))
-		return sl_fail(err, "admin.token_file", "cannot open %s: %s", cfg->admin_token_file,
-			       strerror(errno));
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
-		buf[--n] = '\0';
-	if (n > TOKEN_MAX || memchr(buf, '\0', n) || n == 0) {
-		explicit_bzero(buf, sizeof(buf));
-		return sl_fail(err, "admin.token_file", "%s must hold one token of 1..%d bytes",
-			       cfg->admin_token_file, TOKEN_MAX);
-	}
-	cfg->admin_token = strdup(buf);
-	explicit_bzero(buf, sizeof(buf));
-	return cfg->admin_token ? 0 : -ENOMEM;
 }

@@ -2,7 +2,8 @@
 #define SLUICE_CONFIG_H
 /*
  * Daemon configuration: defaults, then the JSON config file, then flags
- * (sluiced/options.c).  Every error names the field and changes nothing.
+ * (daemon/options.c).  Every error names the field and changes nothing.
+ * Where Redis is lives in core/redis_target.h, the admin token in core/token.h.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -10,25 +11,14 @@
 #include "core/error.h"
 #include "core/layout.h"
 #include "core/log.h"
+#include "core/redis_target.h"
 #include "core/rules.h"
 
-/* Where Redis is: redis://[[user]:password@]host[:port][/db] or unix:///path[?db=N]. */
-struct redis_target {
-	char *host;      /* TCP host, or NULL for a unix socket */
-	int port;        /* TCP port, default 6379 */
-	char *socket;    /* unix socket path, or NULL */
-	char *user;      /* ACL user, or NULL */
-	char *password;  /* or NULL */
-	int db;          /* SELECT index, default 0 */
-};
-
-/* Parse `url`; 0 and *out (caller calls redis_target_clear), or -EINVAL with `err`. */
-int redis_url_parse(const char *url, struct redis_target *out, struct sl_error *err);
-void redis_target_clear(struct redis_target *t);
-/* "host:port/db" or "unix:/path" (no password) for logs; writes `buf`, returns it. */
-const char *redis_target_describe(const struct redis_target *t, char *buf, size_t cap);
-
-/* Parse "HOST:PORT" or "[V6]:PORT"; port 0..65535 (0 = any). 0 or -EINVAL with `err`. */
+/*
+ * Parse "HOST:PORT" or "[V6]:PORT"; port 0..65535 (0 = any).  0 with *host
+ * (the caller frees it) and *port; -EINVAL with `err` naming `field`, or
+ * -ENOMEM.  Out-params written only on success.
+ */
 int listen_parse(const char *s, const char *field, char **host, int *port, struct sl_error *err);
 
 struct config {
@@ -57,25 +47,34 @@ struct config {
 	size_t nlayouts;
 };
 
-/* Fill the defaults; 0 or -ENOMEM. */
+/* Fill the defaults (all of `cfg` is overwritten).  0, or -ENOMEM with nothing to free. */
 int config_defaults(struct config *cfg);
 /*
- * Apply the JSON text of a config file over `cfg`.  On error returns -EINVAL
- * with `err` naming the field, and `cfg` is unchanged.
+ * Apply the JSON text of a config file (`len` bytes, borrowed) over `cfg`:
+ * the members it names replace the current values ("rules" and "layouts"
+ * as a whole).  -EINVAL with `err` naming the field (e.g. "rules[1].rate",
+ * "admin.token_file", "config" for the text itself), or -ENOMEM; on any
+ * error `cfg` is unchanged.
  */
 int config_apply_json(struct config *cfg, const char *text, size_t len, struct sl_error *err);
-/* Read `path` and apply it; -errno with `err` (field = the path) when it cannot be read. */
+/*
+ * Read the file `path` (at most 4 MiB) and apply it as config_apply_json().
+ * -errno or -EINVAL with `err` (field = the path) when it cannot be read.
+ */
 int config_apply_file(struct config *cfg, const char *path, struct sl_error *err);
-/* Set redis_url (and the parsed target) from `url`; -EINVAL with `err`, cfg unchanged. */
+/*
+ * Set redis_url (a copy of `url`) and the parsed target.  -EINVAL with `err`
+ * (field = `field`, e.g. "--redis"), or -ENOMEM; cfg unchanged on error.
+ */
 int config_set_redis(struct config *cfg, const char *url, const char *field, struct sl_error *err);
 /*
- * Fill cfg->admin_token from admin_token_file (trailing newline stripped) or,
- * when no file is named, from the environment variable admin_token_env; a
- * token is never taken from a flag (it would show in ps).  No token at all is
- * not an error (cfg->admin_token stays NULL).  -EINVAL with `err` when the
- * file cannot be read, is empty, larger than 4 KiB or holds NUL bytes.
+ * Fill cfg->admin_token (owned, replacing any) with token_load() from
+ * admin_token_file or, when no file is named, the environment variable
+ * admin_token_env: see core/token.h for the rules and errors.  No token at
+ * all is not an error (cfg->admin_token is then NULL).
  */
 int config_load_token(struct config *cfg, struct sl_error *err);
+/* Free everything `cfg` owns (the token zeroed first) and zero it. */
 void config_free(struct config *cfg);
 
 #endif

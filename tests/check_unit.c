@@ -215,6 +215,12 @@ static const struct {
 	  "{\"name\":\"b\",\"match\":\"/b\",\"algorithm\":\"leaky_bucket\",\"capacity\":1,\"rate\":-2}]}", "rules[1].rate" },
 	{ "{\"rules\":[{\"name\":\"a\",\"match\":\"/a\",\"algorithm\":\"sliding_log\",\"limit\":1,\"window_ms\":1},"
 	  "{\"name\":\"a\",\"match\":\"/b\",\"algorithm\":\"sliding_log\",\"limit\":1,\"window_ms\":1}]}", "rules[1]" },
+	/* a late error undoes the valid members before it */
+	{ "{\"prefix\":\"rl:\",\"drain_interval_ms\":5,\"redis\":\"redis://h:1\",\"rules\":["
+	  "{\"name\":\"a\",\"match\":\"/a\",\"algorithm\":\"sliding_log\",\"limit\":1,\"window_ms\":1}],"
+	  "\"batch_size\":0}", "batch_size" },
+	{ "{\"prefix\":\"L\",\"prune_interval_ms\":5,\"layouts\":[{\"name\":\"x\",\"algorithm\":\"sliding_log\","
+	  "\"key_prefix\":\"L:\",\"scan\":true}]}", "layouts[0].key_prefix" },
 };
 
 START_TEST(config_bad_changes_nothing)

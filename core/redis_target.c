@@ -1,0 +1,133 @@
+#include "core/redis_target.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void redis_target_clear(struct redis_target *t)
+{
+	free(t->host);
+	free(t->socket);
+	free(t->user);
+	free(t->password);
+	memset(t, 0, sizeof(*t));
+}
+
+/* `len` decimal digits (no sign, no space; 1..9 of them) with a value <= `max`. 0 or -EINVAL. */
+static int parse_uint(const char *s, size_t len, long max, long *out)
+{
+	long v = 0;
+
+	if (len == 0 || len > 9)
+		return -EINVAL;
+	for (size_t i = 0; i < len; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -EINVAL;
+		v = v * 10 + (s[i] - '0');
+	}
+	if (v > max)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+int redis_url_parse(const char *url, struct redis_target *out, struct sl_error *err)
+{
+	struct redis_target t = { .port = 6379 };
+	const char *p, *at, *slash, *colon, *end;
+	long v;
+
+	if (strncmp(url, "unix://", 7) == 0) {
+		const char *q;
+
+		p = url + 7;
+		if (*p != '/')
+			return sl_fail(err, "redis", "unix socket URL needs an absolute path: unix:///path/to/socket");
+		q = strchr(p, '?');
+		end = q ? q : p + strlen(p);
+		if (q) {
+			if (strncmp(q, "?db=", 4) || parse_uint(q + 4, strlen(q + 4), INT_MAX, &v))
+				return sl_fail(err, "redis", "unix socket URL accepts only ?db=N");
+			t.db = (int)v;
+		}
+		t.socket = strndup(p, (size_t)(end - p));
+		if (!t.socket)
+			return -ENOMEM;
+		*out = t;
+		return 0;
+	}
+	if (strncmp(url, "redis://", 8) != 0)
+		return sl_fail(err, "redis", "must start with redis:// or unix:// (got \"%.40s\")", url);
+	p = url + 8;
+	end = p + strlen(p);
+	slash = strchr(p, '/');
+	at = memrchr(p, '@', (size_t)((slash ? slash : end) - p));
+	if (at) {
+		/* userinfo: ":password", "user:password" or "password" */
+		const char *c = memchr(p, ':', (size_t)(at - p));
+
+		if (c) {
+			if (c > p && !(t.user = strndup(p, (size_t)(c - p))))
+				goto oom;
+			if (!(t.password = strndup(c + 1, (size_t)(at - c - 1))))
+				goto oom;
+		} else if (!(t.password = strndup(p, (size_t)(at - p)))) {
+			goto oom;
+		}
+		p = at + 1;
+	}
+	if (slash) {
+		if (parse_uint(slash + 1, strlen(slash + 1), INT_MAX, &v)) {
+			redis_target_clear(&t);
+			return sl_fail(err, "redis", "database must be a number: /N");
+		}
+		t.db = (int)v;
+		end = slash;
+	}
+	if (*p == '[') { /* [ipv6]:port */
+		const char *rb = memchr(p, ']', (size_t)(end - p));
+
+		if (!rb) {
+			redis_target_clear(&t);
+			return sl_fail(err, "redis", "unclosed '[' in host");
+		}
+		t.host = strndup(p + 1, (size_t)(rb - p - 1));
+		colon = rb + 1 < end && rb[1] == ':' ? rb + 1 : NULL;
+		if (rb + 1 < end && !colon) {
+			redis_target_clear(&t);
+			return sl_fail(err, "redis", "expected ':' after ']'");
+		}
+	} else {
+		colon = memchr(p, ':', (size_t)(end - p));
+		t.host = strndup(p, (size_t)((colon ? colon : end) - p));
+	}
+	if (!t.host)
+		goto oom;
+	if (!*t.host) {
+		redis_target_clear(&t);
+		return sl_fail(err, "redis", "host is missing");
+	}
+	if (colon) {
+		if (parse_uint(colon + 1, (size_t)(end - colon - 1), 65535, &v) || v == 0) {
+			redis_target_clear(&t);
+			return sl_fail(err, "redis", "port must be 1..65535");
+		}
+		t.port = (int)v;
+	}
+	*out = t;
+	return 0;
+oom:
+	redis_target_clear(&t);
+	return -ENOMEM;
+}
+
+const char *redis_target_describe(const struct redis_target *t, char *buf, size_t cap)
+{
+	if (t->socket)
+		snprintf(buf, cap, "unix:%s/%d", t->socket, t->db);
+	else
+		snprintf(buf, cap, "%s:%d/%d", t->host ? t->host : "?", t->port, t->db);
+	return buf;
+}

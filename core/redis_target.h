@@ -1,0 +1,37 @@
+#ifndef SLUICE_REDIS_TARGET_H
+#define SLUICE_REDIS_TARGET_H
+/*
+ * Where Redis is, parsed from a URL:
+ *   redis://[[user]:password@]host[:port][/db]   (host may be [IPv6])
+ *   unix:///path/to/socket[?db=N]
+ * Knows nothing of connections (core/rconn.c) or of the config file.
+ */
+#include <stddef.h>
+
+#include "core/error.h"
+
+struct redis_target {
+	char *host;      /* owned: TCP host, or NULL for a unix socket */
+	int port;        /* TCP port, default 6379 */
+	char *socket;    /* owned: unix socket path, or NULL */
+	char *user;      /* owned: ACL user, or NULL */
+	char *password;  /* owned, or NULL */
+	int db;          /* SELECT index, default 0 */
+};
+
+/*
+ * Parse `url` (NUL-terminated, borrowed).  0 and *out, whose strings the
+ * caller frees with redis_target_clear(); -EINVAL with `err` (may be NULL;
+ * field "redis") when the URL is malformed; -ENOMEM.  *out is written only
+ * on success.
+ */
+int redis_url_parse(const char *url, struct redis_target *out, struct sl_error *err);
+/* Free the strings of `t` and zero it; a zeroed target is a no-op. */
+void redis_target_clear(struct redis_target *t);
+/*
+ * "host:port/db" or "unix:/path/db", never the user or password, for logs.
+ * Writes at most `cap` bytes (NUL included) to `buf` and returns `buf`.
+ */
+const char *redis_target_describe(const struct redis_target *t, char *buf, size_t cap);
+
+#endif
