@@ -19,7 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/config.h"
+#include "core/redis_target.h"
 #include "core/scripts.h"
 
 struct rconn;
