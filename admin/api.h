@@ -9,6 +9,7 @@
  * Threads: one api object per thread (it owns a Redis connection).
  */
 #include <cjson/cJSON.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -28,6 +29,9 @@ struct api_config {
 	int64_t rules_ttl_ms;             /* reuse the cached rules this long before checking their
 					   * version in Redis again (0: check on every request);
 					   * changes made through this api are seen at once */
+	const atomic_int *ready;          /* borrowed, or NULL (always ready): while *ready is 0 (the
+					   * daemon has not stored its config file's rules yet) /readyz,
+					   * /v1/rules... and /v1/paths... answer 503 redis_unavailable */
 };
 
 struct api_request {

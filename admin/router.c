@@ -99,6 +99,7 @@ struct api *api_new(const struct api_config *cfg)
 	a->nlayouts = cfg->nlayouts;
 	a->worker = cfg->worker;
 	a->auth_reads = cfg->auth_reads;
+	a->ready = cfg->ready;
 	a->rules_ttl_us = cfg->rules_ttl_ms > 0 ? cfg->rules_ttl_ms * 1000 : 0;
 	a->token = cfg->token ? strdup(cfg->token) : NULL;
 	if (!a->conn || !a->prefix || (cfg->token && !a->token)) {
@@ -255,6 +256,14 @@ static void count_request(struct api *a, const struct api_response *res)
 	a->http[r][k]++;
 }
 
+/* Until the daemon has stored its config's rules, the routes that answer with rules wait. */
+static int not_ready(const struct api *a, const char *pattern)
+{
+	return a->ready && !atomic_load(a->ready) &&
+	       (strcmp(pattern, "/readyz") == 0 || strncmp(pattern, "/v1/rules", 9) == 0 ||
+		strncmp(pattern, "/v1/paths", 9) == 0);
+}
+
 /* Run the route that matches method and segments; else 405 with Allow, or 404. */
 static void route(struct api *a, const struct api_request *req, const struct segs *g, struct api_response *res)
 {
@@ -267,7 +276,12 @@ static void route(struct api *a, const struct api_request *req, const struct seg
 			continue;
 		if (method_is(req, routes[i].r.method)) {
 			res->route = (int)i;
-			routes[i].fn(a, req, g, res);
+			if (not_ready(a, routes[i].r.pattern))
+				reply_fail(res, 503, "redis_unavailable",
+					   "not ready: the config file's rules are not stored in Redis yet (see the daemon's log)",
+					   NULL);
+			else
+				routes[i].fn(a, req, g, res);
 			return;
 		}
 		allow_len += (size_t)snprintf(a->allow + allow_len, sizeof(a->allow) - allow_len, "%s%s",

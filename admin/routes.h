@@ -9,6 +9,7 @@
  *
  * The admin API sees the worker only through worker/status.h.
  */
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -32,6 +33,7 @@ struct api {
 	struct worker *worker;    /* or NULL */
 	char *token;              /* or NULL */
 	int auth_reads;
+	const atomic_int *ready;  /* or NULL: always ready (api_config.ready) */
 	struct ruleset rules;     /* cache, refreshed by version before use (route_rules_fresh) */
 	int64_t rules_ttl_us;
 	int64_t rules_checked_us; /* CLOCK_MONOTONIC of the last version check; 0 = must check */
