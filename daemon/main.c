@@ -4,13 +4,17 @@
  * main owns everything: the config, the layouts, the worker (driven from this
  * thread by the scheduler), and the admin server (its own thread, its own
  * Redis connection).  Signals are blocked and read from a signalfd in the
- * loop, so no handler runs inside a batch.  Shutdown order: stop the admin
- * server, stop scheduling (the batch in flight has finished by then: it runs
- * on this thread), free everything.
+ * loop, so no handler runs inside a batch.  Start-up order: config, one
+ * attempt at storing the config's rules in Redis (seed_step; retried by the
+ * worker's ticks until it succeeds, the admin API's rule routes and /readyz
+ * answering 503 meanwhile), the admin server, the scheduler.  Shutdown
+ * order: stop the admin server, stop scheduling (the batch in flight has
+ * finished by then: it runs on this thread), free everything.
  */
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +52,10 @@ struct daemon {
 	size_t nlayouts;
 	struct worker *worker;
 	struct rconn *seed_conn; /* until the config's rules are stored */
+	atomic_int rules_ready;  /* 1 once they were stored (read by the admin thread) */
+	int seed_failing;        /* the last attempt failed: log only the transitions */
+	char seed_why[200];      /* ... and when the reason changes */
+	int64_t seed_started_us; /* CLOCK_MONOTONIC of the first attempt */
 	struct sched *sched;
 	struct job_ctx jobs[WORKER__JOBS];
 };
@@ -58,26 +66,69 @@ static int64_t mono_us(void *arg)
 	return clock_mono_us();
 }
 
-/* Store the config file's rules in Redis (once Redis answers). 0 when done. */
-static int seed_rules(struct daemon *d)
+/*
+ * Store the config file's rules in Redis over `c`: one rulestore_put each (an
+ * identical rule changes nothing), then make sure the store has a version.
+ * 0, or the first error (an rconn error while Redis is unreachable, -EBADMSG
+ * when Redis refused, -EPROTO, -ENOMEM) with a reason in `why` (`cap` bytes).
+ * Rules stored before an error stay stored; running it again is safe.
+ */
+static int seed_rules(struct rconn *c, const struct config *cfg, char *why, size_t cap)
 {
 	int rc = 0, created = 0, unchanged = 0;
 
-	if (!d->seed_conn)
-		return 0;
-	for (size_t i = 0; i < d->cfg.nrules; i++) {
-		rc = rulestore_put(d->seed_conn, d->cfg.prefix, d->cfg.rules[i], &created, &unchanged);
-		if (rc)
-			return rc;
-		log_event(LOG_INFO, "rule_loaded", "rule=%s algorithm=%s change=%s", d->cfg.rules[i]->name,
-			  algorithm_name(d->cfg.rules[i]->algorithm),
-			  unchanged ? "none" : created ? "created" : "replaced");
+	for (size_t i = 0; i < cfg->nrules && !rc; i++) {
+		rc = rulestore_put(c, cfg->prefix, cfg->rules[i], &created, &unchanged);
+		if (!rc)
+			log_event(LOG_INFO, "rule_loaded", "rule=%s algorithm=%s change=%s", cfg->rules[i]->name,
+				  algorithm_name(cfg->rules[i]->algorithm),
+				  unchanged ? "none" : created ? "created" : "replaced");
 	}
 	/* identical rules bump nothing: make sure the store has a version again */
-	if ((rc = rulestore_mark(d->seed_conn, d->cfg.prefix)))
+	if (!rc)
+		rc = rulestore_mark(c, cfg->prefix);
+	if (rc == -EIO || rc == -EAGAIN)
+		snprintf(why, cap, "redis unavailable: %s", *rconn_errstr(c) ? rconn_errstr(c) : "not connected");
+	else if (rc == -EBADMSG)
+		snprintf(why, cap, "redis refused the rules (a key of the rule store has another type)");
+	else if (rc)
+		snprintf(why, cap, "%s", strerror(-rc));
+	return rc;
+}
+
+/*
+ * One attempt at storing the config's rules, when some are waiting to be
+ * stored (at start, after SIGHUP, after Redis lost its data).  0 when none
+ * are waiting (any more); else the error of seed_rules, logged when the
+ * failures start or their reason changes.  The first success opens the
+ * admin API's rule routes and /readyz (rules_ready).
+ */
+static int seed_step(struct daemon *d)
+{
+	char why[sizeof(d->seed_why)] = "", q[sizeof(why) + 16];
+	int rc;
+
+	if (!d->seed_conn)
+		return 0;
+	if (!d->seed_started_us)
+		d->seed_started_us = clock_mono_us();
+	if ((rc = seed_rules(d->seed_conn, &d->cfg, why, sizeof(why)))) {
+		if (!d->seed_failing || strcmp(why, d->seed_why))
+			log_event(LOG_WARN, "rules_seed_failed", "reason=%s rules=%zu retry=next_tick%s",
+				  log_quote(q, sizeof(q), why, strlen(why)), d->cfg.nrules,
+				  atomic_load(&d->rules_ready) ? "" : " admin=not_ready");
+		d->seed_failing = 1;
+		memcpy(d->seed_why, why, sizeof(why));
 		return rc;
+	}
 	rconn_free(d->seed_conn);
 	d->seed_conn = NULL;
+	d->seed_failing = 0;
+	if (!atomic_load(&d->rules_ready)) {
+		log_event(LOG_INFO, "rules_ready", "rules=%zu waited_ms=%lld", d->cfg.nrules,
+			  (long long)((clock_mono_us() - d->seed_started_us) / 1000));
+		atomic_store(&d->rules_ready, 1);
+	}
 	return 0;
 }
 
@@ -89,11 +140,9 @@ static int run_job(void *arg)
 	struct sched_stats st;
 	int rc;
 
-	if (d->seed_conn && seed_rules(d)) {
-		if (!j->failing)
-			log_event(LOG_WARN, "rules_seed_failed", "reason=\"redis unavailable\" retry=next_tick");
+	if (seed_step(d)) {
 		j->failing = 1;
-		return -EAGAIN;
+		return -EAGAIN; /* the worker waits for the rules (seed_step logged why) */
 	}
 	if (!sched_get_stats(d->sched, (size_t)j->sched_idx, &st))
 		worker_note_schedule(d->worker, j->job, st.last_lag_us, st.overruns);
@@ -299,6 +348,7 @@ int main(int argc, char **argv)
 			.redis = &d.cfg.redis, .timeout_ms = d.cfg.redis_timeout_ms, .prefix = d.cfg.prefix,
 			.layouts = d.layouts, .nlayouts = d.nlayouts, .token = d.cfg.admin_token,
 			.auth_reads = d.cfg.admin_auth_reads, .rules_ttl_ms = API_RULES_TTL_MS,
+			.ready = &d.rules_ready,
 		};
 
 		if (!(d.worker = worker_new(&wc)))
@@ -307,8 +357,19 @@ int main(int argc, char **argv)
 		if (!(api = api_new(&ac)))
 			goto oom;
 	}
-	if (d.cfg.nrules && !(d.seed_conn = rconn_new(&d.cfg.redis, d.cfg.redis_timeout_ms)))
+	/*
+	 * The config's rules are stored before the admin server answers: when
+	 * Redis is up, the first GET /v1/rules lists them.  When it is not, the
+	 * server starts all the same (/healthz never waits on Redis), /readyz and
+	 * the rule and path routes answer 503 until a worker tick's retry stored
+	 * them, and the worker waits for them too.  An attempt ends at the first
+	 * connect or command that fails or times out (redis_timeout_ms).
+	 */
+	if (!d.cfg.nrules)
+		atomic_store(&d.rules_ready, 1);
+	else if (!(d.seed_conn = rconn_new(&d.cfg.redis, d.cfg.redis_timeout_ms)))
 		goto oom;
+	seed_step(&d);
 	{
 		struct server_config sc = {
 			.host = d.cfg.listen_host, .port = d.cfg.listen_port,

@@ -140,8 +140,8 @@ static void write_config(struct daemon_proc *d, const char *redis_url, const cha
 	fclose(f);
 }
 
-/* Start sluiced with the config; wait for /healthz. */
-static void start_daemon(struct daemon_proc *d, const char *redis_url)
+/* Start sluiced with the config; do not wait. */
+static void spawn_daemon(struct daemon_proc *d, const char *redis_url)
 {
 	d->port = test_free_port();
 	write_config(d, redis_url, NULL);
@@ -155,6 +155,12 @@ static void start_daemon(struct daemon_proc *d, const char *redis_url)
 		execl(binary(), "sluiced", "--config", d->config, (char *)NULL);
 		_exit(127);
 	}
+}
+
+/* Start sluiced with the config; wait for /healthz. */
+static void start_daemon(struct daemon_proc *d, const char *redis_url)
+{
+	spawn_daemon(d, redis_url);
 	for (int i = 0; i < 100; i++) {
 		int status;
 
@@ -312,22 +318,160 @@ START_TEST(prune_and_reset_through_admin_api)
 }
 END_TEST
 
+/* Kill `r`'s redis-server (SIGKILL: no goodbye to the clients) and reap it. */
+static void redis_kill(struct test_redis *r)
+{
+	kill(r->pid, SIGKILL);
+	waitpid(r->pid, NULL, 0);
+	r->pid = 0;
+}
+
+/* Start redis-server again on `r`'s port and directory, empty; does not wait for it. */
+static void redis_restart(struct test_redis *r)
+{
+	char port[16];
+	pid_t pid;
+
+	snprintf(port, sizeof(port), "%d", r->port);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		execlp("redis-server", "redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "",
+		       "--appendonly", "no", "--dir", r->dir, "--logfile", "redis2.log", (char *)NULL);
+		_exit(127);
+	}
+	r->pid = pid;
+}
+
+/* The error code of an error body. */
+static const char *error_code(const cJSON *j)
+{
+	const cJSON *c = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "error"), "code");
+
+	ck_assert_msg(cJSON_IsString(c), "not an error body");
+	return c->valuestring;
+}
+
+/* The whole log of `d` so far, in `buf`. */
+static const char *read_log(const struct daemon_proc *d, char *buf, size_t cap)
+{
+	FILE *f = fopen(d->log, "r");
+	size_t n;
+
+	ck_assert_ptr_nonnull(f);
+	n = fread(buf, 1, cap - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+	return buf;
+}
+
+/*
+ * The config's rules are stored before the admin API answers rule requests:
+ * from the moment the port answers, GET /v1/rules is refused (no connection
+ * yet, or 503 not ready) until it lists every rule of the file; it never
+ * answers a list without them.  A few rounds, as a race shows only sometimes.
+ */
+START_TEST(first_rules_answer_lists_config_rules)
+{
+	for (int round = 0; round < 5; round++) {
+		struct daemon_proc d;
+		int64_t t0 = now_ms();
+		char *body = NULL;
+		long st;
+		cJSON *j;
+
+		test_redis_flush(C);
+		spawn_daemon(&d, R.url);
+		while ((st = http("GET", d.port, "/v1/rules", NULL, &body)) != 200) {
+			ck_assert_msg(st == 0 || st == 503, "GET /v1/rules: %ld %s", st, body);
+			free(body);
+			ck_assert_msg(waitpid(d.pid, NULL, WNOHANG) == 0, "sluiced exited early (see %s)", d.log);
+			ck_assert_msg(now_ms() - t0 < 5000, "GET /v1/rules did not succeed within 5 s");
+			sleep_ms(1);
+		}
+		j = cJSON_Parse(body);
+		free(body);
+		ck_assert_ptr_nonnull(j);
+		ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(j, "rules")), 2);
+		ck_assert_int_ge(jint(j, "version"), 1);
+		cJSON_Delete(j);
+		ck_assert_int_eq(stop_daemon(&d), 0);
+	}
+}
+END_TEST
+
+/*
+ * Redis is down when the daemon starts: it starts all the same and /healthz
+ * answers; /readyz and the rule and path routes answer 503 until Redis is
+ * back and the config's rules are stored; the first rules list that succeeds
+ * has them all.
+ */
+START_TEST(redis_down_at_start)
+{
+	struct test_redis r2;
+	struct daemon_proc d;
+	char *body = NULL, log[8192];
+	int64_t t0;
+	long st;
+	cJSON *j;
+
+	ck_assert_int_eq(test_redis_start(&r2), 0);
+	redis_kill(&r2);
+	start_daemon(&d, r2.url);
+	j = get_json(d.port, "/readyz", 503);
+	ck_assert_str_eq(error_code(j), "redis_unavailable");
+	cJSON_Delete(j);
+	j = get_json(d.port, "/v1/rules", 503);
+	ck_assert_str_eq(error_code(j), "redis_unavailable");
+	cJSON_Delete(j);
+	ck_assert_int_eq(http("PUT", d.port, "/v1/rules/late",
+			      "{\"match\":\"/late\",\"algorithm\":\"sliding_log\",\"limit\":1,\"window_ms\":1000}",
+			      NULL), 503);
+	ck_assert_int_eq(http("GET", d.port, "/v1/paths/%2Fbucket%2Fa", NULL, NULL), 503);
+	/* what needs no rules answers: liveness, metrics, the worker's status (why it waits) */
+	ck_assert_int_eq(http("GET", d.port, "/healthz", NULL, NULL), 200);
+	ck_assert_int_eq(http("GET", d.port, "/metrics", NULL, NULL), 200);
+	j = get_json(d.port, "/v1/worker", 200);
+	ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(j, "redis_up")));
+	cJSON_Delete(j);
+
+	redis_restart(&r2);
+	t0 = now_ms();
+	while ((st = http("GET", d.port, "/v1/rules", NULL, &body)) != 200) {
+		ck_assert_msg(st == 503, "GET /v1/rules: %ld %s", st, body);
+		free(body);
+		ck_assert_msg(now_ms() - t0 < 10000, "rules not served 10 s after Redis came back");
+		sleep_ms(20);
+	}
+	j = cJSON_Parse(body);
+	free(body);
+	ck_assert_ptr_nonnull(j);
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(j, "rules")), 2);
+	cJSON_Delete(j);
+	j = get_json(d.port, "/readyz", 200);
+	cJSON_Delete(j);
+	read_log(&d, log, sizeof(log));
+	ck_assert_msg(strstr(log, "event=rules_seed_failed reason=\"redis unavailable: "), "%s", log);
+	ck_assert_msg(strstr(log, "event=rules_ready rules=2"), "%s", log);
+	ck_assert_int_eq(stop_daemon(&d), 0);
+	test_redis_stop(&r2);
+}
+END_TEST
+
 START_TEST(redis_outage_and_recovery)
 {
 	struct test_redis r2;
 	struct daemon_proc d;
-	char url[64], port[16];
+	char url[64];
 	cJSON *j;
 	int64_t t0;
-	pid_t pid;
 
 	ck_assert_int_eq(test_redis_start(&r2), 0);
 	start_daemon(&d, r2.url);
 	j = get_json(d.port, "/readyz", 200);
 	cJSON_Delete(j);
 	/* Redis goes away: the daemon stays up, reports it, counts errors */
-	kill(r2.pid, SIGKILL);
-	waitpid(r2.pid, NULL, 0);
+	redis_kill(&r2);
 	j = get_json(d.port, "/readyz", 503);
 	ck_assert_str_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "error"), "code")->valuestring,
 			 "redis_unavailable");
@@ -340,14 +484,7 @@ START_TEST(redis_outage_and_recovery)
 	ck_assert_int_eq(http("GET", d.port, "/healthz", NULL, NULL), 200);
 
 	/* Redis comes back on the same port, empty: scripts reloaded, rules re-seeded not needed */
-	snprintf(port, sizeof(port), "%d", r2.port);
-	pid = fork();
-	if (pid == 0) {
-		execlp("redis-server", "redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "",
-		       "--appendonly", "no", "--dir", r2.dir, "--logfile", "redis2.log", (char *)NULL);
-		_exit(127);
-	}
-	r2.pid = pid;
+	redis_restart(&r2);
 	t0 = now_ms();
 	while (http("GET", d.port, "/readyz", NULL, NULL) != 200) {
 		ck_assert_msg(now_ms() - t0 < 8000, "not ready again after 8 s");
@@ -543,6 +680,8 @@ static Suite *e2e_suite(void)
 	tcase_add_test(tc, drain_seen_through_admin_api);
 	tcase_add_test(tc, prune_and_reset_through_admin_api);
 	tcase_add_test(tc, redis_outage_and_recovery);
+	tcase_add_test(tc, first_rules_answer_lists_config_rules);
+	tcase_add_test(tc, redis_down_at_start);
 	tcase_add_test(tc, bad_config_exits_2_and_touches_nothing);
 	tcase_add_test(tc, two_daemons_share_rules);
 	tcase_add_test(tc, sighup_reloads_config);
