@@ -19,6 +19,10 @@ PKGS    := hiredis libmicrohttpd libcjson
 TESTPKGS:= check libcurl
 OPT     ?= -O2 -g
 
+FLAVOURS := normal asan
+ifneq ($(words $(FLAVOUR)) $(filter $(FLAVOURS),$(FLAVOUR)),1 $(FLAVOUR))
+$(error FLAVOUR="$(FLAVOUR)" is unknown; the flavours are: $(FLAVOURS))
+endif
 ifeq ($(FLAVOUR),asan)
 SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 OPT      := -O1 -g
@@ -28,6 +32,7 @@ B        := build/$(FLAVOUR)
 CPPFLAGS += -I. -D_GNU_SOURCE -DSLUICE_VERSION='"$(VERSION)"'
 CFLAGS   += -std=c11 -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
             $(OPT) $(SANFLAGS) -MMD -MP
+# Quiet here (these run once per compile); check-deps shows pkg-config's own message.
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 TEST_CFLAGS = $(shell pkg-config --cflags $(TESTPKGS) 2>/dev/null)
@@ -54,7 +59,7 @@ sluiced: $(B)/bin/sluiced
 	cp $< $@.tmp && mv -f $@.tmp $@  # a new inode: a running ./sluiced keeps its old one
 endif
 
-$(B)/%.o: %.c
+$(B)/%.o: %.c | check-deps
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(PKG_CFLAGS) -c $< -o $@
 
@@ -79,7 +84,7 @@ $(B)/bin/sluiced: $(B)/daemon/main.o $(B)/daemon/options.o $(B)/libsluice.a
 	$(CC) $(CFLAGS) $^ $(LDFLAGS) $(LDLIBS) -o $@
 
 # --- tests -----------------------------------------------------------------
-$(B)/tests/%.o: tests/%.c
+$(B)/tests/%.o: tests/%.c | check-test-deps
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(PKG_CFLAGS) $(TEST_CFLAGS) -c $< -o $@
 
@@ -113,12 +118,24 @@ bench:
 	SLUICED=$(B)/bin/sluiced DRAIN_BENCH=$(B)/bench/drain_bench bench/bench.sh
 	SLUICED=$(B)/bin/sluiced bench/http.sh
 
-$(B)/bench/%.o: bench/%.c
+$(B)/bench/%.o: bench/%.c | check-deps
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(PKG_CFLAGS) -c $< -o $@
 
 $(B)/bench/drain_bench: $(B)/bench/drain_bench.o $(B)/libsluice.a
 	$(CC) $(CFLAGS) $^ $(LDFLAGS) $(LDLIBS) -o $@
+
+# Before any compile (order-only, so nothing rebuilds for it), in a recipe and
+# not when the Makefile is read, so `make deps`, `make test` and `make run` can
+# install the packages first: pkg-config names what is missing.
+.PHONY: check-test-deps
+check-deps:
+	@pkg-config --print-errors --exists $(PKGS) || \
+	  { echo "Makefile: missing packages (above); 'make deps' installs them" >&2; exit 1; }
+
+check-test-deps: check-deps
+	@pkg-config --print-errors --exists $(TESTPKGS) || \
+	  { echo "Makefile: missing packages (above); 'make deps' installs them" >&2; exit 1; }
 
 deps:
 	@tools/deps.sh
