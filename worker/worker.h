@@ -26,7 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/config.h"
+#include "core/redis_target.h"
 #include "core/layout.h"
 #include "core/rules.h"
 
