@@ -14,54 +14,6 @@
 #define CONFIG_MAX_LAYOUTS 24     /* foreign ones: sluice keeps 5 of its own, 32 in all */
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
-/* `len` decimal digits (no sign, no space; 1..9 of them) with a value <= `max`. 0 or -EINVAL. */
-static int parse_uint(const char *s, size_t len, long max, long *out)
-{
-	long v = 0;
-
-	if (len == 0 || len > 9)
-		return -EINVAL;
-	for (size_t i = 0; i < len; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			return -EINVAL;
-		v = v * 10 + (s[i] - '0');
-	}
-	if (v > max)
-		return -EINVAL;
-	*out = v;
-	return 0;
-}
-
-int listen_parse(const char *s, const char *field, char **host, int *port, struct sl_error *err)
-{
-	const char *colon;
-	char *h;
-	long v;
-
-	if (*s == '[') {
-		const char *rb = strchr(s, ']');
-
-		if (!rb || rb[1] != ':')
-			return sl_fail(err, field, "must be HOST:PORT or [IPV6]:PORT");
-		colon = rb + 1;
-		h = strndup(s + 1, (size_t)(rb - s - 1));
-	} else {
-		colon = strrchr(s, ':');
-		if (!colon || memchr(s, ':', (size_t)(colon - s)))
-			return sl_fail(err, field, "must be HOST:PORT or [IPV6]:PORT");
-		h = strndup(s, (size_t)(colon - s));
-	}
-	if (!h)
-		return -ENOMEM;
-	if (!*h || parse_uint(colon + 1, strlen(colon + 1), 65535, &v)) {
-		free(h);
-		return sl_fail(err, field, "must be HOST:PORT with a port 0..65535");
-	}
-	*host = h;
-	*port = (int)v;
-	return 0;
-}
-
 int config_defaults(struct config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));

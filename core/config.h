@@ -14,13 +14,6 @@
 #include "core/redis_target.h"
 #include "core/rules.h"
 
-/*
- * Parse "HOST:PORT" or "[V6]:PORT"; port 0..65535 (0 = any).  0 with *host
- * (the caller frees it) and *port; -EINVAL with `err` naming `field`, or
- * -ENOMEM.  Out-params written only on success.
- */
-int listen_parse(const char *s, const char *field, char **host, int *port, struct sl_error *err);
-
 struct config {
 	char *redis_url;             /* owned; default redis://127.0.0.1:6379/0 */
 	struct redis_target redis;

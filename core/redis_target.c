@@ -131,3 +131,33 @@ const char *redis_target_describe(const struct redis_target *t, char *buf, size_
 		snprintf(buf, cap, "%s:%d/%d", t->host ? t->host : "?", t->port, t->db);
 	return buf;
 }
+
+int listen_parse(const char *s, const char *field, char **host, int *port, struct sl_error *err)
+{
+	const char *colon;
+	char *h;
+	long v;
+
+	if (*s == '[') {
+		const char *rb = strchr(s, ']');
+
+		if (!rb || rb[1] != ':')
+			return sl_fail(err, field, "must be HOST:PORT or [IPV6]:PORT");
+		colon = rb + 1;
+		h = strndup(s + 1, (size_t)(rb - s - 1));
+	} else {
+		colon = strrchr(s, ':');
+		if (!colon || memchr(s, ':', (size_t)(colon - s)))
+			return sl_fail(err, field, "must be HOST:PORT or [IPV6]:PORT");
+		h = strndup(s, (size_t)(colon - s));
+	}
+	if (!h)
+		return -ENOMEM;
+	if (!*h || parse_uint(colon + 1, strlen(colon + 1), 65535, &v)) {
+		free(h);
+		return sl_fail(err, field, "must be HOST:PORT with a port 0..65535");
+	}
+	*host = h;
+	*port = (int)v;
+	return 0;
+}

@@ -4,6 +4,7 @@
  * Where Redis is, parsed from a URL:
  *   redis://[[user]:password@]host[:port][/db]   (host may be [IPv6])
  *   unix:///path/to/socket[?db=N]
+ * and the admin server's listen address (HOST:PORT).
  * Knows nothing of connections (core/rconn.c) or of the config file.
  */
 #include <stddef.h>
@@ -33,5 +34,12 @@ void redis_target_clear(struct redis_target *t);
  * Writes at most `cap` bytes (NUL included) to `buf` and returns `buf`.
  */
 const char *redis_target_describe(const struct redis_target *t, char *buf, size_t cap);
+
+/*
+ * Parse "HOST:PORT" or "[V6]:PORT"; port 0..65535 (0 = any).  0 with *host
+ * (the caller frees it) and *port; -EINVAL with `err` naming `field`, or
+ * -ENOMEM.  Out-params written only on success.
+ */
+int listen_parse(const char *s, const char *field, char **host, int *port, struct sl_error *err);
 
 #endif
