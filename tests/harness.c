@@ -396,6 +396,30 @@ redisReply *test_script(redisContext *c, const char *name, int nkeys, ...)
 	return test_script_argv(c, TEST_EVAL, name, nkeys, argc, argv, NULL);
 }
 
+long long test_acquire(redisContext *c, int how, const char *algorithm, const char *path, long long now, ...)
+{
+	const char *argv[SCRIPT_MAX_ARGS];
+	char registry[96];
+	int argc = 0, nkeys;
+	const char *a;
+	va_list ap;
+
+	snprintf(registry, sizeof(registry), "sluice:registry:%s", algorithm);
+	argv[argc++] = test_key(path, algorithm);
+	if (strcmp(algorithm, "leaky_bucket") == 0)
+		argv[argc++] = test_lb_meta(path);
+	argv[argc++] = registry;
+	nkeys = argc;
+	argv[argc++] = path;
+	va_start(ap, now);
+	while ((a = va_arg(ap, const char *)) != NULL && argc < SCRIPT_MAX_ARGS - 1)
+		argv[argc++] = a;
+	va_end(ap);
+	if (now >= 0)
+		argv[argc++] = test_num(now);
+	return test_script_allowed(test_script_argv(c, how, algorithm, nkeys, argc, argv, NULL), algorithm);
+}
+
 long long test_script_allowed(redisReply *r, const char *name)
 {
 	long long allowed;

@@ -106,6 +106,15 @@ redisReply *test_script_argv(redisContext *c, int how, const char *name, int nke
 redisReply *test_script(redisContext *c, const char *name, int nkeys, ...);
 /* Element 0 of a script's reply (`allowed` of the client scripts); fails the test on an error reply; frees r. */
 long long test_script_allowed(redisReply *r, const char *name);
+/*
+ * One request through the client script of `algorithm` (lua/<algorithm>.lua,
+ * sent as `how` says) for `path` in sluice's layout "sluice:": KEYS its data
+ * key (and the leaky bucket's meta) and its registry; ARGV `path`, the rule's
+ * parameters (and cost) given as strings up to a NULL, and `now` in ms (< 0:
+ * none, the script reads Redis TIME).  Returns `allowed` (1 or 0); fails the
+ * test on an error reply.
+ */
+long long test_acquire(redisContext *c, int how, const char *algorithm, const char *path, long long now, ...);
 
 /* Redis's clock (TIME) in ms: the clock every script and the daemon use. */
 long long test_server_ms(redisContext *c);
