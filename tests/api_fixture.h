@@ -21,45 +21,18 @@
  *
  * Tests marked "BUG:" show defects found while writing these suites.
  *
- * Header-only and static: the Makefile links only tests/harness.o into each
- * suite, so a fixture shared by a family of suites is compiled into each of
- * them, written once here.  A suite uses setup/teardown as its checked
- * fixture (test_tcase).
+ * Header-only and static, as tests/api_objects.h (the connection `c`, layouts,
+ * target, worker `w` and `api` it adds to).  A suite uses setup/teardown as
+ * its checked fixture (test_tcase).
  */
-#include "admin/api.h"
-#include "core/config.h"
-#include "core/layout.h"
-#include "core/scripts.h"
-#include "tests/harness.h"
-#include "worker/worker.h"
+#include "tests/api_objects.h"
 
-#include <check.h>
-#include <cjson/cJSON.h>
-#include <hiredis/hiredis.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#define PFX "sluice:"
-#define LB_REG "sluice:registry:leaky_bucket"
-#define SL_REG "sluice:registry:sliding_log"
 #define RULES_HASH "sluice:rules"
 #define RULES_VER "sluice:rules:version"
-#define HOUR_MS 3600000LL
 
 /* A valid leaky bucket rule body, and its echo under the name "api". */
 #define API_BODY "{\"match\":\"/api/*\",\"algorithm\":\"leaky_bucket\",\"capacity\":10,\"rate\":2}"
 #define API_ECHO "{\"name\":\"api\",\"match\":\"/api/*\",\"algorithm\":\"leaky_bucket\",\"capacity\":10,\"rate\":2}"
-
-/* Every definition below is static; a suite need not use them all. */
-#define API_FIXTURE static __attribute__((unused))
-
-static redisContext *c;
-static struct layout *layouts;
-static size_t nlayouts;
-static struct redis_target target;
-static struct worker *w;
-static struct api *api;
 
 /* The last response: status, rendered text, the text parsed back, Allow. */
 static struct {
@@ -81,44 +54,13 @@ API_FIXTURE void res_clear(void)
 
 API_FIXTURE void setup(void)
 {
-	struct sl_error err = { 0 };
-	struct worker_config wc = { 0 };
-	struct api_config ac = { 0 };
-
-	c = test_srv_connect_flushed();
-	ck_assert_int_eq(layouts_default(PFX, &layouts, &nlayouts), 0);
-	ck_assert_int_eq(nlayouts, 5);
-	ck_assert_msg(redis_url_parse(test_srv.url, &target, &err) == 0, "%s: %s", err.field, err.message);
-	wc.redis = &target;
-	wc.timeout_ms = 5000;
-	wc.prefix = PFX;
-	wc.batch_size = 100;
-	wc.layouts = layouts;
-	wc.nlayouts = nlayouts;
-	w = worker_new(&wc);
-	ck_assert_ptr_nonnull(w);
-	ac.redis = &target;
-	ac.timeout_ms = 5000;
-	ac.prefix = PFX;
-	ac.layouts = layouts;
-	ac.nlayouts = nlayouts;
-	ac.worker = w;
-	api = api_new(&ac);
-	ck_assert_ptr_nonnull(api);
+	objects_up();
 }
 
 API_FIXTURE void teardown(void)
 {
 	res_clear();
-	api_free(api);
-	api = NULL;
-	worker_free(w);
-	w = NULL;
-	layouts_free(layouts, nlayouts);
-	layouts = NULL;
-	redis_target_clear(&target);
-	redisFree(c);
-	c = NULL;
+	objects_down();
 }
 
 /* ---- requests --------------------------------------------------------------- */

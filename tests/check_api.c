@@ -148,12 +148,7 @@ END_TEST
 
 static struct api *api_with_token(const char *token, int auth_reads)
 {
-	struct api_config ac = { .redis = &target, .timeout_ms = 5000, .prefix = PFX, .layouts = layouts,
-				 .nlayouts = nlayouts, .worker = w, .token = token, .auth_reads = auth_reads };
-	struct api *a = api_new(&ac);
-
-	ck_assert_ptr_nonnull(a);
-	return a;
+	return api_make(&target, w, token, auth_reads);
 }
 
 START_TEST(test_auth_writes)
