@@ -19,9 +19,12 @@
 #include <check.h>
 #include <cjson/cJSON.h>
 #include <hiredis/hiredis.h>
+#include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define PFX "sluice:"
 #define LB_REG "sluice:registry:leaky_bucket"
@@ -86,6 +89,44 @@ API_FIXTURE void objects_down(void)
 	redis_target_clear(&target);
 	redisFree(c);
 	c = NULL;
+}
+
+/*
+ * Plays the daemon's main loop: a thread that serves the sweep requests of
+ * worker `wk` (POST /v1/worker/sweep runs the sweep on the worker's own
+ * thread) from sweeps_start until sweeps_stop.
+ */
+struct sweeps {
+	struct worker *wk;
+	int stop[2]; /* a pipe: readable once the thread is to stop */
+	pthread_t th;
+};
+
+API_FIXTURE void *sweeps_serve(void *arg)
+{
+	struct sweeps *sw = arg;
+	struct pollfd pfd[2] = { { .fd = worker_request_fd(sw->wk), .events = POLLIN },
+				 { .fd = sw->stop[0], .events = POLLIN } };
+
+	while (poll(pfd, 2, 30000) > 0 && !(pfd[1].revents & POLLIN))
+		if (pfd[0].revents & POLLIN)
+			worker_serve_requests(sw->wk);
+	return NULL;
+}
+
+API_FIXTURE void sweeps_start(struct sweeps *sw, struct worker *wk)
+{
+	sw->wk = wk;
+	ck_assert_int_eq(pipe(sw->stop), 0);
+	ck_assert_int_eq(pthread_create(&sw->th, NULL, sweeps_serve, sw), 0);
+}
+
+API_FIXTURE void sweeps_stop(struct sweeps *sw)
+{
+	ck_assert_int_eq(write(sw->stop[1], "x", 1), 1);
+	pthread_join(sw->th, NULL);
+	close(sw->stop[0]);
+	close(sw->stop[1]);
 }
 
 #endif

@@ -6,9 +6,6 @@
  */
 #include "tests/api_fixture.h"
 
-#include <poll.h>
-#include <pthread.h>
-
 /* ---- worker ----------------------------------------------------------------- */
 
 START_TEST(test_worker_status)
@@ -111,28 +108,18 @@ END_TEST
 
 /* ---- POST /v1/worker/sweep ------------------------------------------------------ */
 
-/* Plays the daemon's main loop: serves one sweep request on the worker's own thread. */
-static void *serve_one(void *arg)
-{
-	struct pollfd pfd = { .fd = worker_request_fd(arg), .events = POLLIN };
-
-	if (poll(&pfd, 1, 5000) == 1)
-		worker_serve_requests(arg);
-	return NULL;
-}
-
 START_TEST(test_worker_sweep_now)
 {
 	long long t = test_server_ms(c) - 10000; /* ten seconds ago */
-	pthread_t th;
+	struct sweeps sw;
 
 	put_ok("api", "{\"match\":\"/api/*\",\"algorithm\":\"leaky_bucket\",\"capacity\":10,\"rate\":0.1}");
 	lb_admit("/api/a", 10, "0.1", t);
 	lb_admit("/api/a", 10, "0.1", t);
 	lb_admit("/norule", 10, "0.1", t);
-	ck_assert_int_eq(pthread_create(&th, NULL, serve_one, w), 0);
+	sweeps_start(&sw, w);
 	call("POST", "/v1/worker/sweep", NULL);
-	pthread_join(th, NULL);
+	sweeps_stop(&sw);
 	ck_assert_int_eq(res.status, 200);
 	/* 0.1 per second for 10 s: one entry of /api/a; /norule is left alone */
 	ck_assert_int_eq(jint("drain.paths"), 2);

@@ -22,12 +22,9 @@
 
 #include <errno.h>
 #include <math.h>
-#include <poll.h>
-#include <pthread.h>
 #include <regex.h>
 #include <stdarg.h>
 #include <strings.h>
-#include <unistd.h>
 
 #define TOKEN "doc-token"
 #define MAX_OPS 64
@@ -536,41 +533,18 @@ API_FIXTURE void call(struct api *a, const struct request *rq, struct answer *ou
 	cJSON_Delete(res.body);
 }
 
-/* Plays the daemon's main loop: serves sweep requests on the worker's own thread until told to stop. */
-struct server_thread {
-	struct worker *wk;
-	int stop[2]; /* a pipe: readable once the request is answered */
-};
-
-API_FIXTURE void *serve_sweeps(void *arg)
-{
-	struct server_thread *st = arg;
-	struct pollfd pfd[2] = { { .fd = worker_request_fd(st->wk), .events = POLLIN },
-				 { .fd = st->stop[0], .events = POLLIN } };
-
-	while (poll(pfd, 2, 30000) > 0 && !(pfd[1].revents & POLLIN))
-		if (pfd[0].revents & POLLIN)
-			worker_serve_requests(st->wk);
-	return NULL;
-}
-
 /* As call(); with a worker, a thread serves sweep requests meanwhile (POST /v1/worker/sweep). */
 API_FIXTURE void call_serving(struct api *a, struct worker *wk, const struct request *rq, struct answer *out)
 {
-	struct server_thread st = { .wk = wk };
-	pthread_t th;
+	struct sweeps sw;
 
 	if (!wk) {
 		call(a, rq, out);
 		return;
 	}
-	ck_assert_int_eq(pipe(st.stop), 0);
-	ck_assert_int_eq(pthread_create(&th, NULL, serve_sweeps, &st), 0);
+	sweeps_start(&sw, wk);
 	call(a, rq, out);
-	ck_assert_int_eq(write(st.stop[1], "x", 1), 1);
-	pthread_join(th, NULL);
-	close(st.stop[0]);
-	close(st.stop[1]);
+	sweeps_stop(&sw);
 }
 
 /* Does a header schema's pattern (if any) accept `value`? */
