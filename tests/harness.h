@@ -13,8 +13,10 @@
  *   - waiting for a state with a deadline instead of a fixed sleep
  *     (ck_wait_until, test_poll);
  *   - the one HTTP client of the socket tests (test_http, libcurl).
- * Shared fixtures of a family of suites are in tests/api_fixture.h,
- * tests/openapi_fixture.h and tests/script_fixture.h.
+ * The fixture of a family of suites is a header on top of this one:
+ * tests/script_fixture.h (the script suites), tests/api_fixture.h (the admin
+ * API's), tests/openapi_fixture.h (the OpenAPI document's); the last two share
+ * tests/api_objects.h.
  */
 #include <check.h>
 #include <hiredis/hiredis.h>
