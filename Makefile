@@ -94,13 +94,22 @@ $(B)/tests/check_%: $(B)/tests/check_%.o $(TEST_HARNESS) $(B)/daemon/options.o $
 test: deps
 	@$(MAKE) --no-print-directory check-run
 
-# Runs every suite even when one fails, then prints one closing line for all.
+# Forbidden includes between modules, one line per rule (check-run runs it first).
+.PHONY: check-includes
+check-includes:
+	@tools/check_includes.sh
+
+# Runs the include rules, then every suite even when one fails, then prints one
+# closing line for all (the include rules count in it).
 check-run: all $(TEST_BIN)
-	@fail=0; log=$$(mktemp); for t in $(TEST_BIN); do \
+	@fail=0; log=$$(mktemp); \
+	tools/check_includes.sh | tee -a $$log; [ $${PIPESTATUS[0]} -eq 0 ] || fail=1; \
+	for t in $(TEST_BIN); do \
 	  echo "== $$t"; SLUICED=$(B)/bin/sluiced $$t 2>&1 | tee -a $$log; \
 	  [ $${PIPESTATUS[0]} -eq 0 ] || fail=1; \
 	done; \
 	awk -F'[:,] *' '/^[0-9]+%: Checks: /{ n += $$3; f += $$5 + $$7 } \
+	  /^includes: [0-9]+ passed, [0-9]+ failed$$/{ n += $$2 + $$3; f += $$3 } \
 	  END { printf "tests ($(FLAVOUR)): %d passed, %d failed\n", n - f, f }' $$log; \
 	rm -f $$log; exit $$fail
 

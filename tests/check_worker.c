@@ -12,12 +12,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "core/config.h"
 #include "core/layout.h"
 #include "core/rulestore.h"
-#include "core/scripts.h"
 #include "tests/harness.h"
 #include "worker/worker.h"
 
@@ -94,52 +92,15 @@ static void log_rule(const char *name, const char *match, long limit, long windo
 	put_rule(json);
 }
 
-/* Client acquire of a leaky bucket at an explicit time; returns `allowed`. */
+/* Client acquire of a leaky bucket at an explicit time (EVALSHA, as an application calls it); returns `allowed`. */
 static long long lb_acquire(const char *path, long cap, const char *rate, long n, long long now)
 {
-	const struct script_src *s = script_get(SCRIPT_LEAKY_BUCKET);
-	char k1[256], k2[256], capb[24], nb[24], nowb[24];
-	const char *argv[] = { "EVAL", s->body, "3", k1, k2, "sluice:registry:leaky_bucket", path, capb, rate, nb, nowb };
-	size_t lens[11];
-	redisReply *r;
-	long long allowed;
-
-	snprintf(k1, sizeof(k1), "sluice:{%s}:leaky_bucket", path);
-	snprintf(k2, sizeof(k2), "sluice:{%s}:leaky_bucket:meta", path);
-	snprintf(capb, sizeof(capb), "%ld", cap);
-	snprintf(nb, sizeof(nb), "%ld", n);
-	snprintf(nowb, sizeof(nowb), "%lld", now);
-	for (int i = 0; i < 11; i++)
-		lens[i] = strlen(argv[i]);
-	r = redisCommandArgv(C, 11, argv, lens);
-	ck_assert_ptr_nonnull(r);
-	ck_assert_msg(r->type == REDIS_REPLY_ARRAY, "leaky_bucket.lua: %s", r->type == REDIS_REPLY_ERROR ? r->str : "?");
-	allowed = r->element[0]->integer;
-	freeReplyObject(r);
-	return allowed;
+	return test_acquire(C, TEST_EVALSHA, "leaky_bucket", path, now, test_num(cap), rate, test_num(n), NULL);
 }
 
 static long long sl_acquire(const char *path, long limit, long window, long long now)
 {
-	const struct script_src *s = script_get(SCRIPT_SLIDING_LOG);
-	char k1[256], lb[24], wb[24], nowb[24];
-	const char *argv[] = { "EVAL", s->body, "2", k1, "sluice:registry:sliding_log", path, lb, wb, nowb };
-	size_t lens[9];
-	redisReply *r;
-	long long allowed;
-
-	snprintf(k1, sizeof(k1), "sluice:{%s}:sliding_log", path);
-	snprintf(lb, sizeof(lb), "%ld", limit);
-	snprintf(wb, sizeof(wb), "%ld", window);
-	snprintf(nowb, sizeof(nowb), "%lld", now);
-	for (int i = 0; i < 9; i++)
-		lens[i] = strlen(argv[i]);
-	r = redisCommandArgv(C, 9, argv, lens);
-	ck_assert_ptr_nonnull(r);
-	ck_assert_msg(r->type == REDIS_REPLY_ARRAY, "sliding_log.lua: %s", r->type == REDIS_REPLY_ERROR ? r->str : "?");
-	allowed = r->element[0]->integer;
-	freeReplyObject(r);
-	return allowed;
+	return test_acquire(C, TEST_EVALSHA, "sliding_log", path, now, test_num(limit), test_num(window), NULL);
 }
 
 static long long level(const char *path)
@@ -491,34 +452,12 @@ END_TEST
 
 /* ---- sliding counter, fixed window, token bucket ----------------------------------- */
 
-/* One client call of `script` for `path` (its hash key and registry from the default layout). */
+/* One client call of `script` for `path` (its hash key and registry from the default layout, named `kind`). */
 static long long acquire(const char *script, const char *kind, const char *path, const char *a1,
 			 const char *a2, const char *a3, long long now)
 {
-	const struct script_src *s = script_find(script);
-	char key[256], reg[64], nowb[24];
-	const char *argv[10];
-	size_t lens[10];
-	int argc = 0;
-	redisReply *r;
-	long long allowed;
-
-	ck_assert_ptr_nonnull(s);
-	snprintf(key, sizeof(key), "sluice:{%s}:%s", path, kind);
-	snprintf(reg, sizeof(reg), "sluice:registry:%s", kind);
-	snprintf(nowb, sizeof(nowb), "%lld", now);
-	argv[argc++] = "EVAL", argv[argc++] = s->body, argv[argc++] = "2", argv[argc++] = key, argv[argc++] = reg;
-	argv[argc++] = path, argv[argc++] = a1, argv[argc++] = a2;
-	if (a3)
-		argv[argc++] = a3;
-	argv[argc++] = nowb;
-	for (int i = 0; i < argc; i++)
-		lens[i] = strlen(argv[i]);
-	r = redisCommandArgv(C, argc, argv, lens);
-	ck_assert_msg(r && r->type == REDIS_REPLY_ARRAY, "%s: %s", script, r && r->type == REDIS_REPLY_ERROR ? r->str : "?");
-	allowed = r->element[0]->integer;
-	freeReplyObject(r);
-	return allowed;
+	ck_assert_str_eq(kind, script); /* sluice's layouts name the keys after the algorithm */
+	return test_acquire(C, TEST_EVALSHA, script, path, now, a1, a2, a3, NULL);
 }
 
 START_TEST(prune_sliding_counter)
@@ -633,24 +572,10 @@ END_TEST
 /* A worker over sluice's layouts plus the foreign ones given as config JSON. */
 static struct worker *foreign_worker(const char *layouts_json, struct layout **all, size_t *nall)
 {
-	cJSON *arr = cJSON_Parse(layouts_json), *it;
-	struct sl_error err = { 0 };
 	struct worker_config wc = { .redis = &T, .timeout_ms = 1000, .prefix = "sluice:", .batch_size = 3 };
 	struct worker *w;
-	size_t i = 0;
 
-	ck_assert_ptr_nonnull(arr);
-	ck_assert_int_eq(layouts_default("sluice:", all, nall), 0);
-	cJSON_ArrayForEach(it, arr) {
-		struct layout l;
-		char where[16];
-
-		snprintf(where, sizeof(where), "layouts[%zu]", i++);
-		ck_assert_msg(layout_from_json(it, where, &l, &err) == 0, "%s: %s", err.field, err.message);
-		ck_assert_int_eq(layouts_append(all, nall, &l), 0);
-		layout_clear(&l);
-	}
-	cJSON_Delete(arr);
+	test_layouts("sluice:", layouts_json, all, nall);
 	wc.layouts = *all;
 	wc.nlayouts = *nall;
 	w = worker_new(&wc);

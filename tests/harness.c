@@ -1,6 +1,8 @@
 #include "tests/harness.h"
 
+#include "core/layout.h"
 #include "core/log.h"
+#include "core/scripts.h"
 
 #include <arpa/inet.h>
 #include <check.h>
@@ -36,11 +38,51 @@ int test_free_port(void)
 	return port;
 }
 
-static void sleep_ms(long ms)
+long long test_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void test_sleep_ms(long ms)
 {
 	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
 
-	nanosleep(&ts, NULL);
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+long long test_poll(int (*cond)(void *), void *arg, long timeout_ms, long every_ms)
+{
+	long long start = test_now_ms();
+
+	for (;;) {
+		long long waited = test_now_ms() - start;
+
+		if (cond(arg))
+			return waited;
+		if (waited >= timeout_ms)
+			return -1;
+		test_sleep_ms(every_ms);
+	}
+}
+
+void test_wait_step(long long start_ms, long timeout_ms, const char *file, int line, const char *fmt, ...)
+{
+	long long waited = test_now_ms() - start_ms;
+	char msg[512];
+	va_list ap;
+
+	if (waited < timeout_ms) {
+		test_sleep_ms(5);
+		return;
+	}
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	ck_abort_msg("%s:%d: %s (waited %lld ms)", file, line, msg, waited);
 }
 
 static int ping(int port)
@@ -61,6 +103,29 @@ static int ping(int port)
 	return ok;
 }
 
+/* test_poll condition: the server answers PING, or it died (then r->pid is 0). */
+static int answers_or_died(void *arg)
+{
+	struct test_redis *r = arg;
+
+	if (waitpid(r->pid, NULL, WNOHANG) == r->pid) {
+		r->pid = 0;
+		return 1;
+	}
+	return ping(r->port);
+}
+
+/* test_poll condition: the server's process is reaped (then r->pid is 0). */
+static int reaped(void *arg)
+{
+	struct test_redis *r = arg;
+
+	if (waitpid(r->pid, NULL, WNOHANG) != r->pid)
+		return 0;
+	r->pid = 0;
+	return 1;
+}
+
 int test_redis_start(struct test_redis *r)
 {
 	char portstr[16];
@@ -73,8 +138,6 @@ int test_redis_start(struct test_redis *r)
 		return -1;
 	}
 	for (int attempt = 0; attempt < 5; attempt++) {
-		int status;
-
 		r->port = test_free_port();
 		if (r->port <= 0)
 			continue;
@@ -94,16 +157,10 @@ int test_redis_start(struct test_redis *r)
 			fprintf(stderr, "harness: cannot exec redis-server: %s\n", strerror(errno));
 			_exit(127);
 		}
-		for (int i = 0; i < 100; i++) { /* up to 5 s */
-			if (waitpid(r->pid, &status, WNOHANG) == r->pid) {
-				r->pid = 0;
-				break; /* died: port taken or no binary; try again */
-			}
-			if (ping(r->port)) {
-				snprintf(r->url, sizeof(r->url), "redis://127.0.0.1:%d/0", r->port);
-				return 0;
-			}
-			sleep_ms(50);
+		/* up to 5 s for PONG; a server that died (port taken, no binary) is tried again */
+		if (test_poll(answers_or_died, r, 5000, 10) >= 0 && r->pid > 0) {
+			snprintf(r->url, sizeof(r->url), "redis://127.0.0.1:%d/0", r->port);
+			return 0;
 		}
 		if (r->pid > 0) {
 			kill(r->pid, SIGKILL);
@@ -121,13 +178,7 @@ void test_redis_stop(struct test_redis *r)
 
 	if (r->pid > 0) {
 		kill(r->pid, SIGTERM);
-		for (int i = 0; i < 40; i++) {
-			if (waitpid(r->pid, NULL, WNOHANG) == r->pid) {
-				r->pid = 0;
-				break;
-			}
-			sleep_ms(50);
-		}
+		test_poll(reaped, r, 2000, 10);
 		if (r->pid > 0) {
 			kill(r->pid, SIGKILL);
 			waitpid(r->pid, NULL, 0);
@@ -193,6 +244,38 @@ void test_redis_flush(redisContext *c)
 	freeReplyObject(test_cmd(c, "SCRIPT FLUSH"));
 }
 
+struct test_redis test_srv;
+
+void test_srv_start(void)
+{
+	if (test_redis_start(&test_srv) != 0)
+		abort();
+}
+
+void test_srv_stop(void)
+{
+	test_redis_stop(&test_srv);
+}
+
+redisContext *test_srv_connect_flushed(void)
+{
+	redisContext *c = test_redis_connect(&test_srv);
+
+	test_redis_flush(c);
+	return c;
+}
+
+TCase *test_tcase(Suite *s, const char *name, void (*setup)(void), void (*teardown)(void), int timeout_s)
+{
+	TCase *tc = tcase_create(name);
+
+	tcase_add_unchecked_fixture(tc, test_srv_start, test_srv_stop);
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, timeout_s);
+	suite_add_tcase(s, tc);
+	return tc;
+}
+
 long long test_server_ms(redisContext *c)
 {
 	redisReply *r = test_cmd(c, "TIME");
@@ -207,36 +290,145 @@ long long test_server_ms(redisContext *c)
 	return ms;
 }
 
-static const char *key_of(char (*buf)[256], unsigned *next, const char *path, const char *kind)
+const char *test_key(const char *path, const char *kind)
 {
-	char *b = buf[(*next)++ % 4];
+	static char buf[32][256];
+	static unsigned next;
+	char *b = buf[next++ % 32];
 
-	snprintf(b, 256, "sluice:{%s}:%s", path, kind);
+	snprintf(b, sizeof(buf[0]), "sluice:{%s}:%s", path, kind);
 	return b;
 }
 
 const char *test_lb_key(const char *path)
 {
-	static char buf[4][256];
-	static unsigned next;
-
-	return key_of(buf, &next, path, "leaky_bucket");
+	return test_key(path, "leaky_bucket");
 }
 
 const char *test_lb_meta(const char *path)
 {
-	static char buf[4][256];
-	static unsigned next;
-
-	return key_of(buf, &next, path, "leaky_bucket:meta");
+	return test_key(path, "leaky_bucket:meta");
 }
 
 const char *test_sl_key(const char *path)
 {
-	static char buf[4][256];
-	static unsigned next;
+	return test_key(path, "sliding_log");
+}
 
-	return key_of(buf, &next, path, "sliding_log");
+void test_layouts(const char *prefix, const char *json, struct layout **all, size_t *nall)
+{
+	cJSON *arr = json ? cJSON_Parse(json) : NULL, *it;
+	struct sl_error err = { 0 };
+	size_t i = 0;
+
+	ck_assert_msg(!json || cJSON_IsArray(arr), "layouts: not a JSON array: %s", json);
+	ck_assert_int_eq(layouts_default(prefix, all, nall), 0);
+	cJSON_ArrayForEach(it, arr) {
+		struct layout l;
+		char where[24];
+
+		snprintf(where, sizeof(where), "layouts[%zu]", i++);
+		ck_assert_msg(layout_from_json(it, where, &l, &err) == 0, "%s: %s", err.field, err.message);
+		ck_assert_int_eq(layouts_append(all, nall, &l), 0);
+		layout_clear(&l);
+	}
+	cJSON_Delete(arr);
+}
+
+/* ---- scripts ------------------------------------------------------------------ */
+
+const char *test_num(long long v)
+{
+	static char buf[32][24];
+	static unsigned next;
+	char *b = buf[next++ % 32];
+
+	snprintf(b, sizeof(buf[0]), "%lld", v);
+	return b;
+}
+
+/* Room for a script call's arguments: the command, the body or SHA1, numkeys. */
+#define SCRIPT_MAX_ARGS 64
+
+redisReply *test_script_argv(redisContext *c, int how, const char *name, int nkeys, int argc,
+			     const char *const *argv, const size_t *lens)
+{
+	const struct script_src *src = script_find(name);
+	const char *v[SCRIPT_MAX_ARGS + 3];
+	size_t vl[SCRIPT_MAX_ARGS + 3];
+	char sha[41];
+	redisReply *r;
+
+	ck_assert_msg(src != NULL, "lua/%s.lua is not embedded", name);
+	ck_assert_int_le(argc, SCRIPT_MAX_ARGS);
+	if (how == TEST_EVALSHA) {
+		r = test_cmd(c, "SCRIPT LOAD %s", src->body);
+		ck_assert_msg(r->type == REDIS_REPLY_STRING && r->len == 40, "SCRIPT LOAD of %s: %s", name,
+			      r->type == REDIS_REPLY_ERROR ? r->str : "not a SHA1");
+		memcpy(sha, r->str, sizeof(sha));
+		freeReplyObject(r);
+	}
+	v[0] = how == TEST_EVALSHA ? "EVALSHA" : how == TEST_EVAL_RO ? "EVAL_RO" : "EVAL";
+	v[1] = how == TEST_EVALSHA ? sha : src->body;
+	v[2] = test_num(nkeys);
+	for (int i = 0; i < 3; i++)
+		vl[i] = strlen(v[i]);
+	for (int i = 0; i < argc; i++) {
+		v[3 + i] = argv[i];
+		vl[3 + i] = lens ? lens[i] : strlen(argv[i]);
+	}
+	r = redisCommandArgv(c, argc + 3, v, vl);
+	ck_assert_msg(r != NULL, "redis I/O error: %s", c->errstr);
+	return r;
+}
+
+redisReply *test_script(redisContext *c, const char *name, int nkeys, ...)
+{
+	const char *argv[SCRIPT_MAX_ARGS];
+	int argc = 0;
+	const char *a;
+	va_list ap;
+
+	va_start(ap, nkeys);
+	while ((a = va_arg(ap, const char *)) != NULL && argc < SCRIPT_MAX_ARGS)
+		argv[argc++] = a;
+	va_end(ap);
+	return test_script_argv(c, TEST_EVAL, name, nkeys, argc, argv, NULL);
+}
+
+long long test_acquire(redisContext *c, int how, const char *algorithm, const char *path, long long now, ...)
+{
+	const char *argv[SCRIPT_MAX_ARGS];
+	char registry[96];
+	int argc = 0, nkeys;
+	const char *a;
+	va_list ap;
+
+	snprintf(registry, sizeof(registry), "sluice:registry:%s", algorithm);
+	argv[argc++] = test_key(path, algorithm);
+	if (strcmp(algorithm, "leaky_bucket") == 0)
+		argv[argc++] = test_lb_meta(path);
+	argv[argc++] = registry;
+	nkeys = argc;
+	argv[argc++] = path;
+	va_start(ap, now);
+	while ((a = va_arg(ap, const char *)) != NULL && argc < SCRIPT_MAX_ARGS - 1)
+		argv[argc++] = a;
+	va_end(ap);
+	if (now >= 0)
+		argv[argc++] = test_num(now);
+	return test_script_allowed(test_script_argv(c, how, algorithm, nkeys, argc, argv, NULL), algorithm);
+}
+
+long long test_script_allowed(redisReply *r, const char *name)
+{
+	long long allowed;
+
+	ck_assert_msg(r->type == REDIS_REPLY_ARRAY && r->elements >= 1 && r->element[0]->type == REDIS_REPLY_INTEGER,
+		      "%s.lua: %s", name, r->type == REDIS_REPLY_ERROR ? r->str : "not an array of integers");
+	allowed = r->element[0]->integer;
+	freeReplyObject(r);
+	return allowed;
 }
 
 const char *test_show_reply(const redisReply *r, char *buf, size_t cap)

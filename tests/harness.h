@@ -1,13 +1,26 @@
 #ifndef SLUICE_TEST_HARNESS_H
 #define SLUICE_TEST_HARNESS_H
 /*
- * Test harness: a private redis-server on a free loopback port, in a temporary
- * directory, with no persistence.  Start it from an unchecked fixture (once per
- * suite process), FLUSHALL from a checked fixture, stop it in teardown.  The
- * server gets PR_SET_PDEATHSIG, so it dies with the test runner even when the
- * runner is killed.
+ * Test harness, written once for every suite:
+ *   - a private redis-server on a free loopback port, in a temporary
+ *     directory, with no persistence (test_redis_*), and the suites' fixture on
+ *     it (test_srv, test_tcase): started from an unchecked fixture, FLUSHALL
+ *     from a checked one, stopped in teardown.  The server gets
+ *     PR_SET_PDEATHSIG, so it dies with the test runner even when the runner
+ *     is killed;
+ *   - commands and assertions on replies and on the whole keyspace;
+ *   - calls of the embedded Lua scripts by name (test_script*);
+ *   - waiting for a state with a deadline instead of a fixed sleep
+ *     (ck_wait_until, test_poll);
+ *   - the one HTTP client of the socket tests (test_http, libcurl).
+ * The fixture of a family of suites is a header on top of this one:
+ * tests/script_fixture.h (the script suites), tests/api_fixture.h (the admin
+ * API's), tests/openapi_fixture.h (the OpenAPI document's); the last two share
+ * tests/api_objects.h.
  */
+#include <check.h>
 #include <hiredis/hiredis.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -33,15 +46,97 @@ long long test_cmd_int(redisContext *c, const char *fmt, ...);
 /* FLUSHALL and SCRIPT FLUSH. */
 void test_redis_flush(redisContext *c);
 
+/*
+ * The suites' fixture: one server per test case (Check runs an unchecked
+ * fixture once per TCase, in the runner), one connection per test.
+ */
+extern struct test_redis test_srv;
+/* Start test_srv (an unchecked fixture); aborts the runner when it cannot, as nothing could run. */
+void test_srv_start(void);
+void test_srv_stop(void);
+/* A new connection to test_srv, after FLUSHALL and SCRIPT FLUSH (for a checked fixture); the caller frees it. */
+redisContext *test_srv_connect_flushed(void);
+/* A test case named `name` in `s` on test_srv: test_srv_start/stop around it, setup/teardown around each test. */
+TCase *test_tcase(Suite *s, const char *name, void (*setup)(void), void (*teardown)(void), int timeout_s);
+#define TEST_N(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+/* ---- waiting for a state -------------------------------------------------------- */
+
+/* CLOCK_MONOTONIC in ms. */
+long long test_now_ms(void);
+/* Let `ms` of real time pass: only where the passing of time is what a test is about (a TTL, a rate), never to wait for a state. */
+void test_sleep_ms(long ms);
+/*
+ * Poll cond(arg) every `every_ms` until it is nonzero or `timeout_ms` have
+ * passed (checked once more at the deadline).  Returns the ms waited, or -1
+ * on timeout.  For the harness's own waits, which do not fail a test.
+ */
+long long test_poll(int (*cond)(void *), void *arg, long timeout_ms, long every_ms);
+/*
+ * ck_wait_until(cond, timeout_ms, fmt, ...): evaluate `cond` every 5 ms until it
+ * holds; fail the test with the message (and how long it waited) when it still
+ * does not after timeout_ms.  Use it wherever a test waits for something to
+ * happen, instead of a fixed sleep.
+ */
+#define ck_wait_until(cond, timeout_ms, ...)                                               \
+	for (long long wait_start_ = test_now_ms(); !(cond);                                \
+	     test_wait_step(wait_start_, (timeout_ms), __FILE__, __LINE__, __VA_ARGS__))
+/* One step of ck_wait_until: fail once the time is up, else sleep 5 ms. */
+void test_wait_step(long long start_ms, long timeout_ms, const char *file, int line, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+
+/* ---- calling the embedded scripts -------------------------------------------------- */
+
+/* Decimal text of v, in one of 32 rotating static buffers (enough for one call's arguments). */
+const char *test_num(long long v);
+
+/* How test_script_argv sends the call. */
+enum {
+	TEST_EVAL = 0,    /* EVAL <body> */
+	TEST_EVAL_RO = 1, /* EVAL_RO <body>: Redis refuses writes (scripts declared no-writes) */
+	TEST_EVALSHA = 2, /* SCRIPT LOAD, then EVALSHA <sha1>, as applications call the scripts */
+};
+/*
+ * Call the embedded script lua/<name>.lua: `nkeys` KEYS then ARGV, all in
+ * argv[0..argc) (`lens` their byte lengths, or NULL for C strings).  Returns
+ * the reply (an error reply too; the caller frees it); fails the test on an
+ * I/O error or when no such script is embedded.
+ */
+redisReply *test_script_argv(redisContext *c, int how, const char *name, int nkeys, int argc,
+			     const char *const *argv, const size_t *lens);
+/* test_script_argv with TEST_EVAL; the arguments are C strings up to a NULL. */
+redisReply *test_script(redisContext *c, const char *name, int nkeys, ...);
+/* Element 0 of a script's reply (`allowed` of the client scripts); fails the test on an error reply; frees r. */
+long long test_script_allowed(redisReply *r, const char *name);
+/*
+ * One request through the client script of `algorithm` (lua/<algorithm>.lua,
+ * sent as `how` says) for `path` in sluice's layout "sluice:": KEYS its data
+ * key (and the leaky bucket's meta) and its registry; ARGV `path`, the rule's
+ * parameters (and cost) given as strings up to a NULL, and `now` in ms (< 0:
+ * none, the script reads Redis TIME).  Returns `allowed` (1 or 0); fails the
+ * test on an error reply.
+ */
+long long test_acquire(redisContext *c, int how, const char *algorithm, const char *path, long long now, ...);
+
 /* Redis's clock (TIME) in ms: the clock every script and the daemon use. */
 long long test_server_ms(redisContext *c);
 /*
- * sluice's key names for `path` (layout "sluice:"), in one of 4 rotating static
- * buffers each, so a few can be used in one call; paths up to 200 bytes.
+ * sluice's key names for `path` (layout "sluice:"), in one of 32 rotating
+ * static buffers, so the keys of a batch can be used in one call; paths up to
+ * 200 bytes.
  */
+const char *test_key(const char *path, const char *kind); /* sluice:{path}:<kind> */
 const char *test_lb_key(const char *path);   /* sluice:{path}:leaky_bucket */
 const char *test_lb_meta(const char *path);  /* sluice:{path}:leaky_bucket:meta */
 const char *test_sl_key(const char *path);   /* sluice:{path}:sliding_log */
+
+/*
+ * sluice's default layouts (key prefix `prefix`) followed by the foreign
+ * layouts of `json`, a config's "layouts" array (NULL for none); fails the
+ * test on a bad layout.  Free with layouts_free(*all, *nall).
+ */
+struct layout;
+void test_layouts(const char *prefix, const char *json, struct layout **all, size_t *nall);
 
 /* ---- assertions on replies (for the script suites) ---- */
 
@@ -92,7 +187,6 @@ void test_http(int port, const char *method, const char *path, const char *body,
 	       struct test_http_res *h);
 
 /* Standard Check runner main: runs `s`, prints Check's summary, returns the exit code. */
-struct Suite;
-int test_run_suite(struct Suite *s);
+int test_run_suite(Suite *s);
 
 #endif

@@ -1,0 +1,255 @@
+/*
+ * The admin API as a whole (admin/router.c, admin/routes_health.c): the health probes (with Redis away too), routing
+ * (405 with Allow, 404, bad percent-encoding) and the bearer token of writes
+ * and reads.  The fixture and the conventions are tests/api_fixture.h's.
+ */
+#include "tests/api_fixture.h"
+
+/* ---- health ----------------------------------------------------------------- */
+
+START_TEST(test_healthz)
+{
+	get("/healthz");
+	ck_res(200, "{\"status\":\"ok\"}");
+	ck_assert_ptr_null(res.allow);
+}
+END_TEST
+
+START_TEST(test_readyz)
+{
+	get("/readyz");
+	ck_res(200, "{\"status\":\"ready\",\"redis\":\"up\"}");
+}
+END_TEST
+
+START_TEST(test_readyz_redis_down)
+{
+	struct redis_target dead = { 0 };
+	struct sl_error err = { 0 };
+	struct api_config ac = { 0 };
+	struct api *down;
+	char url[64];
+	int port = test_free_port();
+
+	ck_assert_int_gt(port, 0);
+	snprintf(url, sizeof(url), "redis://127.0.0.1:%d/0", port);
+	ck_assert_int_eq(redis_url_parse(url, &dead, &err), 0);
+	ac.redis = &dead;
+	ac.timeout_ms = 500;
+	ac.prefix = PFX;
+	ac.layouts = layouts;
+	ac.nlayouts = nlayouts;
+	down = api_new(&ac);
+	redis_target_clear(&dead);
+	ck_assert_ptr_nonnull(down);
+
+	call_on(down, "GET", "/readyz", NULL, 0, NULL, NULL, NULL);
+	ck_err(503, "redis_unavailable", NULL);
+	ck_assert_msg(strncmp(jstr("error.message"), "redis unavailable", 17) == 0, "%s", res.text);
+	/* again at once (inside the reconnect backoff): still 503 */
+	call_on(down, "GET", "/readyz", NULL, 0, NULL, NULL, NULL);
+	ck_err(503, "redis_unavailable", NULL);
+	/* liveness does not need Redis */
+	call_on(down, "GET", "/healthz", NULL, 0, NULL, NULL, NULL);
+	ck_res(200, "{\"status\":\"ok\"}");
+	/* every Redis-backed route answers 503 */
+	call_on(down, "GET", "/v1/rules", NULL, 0, NULL, NULL, NULL);
+	ck_err(503, "redis_unavailable", NULL);
+	call_on(down, "PUT", "/v1/rules/api", API_BODY, strlen(API_BODY), NULL, NULL, NULL);
+	ck_err(503, "redis_unavailable", NULL);
+	call_on(down, "GET", "/v1/paths/%2Fapi", NULL, 0, NULL, NULL, NULL);
+	ck_err(503, "redis_unavailable", NULL);
+	call_on(down, "GET", "/v1/paths", NULL, 0, NULL, NULL, NULL);
+	ck_err(503, "redis_unavailable", NULL);
+	call_on(down, "POST", "/v1/paths/%2Fapi/reset", NULL, 0, NULL, NULL, NULL);
+	ck_err(503, "redis_unavailable", NULL);
+	/* no worker configured on this api */
+	call_on(down, "GET", "/v1/worker", NULL, 0, NULL, NULL, NULL);
+	ck_err(503, "no_worker", NULL);
+	api_free(down);
+}
+END_TEST
+
+/* ---- routing ---------------------------------------------------------------- */
+
+static const struct {
+	const char *method, *path, *allow;
+} not_allowed[] = {
+	{ "POST", "/v1/rules", "GET" },
+	{ "DELETE", "/v1/rules", "GET" },
+	{ "PUT", "/healthz", "GET" },
+	{ "POST", "/readyz", "GET" },
+	{ "PATCH", "/v1/rules/api", "GET, PUT, DELETE" },
+	{ "POST", "/v1/rules/api", "GET, PUT, DELETE" },
+	{ "POST", "/v1/paths", "GET" },
+	{ "PUT", "/v1/paths/x", "GET" },
+	{ "DELETE", "/v1/paths/x", "GET" },
+	{ "DELETE", "/v1/paths/%2Fapi%2Fusers", "GET" },
+	{ "GET", "/v1/paths/x/reset", "POST" },
+	{ "DELETE", "/v1/paths/x/reset", "POST" },
+	{ "POST", "/v1/worker", "GET" },
+};
+
+START_TEST(test_405)
+{
+	const char *method = not_allowed[_i].method, *path = not_allowed[_i].path;
+	char before[512], after[512];
+
+	rules_snapshot(before, sizeof(before));
+	call(method, path, API_BODY);
+	ck_err(405, "method_not_allowed", NULL);
+	ck_assert_msg(res.allow && strcmp(res.allow, not_allowed[_i].allow) == 0, "%s %s: Allow %s, want %s",
+		      method, path, res.allow ? res.allow : "(null)", not_allowed[_i].allow);
+	rules_snapshot(after, sizeof(after));
+	ck_assert_str_eq(before, after);
+}
+END_TEST
+
+static const char *const unknown_routes[] = {
+	"/v2/rules", "/v1/rules/a/b", "/", "", "/v1", "/v1/", "/v1/rules/", "/v1/nope",
+	"/v1/paths/", "/v1/paths/x/y", "/v1/paths/x/reset/more", "/v1/paths//reset", "/healthz/",
+	"/HEALTHZ", "/v1/worker/x", "/v1/a/b/c/d/e/f/g", "/metrics2",
+};
+
+START_TEST(test_404_routes)
+{
+	get(unknown_routes[_i]);
+	ck_err(404, "not_found", NULL);
+	call("POST", unknown_routes[_i], "{}");
+	ck_err(404, "not_found", NULL);
+}
+END_TEST
+
+START_TEST(test_bad_percent_encoding)
+{
+	get("/v1/paths/%zz");
+	ck_err(400, "invalid_path", NULL);
+	/* not UTF-8 once decoded: a lone continuation byte, an overlong '/', a truncated sequence */
+	get("/v1/paths/%FF");
+	ck_err(400, "invalid_path", NULL);
+	call("POST", "/v1/paths/%C0%AF/reset", NULL);
+	ck_err(400, "invalid_path", NULL);
+	get("/v1/paths/caf%C3");
+	ck_err(400, "invalid_path", NULL);
+	get("/v1/paths/caf%C3%A9"); /* valid UTF-8: no rule, no state */
+	ck_err(404, "not_found", NULL);
+	get("/v1/paths/%2");
+	ck_err(400, "invalid_path", NULL);
+	get("/v1/paths/ab%");
+	ck_err(400, "invalid_path", NULL);
+	call("POST", "/v1/paths/%g0/reset", NULL);
+	ck_err(400, "invalid_path", NULL);
+	get("/v1/rules/%x1");
+	ck_err(400, "invalid_path", NULL);
+}
+END_TEST
+
+/* ---- auth ------------------------------------------------------------------- */
+
+static struct api *api_with_token(const char *token, int auth_reads)
+{
+	return api_make(&target, w, token, auth_reads);
+}
+
+START_TEST(test_auth_writes)
+{
+	struct api *a = api_with_token("s3cret-token", 0);
+	char before[512], after[512];
+
+	rules_snapshot(before, sizeof(before));
+	call_on(a, "PUT", "/v1/rules/api", API_BODY, strlen(API_BODY), NULL, NULL, NULL);
+	ck_err(401, "unauthorized", NULL);
+	ck_assert_int_eq(res.challenge, 1);
+	next_auth = "Bearer s3cret-tokeN";
+	call_on(a, "PUT", "/v1/rules/api", API_BODY, strlen(API_BODY), NULL, NULL, NULL);
+	ck_err(401, "unauthorized", NULL);
+	next_auth = "Bearer s3cret-token-and-more";
+	call_on(a, "PUT", "/v1/rules/api", API_BODY, strlen(API_BODY), NULL, NULL, NULL);
+	ck_err(401, "unauthorized", NULL);
+	next_auth = "Basic s3cret-token";
+	call_on(a, "DELETE", "/v1/rules/api", NULL, 0, NULL, NULL, NULL);
+	ck_err(401, "unauthorized", NULL);
+	next_auth = "s3cret-token";
+	call_on(a, "POST", "/v1/paths/%2Fx/reset", NULL, 0, NULL, NULL, NULL);
+	ck_err(401, "unauthorized", NULL);
+	rules_snapshot(after, sizeof(after));
+	ck_assert_str_eq(before, after); /* nothing reached Redis */
+
+	next_auth = "Bearer s3cret-token";
+	call_on(a, "PUT", "/v1/rules/api", API_BODY, strlen(API_BODY), NULL, NULL, NULL);
+	ck_assert_int_eq(res.status, 201);
+	next_auth = "bearer  s3cret-token \t"; /* the scheme is case-insensitive; whitespace around the token is not part of it */
+	call_on(a, "DELETE", "/v1/rules/api", NULL, 0, NULL, NULL, NULL);
+	ck_assert_int_eq(res.status, 200);
+	/* reads stay open */
+	call_on(a, "GET", "/v1/rules", NULL, 0, NULL, NULL, NULL);
+	ck_assert_int_eq(res.status, 200);
+	/* the refused requests are counted */
+	{
+		struct api_request rq = { .method = "GET", .path = "/metrics" };
+		struct api_response rs;
+
+		api_handle(a, &rq, &rs);
+		ck_assert_ptr_nonnull(strstr(rs.text, "sluice_http_requests_total{route=\"unmatched\",status=\"401\"} 5\n"));
+		free(rs.text);
+	}
+	api_free(a);
+}
+END_TEST
+
+START_TEST(test_auth_reads)
+{
+	struct api *a = api_with_token("t", 1);
+
+	call_on(a, "GET", "/v1/rules", NULL, 0, NULL, NULL, NULL);
+	ck_err(401, "unauthorized", NULL);
+	call_on(a, "GET", "/v1/worker", NULL, 0, NULL, NULL, NULL);
+	ck_err(401, "unauthorized", NULL);
+	call_on(a, "GET", "/healthz", NULL, 0, NULL, NULL, NULL); /* probes stay open */
+	ck_res(200, "{\"status\":\"ok\"}");
+	call_on(a, "GET", "/readyz", NULL, 0, NULL, NULL, NULL);
+	ck_assert_int_eq(res.status, 200);
+	next_auth = "Bearer t";
+	call_on(a, "GET", "/v1/rules", NULL, 0, NULL, NULL, NULL);
+	ck_assert_int_eq(res.status, 200);
+	api_free(a);
+}
+END_TEST
+
+START_TEST(test_token_compare)
+{
+	ck_assert_int_eq(api_token_equal("abc", 3, "abc", 3), 1);
+	ck_assert_int_eq(api_token_equal("abd", 3, "abc", 3), 0);
+	ck_assert_int_eq(api_token_equal("ab", 2, "abc", 3), 0);
+	ck_assert_int_eq(api_token_equal("abcd", 4, "abc", 3), 0);
+	ck_assert_int_eq(api_token_equal("", 0, "abc", 3), 0);
+	ck_assert_int_eq(api_token_equal("ab\0", 3, "abc", 3), 0);
+}
+END_TEST
+
+static Suite *api_suite(void)
+{
+	Suite *s = suite_create("api");
+	TCase *tc;
+
+	tc = test_tcase(s, "health", setup, teardown, 60);
+	tcase_add_test(tc, test_healthz);
+	tcase_add_test(tc, test_readyz);
+	tcase_add_test(tc, test_readyz_redis_down);
+
+	tc = test_tcase(s, "routing", setup, teardown, 60);
+	tcase_add_loop_test(tc, test_405, 0, TEST_N(not_allowed));
+	tcase_add_loop_test(tc, test_404_routes, 0, TEST_N(unknown_routes));
+	tcase_add_test(tc, test_bad_percent_encoding);
+
+	tc = test_tcase(s, "auth", setup, teardown, 60);
+	tcase_add_test(tc, test_auth_writes);
+	tcase_add_test(tc, test_auth_reads);
+	tcase_add_test(tc, test_token_compare);
+	return s;
+}
+
+int main(void)
+{
+	return test_run_suite(api_suite());
+}

@@ -1,0 +1,156 @@
+/*
+ * admin/server.c, the libmicrohttpd server in front of the api, through a real
+ * socket with the harness's HTTP client (libcurl): bodies by length and
+ * chunked, 413 over max_body_bytes, percent-decoding of paths and queries
+ * done once, Allow on 405.  The fixture is tests/api_fixture.h's.
+ */
+#include "tests/api_fixture.h"
+
+#include "admin/server.h"
+
+#include <curl/curl.h>
+
+/* ---- through a real socket ------------------------------------------------- */
+
+#define ck_http(h, st, text)                                                                    \
+	do {                                                                                    \
+		ck_assert_msg((h).status == (st) && strcmp((h).body, (text)) == 0,              \
+			      "got %ld %s, want %d %s", (h).status, (h).body, (st), (text));    \
+		ck_assert_str_eq((h).ctype, "application/json");                                \
+	} while (0)
+
+/* The error code in an HTTP body. */
+static void ck_http_err(const struct test_http_res *h, long status, const char *code, const char *field)
+{
+	cJSON *o = cJSON_Parse(h->body);
+	cJSON *e = cJSON_GetObjectItemCaseSensitive(o, "error");
+	cJSON *cd = cJSON_GetObjectItemCaseSensitive(e, "code"), *f = cJSON_GetObjectItemCaseSensitive(e, "field");
+
+	ck_assert_msg(h->status == status, "status %ld, want %ld: %s", h->status, status, h->body);
+	ck_assert_msg(cJSON_IsString(cd) && strcmp(cd->valuestring, code) == 0, "want code %s: %s", code, h->body);
+	if (field)
+		ck_assert_msg(cJSON_IsString(f) && strcmp(f->valuestring, field) == 0, "want field %s: %s", field,
+			      h->body);
+	ck_assert_str_eq(h->ctype, "application/json");
+	cJSON_Delete(o);
+}
+
+START_TEST(test_server_smoke)
+{
+	struct server_config sc = { 0 };
+	struct api_config ac = { 0 };
+	struct server *s;
+	struct test_http_res h;
+	char err[256] = "", big[4096];
+	int port;
+
+	ck_assert_int_eq(curl_global_init(CURL_GLOBAL_DEFAULT), 0);
+	ac.redis = &target;
+	ac.timeout_ms = 5000;
+	ac.prefix = PFX;
+	ac.layouts = layouts;
+	ac.nlayouts = nlayouts;
+	ac.worker = w;
+	sc.host = "127.0.0.1";
+	sc.port = 0;
+	sc.max_body_bytes = 1024;
+	sc.max_connections = 8;
+	sc.idle_timeout_s = 5;
+	s = server_start(&sc, api_new(&ac), err, sizeof(err));
+	ck_assert_msg(s != NULL, "server_start: %s", err);
+	port = server_port(s);
+	ck_assert_int_gt(port, 0);
+
+	test_http(port, "GET", "/healthz", NULL, 0, &h);
+	ck_http(h, 200, "{\"status\":\"ok\"}");
+	test_http(port, "GET", "/readyz", NULL, 0, &h);
+	ck_http(h, 200, "{\"status\":\"ready\",\"redis\":\"up\"}");
+
+	test_http(port, "PUT", "/v1/rules/api", API_BODY, 0, &h);
+	ck_http(h, 201, API_ECHO);
+	test_http(port, "GET", "/v1/rules/api", NULL, 0, &h);
+	ck_http(h, 200, API_ECHO);
+	test_http(port, "PUT", "/v1/rules/api", API_BODY, TEST_HTTP_CHUNKED, &h); /* same rule */
+	ck_http(h, 200, API_ECHO);
+	test_http(port, "PUT", "/v1/rules/api", "{\"match\":1}", 0, &h);
+	ck_http_err(&h, 400, "invalid_rule", "match");
+
+	/* the encoded slashes reach the API undecoded, and are decoded there once */
+	test_http(port, "GET", "/v1/paths/%2Fapi%2Fusers", NULL, 0, &h);
+	ck_http(h, 200, "{\"path\":\"/api/users\",\"algorithm\":\"leaky_bucket\",\"layout\":\"leaky_bucket\","
+			"\"rule\":\"api\",\"registered\":false,\"count\":0,\"capacity\":10,\"rate\":2,"
+			"\"remaining\":10,\"reset_ms\":0,\"ttl_ms\":-2}");
+	test_http(port, "GET", "/v1/paths/%252Fapi", NULL, 0, &h); /* "%2Fapi" literally: no rule, no state */
+	ck_http_err(&h, 404, "not_found", NULL);
+	test_http(port, "GET", "/v1/paths/%zz", NULL, 0, &h);
+	ck_http_err(&h, 400, "invalid_path", NULL);
+
+	/* query arguments are decoded once */
+	freeReplyObject(test_cmd(c, "SADD %s /api/1 /api/2 /x", LB_REG));
+	test_http(port, "GET", "/v1/paths?match=%2Fapi%2F*&count=1000&cursor=0", NULL, 0, &h);
+	ck_assert_int_eq(h.status, 200);
+	{
+		cJSON *o = cJSON_Parse(h.body);
+
+		ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(o, "paths")), 2);
+		ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(o, "cursor")->valuestring, "0");
+		cJSON_Delete(o);
+	}
+	freeReplyObject(test_cmd(c, "SADD %s %s", SL_REG, "/a b+c"));
+	test_http(port, "GET", "/v1/paths?match=%2Fa+b%2Bc&cursor=1-0", NULL, 0, &h); /* '+' is a space, %2B a '+' */
+	ck_http(h, 200, "{\"paths\":[{\"path\":\"/a b+c\",\"algorithm\":\"sliding_log\",\"layout\":\"sliding_log\","
+			"\"rule\":null,\"registered\":true,\"count\":0,\"limit\":null,\"remaining\":null,\"reset_ms\":null}],\"cursor\":\"0\"}");
+	test_http(port, "GET", "/v1/paths?count=abc", NULL, 0, &h);
+	ck_http_err(&h, 400, "invalid_query", "count");
+
+	/* 405 carries Allow */
+	test_http(port, "DELETE", "/healthz", NULL, 0, &h);
+	ck_http_err(&h, 405, "method_not_allowed", NULL);
+	ck_assert_str_eq(h.allow, "GET");
+	test_http(port, "PATCH", "/v1/rules/api", NULL, 0, &h);
+	ck_http_err(&h, 405, "method_not_allowed", NULL);
+	ck_assert_str_eq(h.allow, "GET, PUT, DELETE");
+	test_http(port, "GET", "/v2", NULL, 0, &h);
+	ck_http_err(&h, 404, "not_found", NULL);
+
+	/* bodies over max_body_bytes: 413, with Content-Length and chunked; nothing stored */
+	memset(big, ' ', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	memcpy(big, API_BODY, strlen(API_BODY));
+	test_http(port, "PUT", "/v1/rules/big", big, 0, &h);
+	ck_http_err(&h, 413, "payload_too_large", NULL);
+	test_http(port, "PUT", "/v1/rules/big", big, TEST_HTTP_CHUNKED, &h);
+	ck_http_err(&h, 413, "payload_too_large", NULL);
+	test_http(port, "PUT", "/v1/rules/big", big, TEST_HTTP_NO_EXPECT, &h);
+	ck_http_err(&h, 413, "payload_too_large", NULL);
+	ck_assert_int_eq(test_cmd_int(c, "HEXISTS %s big", RULES_HASH), 0);
+	/* exactly the limit is fine */
+	big[1024] = '\0';
+	test_http(port, "PUT", "/v1/rules/big", big, 0, &h);
+	ck_assert_int_eq(h.status, 201);
+
+	/* the server still serves after all that */
+	test_http(port, "GET", "/v1/worker", NULL, 0, &h);
+	ck_assert_int_eq(h.status, 200);
+	test_http(port, "DELETE", "/v1/rules/api", NULL, 0, &h);
+	ck_http(h, 200, "{\"deleted\":\"api\"}");
+
+	server_stop(s);
+	curl_global_cleanup();
+}
+END_TEST
+
+static Suite *http_suite(void)
+{
+	Suite *s = suite_create("http");
+	TCase *tc;
+
+	tc = test_tcase(s, "server", setup, teardown, 60);
+	tcase_add_test(tc, test_server_smoke);
+	return s;
+}
+
+int main(void)
+{
+	return test_run_suite(http_suite());
+}

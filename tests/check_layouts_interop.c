@@ -1,0 +1,294 @@
+/*
+ * sluice's worker scripts on keys written the way the seed articles' clients
+ * write them (../shared/seeds/README.md, examples/seeds.json): seed 001's
+ * INCR/EXPIRE counters repaired, seeds 000 and 002's sliding logs and a log
+ * scored in seconds pruned, seed 004's leaky bucket drained at its rate.  The
+ * fixture and helpers are tests/script_fixture.h's.
+ */
+#include "tests/script_fixture.h"
+
+/* ---- interop: keys written the way the seeds' clients write them ------------------ */
+
+/*
+ * Seed 001's fixed window: INCR, then EXPIRE only when the count is 1.  With
+ * `crash`, the client dies between the two calls: the counter has no TTL and,
+ * as EXPIRE is only ever sent for a count of 1, never gets one.  Returns 1
+ * when the client admits the request (count <= limit).
+ */
+static int seed001_hit(const char *key, long long limit, long long window_s, int crash)
+{
+	long long count = test_cmd_int(c, "INCR %s", key);
+
+	if (count == 1 && !crash)
+		freeReplyObject(test_cmd(c, "EXPIRE %s %lld", key, window_s));
+	return count <= limit;
+}
+
+START_TEST(test_seed001_counter_without_ttl_repaired)
+{
+	const char *ok = "rate_limit:healthy", *crashed = "rate_limit:example";
+	redisReply *r;
+	char *before;
+
+	for (int i = 0; i < 3; i++)
+		ck_assert_int_eq(seed001_hit(ok, 3, 60, 0), 1);
+	ck_assert_int_eq(seed001_hit(crashed, 3, 60, 1), 1);
+	for (int i = 2; i <= 3; i++)
+		ck_assert_int_eq(seed001_hit(crashed, 3, 60, 0), 1);
+	/* Over the limit, and no TTL to ever end the window: blocked for good. */
+	for (int i = 4; i <= 6; i++)
+		ck_assert_int_eq(seed001_hit(crashed, 3, 60, 0), 0);
+	ck_assert_int_eq(test_cmd_int(c, "PTTL %s", crashed), -1);
+	ck_reply(fw_state(crashed, "3", "60000", ""), 6, 0, -1, -1);
+
+	/* The repair (Redis TIME): the crashed counter gets the whole window, the
+	 * healthy one keeps its TTL; they have no registry (an absent set). */
+	r = ev("fixed_window_repair", 3, "rate_limit::registry", ok, crashed, "", "healthy", "60000", "example",
+	       "60000", NULL);
+	ck_reply(r, 1, 0, 2, 0);
+	ck_pttl(crashed, 60000);
+	ck_pttl(ok, 60000);
+	ck_cmd("\"6\"", "GET %s", crashed);
+	ck_cmd("\"3\"", "GET %s", ok);
+	r = fw_state(crashed, "3", "60000", "");
+	ck_assert_int_gt(test_elem_int(r, 2), 60000 - SLACK_MS);
+	ck_reply(r, 6, 0, test_elem_int(r, 2), test_elem_int(r, 3));
+	ck_assert_int_eq(test_cmd_int(c, "EXISTS rate_limit::registry"), 0);
+	/* Idempotent. */
+	before = test_snapshot(c);
+	r = ev("fixed_window_repair", 3, "rate_limit::registry", ok, crashed, "", "healthy", "60000", "example",
+	       "60000", NULL);
+	ck_reply(r, 0, 0, 2, 0);
+	ck_snapshot_same(before);
+	free(before);
+}
+END_TEST
+
+START_TEST(test_seed001_repaired_counter_lets_the_client_in)
+{
+	const char *key = "rate_limit:login";
+	long long t0;
+
+	ck_assert_int_eq(seed001_hit(key, 1, 1, 1), 1);
+	ck_assert_int_eq(seed001_hit(key, 1, 1, 0), 0);
+	/* A 200 ms window, in real time. */
+	ck_reply(ev("fixed_window_repair", 2, "rate_limit::registry", key, "", "login", "200", NULL), 1, 0, 1, 0);
+	ck_assert_int_le(test_cmd_int(c, "PTTL %s", key), 200);
+	ck_assert_int_eq(seed001_hit(key, 1, 1, 0), 0); /* still in its window */
+	t0 = test_now_ms();
+	ck_wait_until(test_cmd_int(c, "EXISTS %s", key) == 0, 3000, "%s has not expired", key);
+	ck_assert_int_ge(test_now_ms() - t0, 100); /* it lived out its window */
+	/* The window is over: the client's next INCR starts a new one. */
+	ck_assert_int_eq(seed001_hit(key, 1, 1, 0), 1);
+	ck_assert_int_gt(test_cmd_int(c, "PTTL %s", key), 0);
+}
+END_TEST
+
+/* Seed 000's check: drop scores <= now - window, count, add `now` as both
+ * score and member (so one ms counts once); no registry. */
+static int seed000_hit(const char *key, long long limit, long long window, long long now)
+{
+	long long count;
+
+	freeReplyObject(test_cmd(c, "ZREMRANGEBYSCORE %s 0 %lld", key, now - window));
+	count = test_cmd_int(c, "ZCARD %s", key);
+	if (count >= limit)
+		return 0;
+	freeReplyObject(test_cmd(c, "ZADD %s %lld %lld", key, now, now));
+	return 1;
+}
+
+START_TEST(test_seed000_log_pruned)
+{
+	const char *key = "limit:user1:/api/orders", *copy = "limit:user1:/api/orders:copy";
+
+	ck_assert_int_eq(seed000_hit(key, 5, 1000, 1000), 1);
+	ck_assert_int_eq(seed000_hit(key, 5, 1000, 1000), 1); /* the same member: counted once */
+	ck_assert_int_eq(seed000_hit(key, 5, 1000, 1200), 1);
+	ck_assert_int_eq(seed000_hit(key, 5, 1000, 1700), 1);
+	ck_cmd("{\"1000\", \"1000\", \"1200\", \"1200\", \"1700\", \"1700\"}", "ZRANGE %s 0 -1 WITHSCORES", key);
+	freeReplyObject(test_cmd(c, "ZUNIONSTORE %s 1 %s", copy, key));
+	/* The prune removes exactly what the client itself removes at that now. */
+	ck_reply(prune_unit("limit::registry", key, "user1:/api/orders", "1000", 1999, "ms"), 0, 0, 1, 0);
+	ck_reply(prune_unit("limit::registry", key, "user1:/api/orders", "1000", 2000, "ms"), 1, 0, 1, 0);
+	freeReplyObject(test_cmd(c, "ZREMRANGEBYSCORE %s 0 1000", copy));
+	ck_cmd("{\"1200\", \"1200\", \"1700\", \"1700\"}", "ZRANGE %s 0 -1 WITHSCORES", key);
+	ck_cmd("{\"1200\", \"1200\", \"1700\", \"1700\"}", "ZRANGE %s 0 -1 WITHSCORES", copy);
+	/* Nobody calls any more: the prune empties it (Redis deletes the key). */
+	ck_reply(prune_unit("limit::registry", key, "user1:/api/orders", "1000", 2700, "ms"), 2, 0, 1, 0);
+	ck_assert_int_eq(test_cmd_int(c, "EXISTS %s", key), 0);
+	ck_assert_int_eq(test_cmd_int(c, "EXISTS limit::registry"), 0);
+}
+END_TEST
+
+/* Seed 002's atomic version: add the request (member = UUID), then drop
+ * scores <= now - window, count, and refuse when over the limit; the refused
+ * request stays in the log. */
+static int seed002_hit(const char *key, long long limit, long long window_s, long long now, const char *uuid)
+{
+	long long count;
+
+	freeReplyObject(test_cmd(c, "ZADD %s %lld %s", key, now, uuid));
+	freeReplyObject(test_cmd(c, "ZREMRANGEBYSCORE %s 0 %lld", key, now - window_s * 1000));
+	count = test_cmd_int(c, "ZCARD %s", key);
+	return count <= limit;
+}
+
+START_TEST(test_seed002_log_pruned)
+{
+	const char *key = "rate_limit:api-key-7";
+
+	ck_assert_int_eq(seed002_hit(key, 2, 1, 1000, "5f0c6a3e-8d1b-4c7a-9e2f-0a1b2c3d4e5f"), 1);
+	ck_assert_int_eq(seed002_hit(key, 2, 1, 1000, "a9d2e4f1-3b5c-4d6e-8f70-1a2b3c4d5e6f"), 1);
+	ck_assert_int_eq(seed002_hit(key, 2, 1, 1500, "0b1c2d3e-4f50-4617-8293-a4b5c6d7e8f9"), 0);
+	ck_assert_int_eq(seed002_hit(key, 2, 1, 1600, "c0ffee00-1234-4abc-9def-0123456789ab"), 0);
+	ck_assert_int_eq(zcard(key), 4);
+	/* Window 1 s = 1000 ms, scores in ms: at 2000 the two of 1000 go. */
+	ck_reply(prune_unit("rate_limit::registry", key, "api-key-7", "1000", 1999, "ms"), 0, 0, 1, 0);
+	ck_reply(prune_unit("rate_limit::registry", key, "api-key-7", "1000", 2000, "ms"), 2, 0, 1, 0);
+	ck_cmd("{\"0b1c2d3e-4f50-4617-8293-a4b5c6d7e8f9\", \"c0ffee00-1234-4abc-9def-0123456789ab\"}",
+	       "ZRANGE %s 0 -1", key);
+	ck_reply(prune_unit("rate_limit::registry", key, "api-key-7", "1000", 2600, "ms"), 2, 0, 1, 0);
+	ck_assert_int_eq(test_cmd_int(c, "EXISTS %s", key), 0);
+}
+END_TEST
+
+START_TEST(test_log_in_seconds_pruned)
+{
+	/* A limiter that scores in seconds (fractions allowed), with a registry. */
+	const char *key = "ratelimit:s:/p";
+
+	freeReplyObject(test_cmd(c, "ZADD %s 9.001 a 9.5 b 10 c 10.999 d", key));
+	freeReplyObject(test_cmd(c, "SADD ratelimit:s:paths /p"));
+	ck_reply(prune_unit("ratelimit:s:paths", key, "/p", "1000", 10000, "s"), 0, 0, 1, 0);
+	/* 10001 - 1000 ms = 9.001 s: that score is gone (<=), exactly. */
+	ck_reply(prune_unit("ratelimit:s:paths", key, "/p", "1000", 10001, "s"), 1, 0, 1, 0);
+	ck_reply(prune_unit("ratelimit:s:paths", key, "/p", "1000", 10499, "s"), 0, 0, 1, 0);
+	ck_reply(prune_unit("ratelimit:s:paths", key, "/p", "1000", 10500, "s"), 1, 0, 1, 0);
+	ck_cmd("{\"c\", \"d\"}", "ZRANGE %s 0 -1", key);
+	ck_reply(prune_unit("ratelimit:s:paths", key, "/p", "1000", 11998, "s"), 1, 0, 1, 0);
+	ck_reply(prune_unit("ratelimit:s:paths", key, "/p", "1000", 11999, "s"), 1, 1, 1, 0);
+	ck_assert_int_eq(test_cmd_int(c, "EXISTS %s ratelimit:s:paths", key), 0);
+	/* Today's clock in seconds needs all 17 digits of the cut-off. */
+	freeReplyObject(test_cmd(c, "ZADD %s 1700000000.001 a 1700000000.002 b 1700000000.5 c", key));
+	ck_reply(prune_unit("ratelimit:s:paths", key, "/p", "60000", 1700000060000LL, "s"), 0, 0, 1, 0);
+	ck_reply(prune_unit("ratelimit:s:paths", key, "/p", "60000", 1700000060001LL, "s"), 1, 0, 1, 0);
+	ck_reply(prune_unit("ratelimit:s:paths", key, "/p", "60000", 1700000060002LL, "s"), 1, 0, 1, 0);
+	ck_reply(prune_unit("ratelimit:s:paths", key, "/p", "60000", 1700000060499LL, "s"), 0, 0, 1, 0);
+	ck_reply(prune_unit("ratelimit:s:paths", key, "/p", "60000", 1700000060500LL, "s"), 1, 0, 1, 0);
+	/* Read as ms, the same log would have lost everything at once. */
+	freeReplyObject(test_cmd(c, "ZADD %s 9.001 a 9.5 b", key));
+	ck_reply(prune_unit("ratelimit:s:paths", key, "/p", "1000", 1011, "ms"), 2, 0, 1, 0);
+}
+END_TEST
+
+/*
+ * Seed 004's leaky bucket: the client adds `now` (score = member = ms) to
+ * LeakyBucket:<path> while ZCARD < capacity, and puts the path in
+ * LeakyBucket::pathSet.  sluiced drains it with leaky_bucket_drain.lua and a
+ * meta hash of its own, {LeakyBucket:<path>}:meta (the same slot).  A client
+ * that keeps knocking (every 10 ms) is admitted exactly as often as the drain
+ * leaks: floor(rate * busy time) entries, whatever the tick.
+ */
+struct seed004_case {
+	const char *rate;
+	long long rate_num, rate_den; /* rate = num / den per second */
+	long long tick_ms;
+	long long until;
+};
+
+static const struct seed004_case seed004_cases[] = {
+	{ "1", 1, 1, 250, 10000 },     /* the article's own rule: 10, 1 per second */
+	{ "1", 1, 1, 1000, 10000 },    /* ticking once a second, as its leakWater does */
+	{ "2.5", 5, 2, 100, 10000 },   { "2.5", 5, 2, 1000, 10000 }, { "0.5", 1, 2, 300, 10000 },
+	{ "0.16666666666666666", 1, 6, 370, 30000 },
+};
+
+static int seed004_hit(const char *key, const char *reg, const char *path, long long cap, long long now)
+{
+	freeReplyObject(test_cmd(c, "SADD %s %s", reg, path));
+	if (test_cmd_int(c, "ZCARD %s", key) >= cap)
+		return 0;
+	freeReplyObject(test_cmd(c, "ZADD %s %lld %lld", key, now, now));
+	return 1;
+}
+
+START_TEST(test_seed004_leaky_bucket_drained_at_rate)
+{
+	const struct seed004_case *sc4 = &seed004_cases[_i];
+	const char *key = "LeakyBucket:/test", *meta = "{LeakyBucket:/test}:meta";
+	const char *reg = "LeakyBucket::pathSet", *path = "/test";
+	const long long cap = 10, first_tick = 100;
+	long long admitted = 0, leaked = 0, last_tick = first_tick;
+
+	for (long long t = 0; t <= sc4->until; t += 10) {
+		if (t >= first_tick && (t - first_tick) % sc4->tick_ms == 0) {
+			redisReply *r;
+
+			/* Before the tick the client has taken every slot that leaked. */
+			if (t > first_tick)
+				ck_assert_int_eq(zcard(key), cap);
+			ck_assert_int_eq(admitted - cap, leaked);
+			r = ev("leaky_bucket_drain", 3, reg, key, meta, num(t), path, sc4->rate, NULL);
+			leaked += test_elem_int(r, 0);
+			ck_assert_int_eq(test_elem_int(r, 1), 0);
+			freeReplyObject(r);
+			/* The meter: floor(rate * busy time) since the first tick. */
+			ck_assert_msg(leaked == sc4->rate_num * (t - first_tick) / (sc4->rate_den * 1000),
+				      "rate %s, tick %lld: %lld leaked by %lld", sc4->rate, sc4->tick_ms, leaked, t);
+			last_tick = t;
+		}
+		admitted += seed004_hit(key, reg, path, cap, t);
+	}
+	ck_assert_int_eq(admitted - cap, sc4->rate_num * (last_tick - first_tick) / (sc4->rate_den * 1000));
+	ck_assert_int_gt(leaked, 0);
+	ck_assert_int_eq(in_set(reg, path), 1);
+	ck_assert_int_eq(test_cmd_int(c, "HEXISTS %s last", meta), 1);
+}
+END_TEST
+
+START_TEST(test_seed004_admissions_at_the_leak_times)
+{
+	/* Rate 1, drained every 250 ms from 100: a leak at 1100, 2100, ...; the
+	 * knocking client gets in at exactly those instants and at no other. */
+	const char *key = "LeakyBucket:/t", *meta = "{LeakyBucket:/t}:meta", *reg = "LeakyBucket::pathSet";
+	long long got[16], n = 0;
+
+	for (long long t = 0; t <= 5000; t += 10) {
+		if (t >= 100 && (t - 100) % 250 == 0)
+			freeReplyObject(ev("leaky_bucket_drain", 3, reg, key, meta, num(t), "/t", "1", NULL));
+		if (seed004_hit(key, reg, "/t", 10, t) && t >= 100) {
+			ck_assert_int_lt(n, 16);
+			got[n++] = t;
+		}
+	}
+	ck_assert_int_eq(n, 4);
+	for (long long i = 0; i < n; i++)
+		ck_assert_int_eq(got[i], 1100 + 1000 * i);
+	/* The oldest went first: what is left is 40..90 and the four late ones. */
+	ck_cmd("{\"40\", \"50\", \"60\", \"70\", \"80\", \"90\", \"1100\", \"2100\", \"3100\", \"4100\"}",
+	       "ZRANGE %s 0 -1", key);
+	ck_cmd("{\"4100\", \"0\"}", "HMGET %s last carry", meta);
+}
+END_TEST
+
+static Suite *layouts_interop_suite(void)
+{
+	Suite *s = suite_create("layouts_interop");
+	TCase *tc;
+
+	tc = test_tcase(s, "interop", setup, teardown, 120);
+	tcase_add_test(tc, test_seed001_counter_without_ttl_repaired);
+	tcase_add_test(tc, test_seed001_repaired_counter_lets_the_client_in);
+	tcase_add_test(tc, test_seed000_log_pruned);
+	tcase_add_test(tc, test_seed002_log_pruned);
+	tcase_add_test(tc, test_log_in_seconds_pruned);
+	tcase_add_loop_test(tc, test_seed004_leaky_bucket_drained_at_rate, 0, TEST_N(seed004_cases));
+	tcase_add_test(tc, test_seed004_admissions_at_the_leak_times);
+	return s;
+}
+
+int main(void)
+{
+	return test_run_suite(layouts_interop_suite());
+}
