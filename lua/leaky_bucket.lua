@@ -102,9 +102,18 @@ if level == 0 then
   redis.call('DEL', meta) -- time spent empty earns no credit
   last, carry = nil, 0
 elseif not last then
-  -- written by a limiter that keeps no meta: start accounting now
+  -- written by a limiter that keeps no meta: start accounting now.  The meta
+  -- expires when the bucket would be drained (+1 s), as the drain's does: a
+  -- refused request adds no TTL of its own, and a meta without one would
+  -- outlive the bucket (the path is not registered, so nothing removes it).
   last, carry = t, 0
   redis.call('HSET', meta, 'last', fmt_int(t), 'carry', '0')
+  local ttl = math.ceil(level * 1000 / rate) + 1001
+  if ttl >= MAX_INT then
+    redis.call('PERSIST', meta)
+  else
+    redis.call('PEXPIRE', meta, fmt_int(ttl))
+  end
 else
   local due = rate * (t - last) / 1000 + carry
   local k = math.floor(due + EPS)

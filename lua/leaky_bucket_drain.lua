@@ -107,8 +107,15 @@ for i = 1, nb do
         -- meta expires when the bucket would be drained (+1 s), so a daemon that
         -- stops for good leaves nothing behind; if the client refills meanwhile,
         -- accounting simply starts again.
+        -- (Drained in 2^53 ms or more: no TTL, rather than one that %d
+        -- turns negative, deleting the meta just written.)
         redis.call('HSET', meta, 'last', fmt_int(t), 'carry', '0')
-        redis.call('PEXPIRE', meta, fmt_int(math.ceil(level * 1000 / rate) + 1001))
+        local ttl = math.ceil(level * 1000 / rate) + 1001
+        if ttl >= MAX_INT then
+          redis.call('PERSIST', meta)
+        else
+          redis.call('PEXPIRE', meta, fmt_int(ttl))
+        end
       elseif k >= level then
         redis.call('DEL', bucket, meta) -- emptied: no credit carries over
         drained = drained + level
