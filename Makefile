@@ -73,8 +73,7 @@ build/lua-assemble: tools/lua_assemble.c
 # Every script depends on every fragment: 16 small files, rebuilt in a blink.
 build/lua/%.lua: lua/%.lua $(LUA_LIB) build/lua-assemble
 	@mkdir -p $(dir $@)
-	build/lua-assemble $< > $@.tmp || { rm -f $@.tmp; exit 1; }
-	mv -f $@.tmp $@
+	build/lua-assemble $< > $@.$$$$.tmp || { rm -f $@.$$$$.tmp; exit 1; }; mv -f $@.$$$$.tmp $@
 
 lua: $(LUA)
 
