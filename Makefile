@@ -5,6 +5,7 @@
 #   make asan       the same suites built with ASan + UBSan (objects in build/asan)
 #   make run        private redis-server + example config + sluiced in the foreground
 #   make bench      drain-sweep and memory benchmarks (figures, not pass/fail)
+#   make lua        assemble the Lua scripts into build/lua/ (lua/README.md)
 #   make install    PREFIX=/usr/local DESTDIR= : binary, Lua scripts, example config
 #   make deps       install the Debian packages, or name the command to run
 
@@ -39,14 +40,19 @@ TEST_CFLAGS = $(shell pkg-config --cflags $(TESTPKGS) 2>/dev/null)
 TEST_LIBS   = $(shell pkg-config --libs $(TESTPKGS) 2>/dev/null)
 LDLIBS     = $(PKG_LIBS) -lpthread -lm
 
-LUA      := $(sort $(wildcard lua/*.lua))
+# Lua: each script source lua/<name>.lua and the fragments it names in lua/lib/
+# are assembled into one self-contained build/lua/<name>.lua, which is what is
+# embedded, tested and installed.
+LUA_SRC  := $(sort $(wildcard lua/*.lua))
+LUA_LIB  := $(sort $(wildcard lua/lib/*.lua))
+LUA      := $(LUA_SRC:lua/%=build/lua/%)
 LIB_SRC  := $(sort $(wildcard core/*.c core/alg/*.c scheduler/*.c worker/*.c admin/*.c))
 LIB_OBJ  := $(LIB_SRC:%.c=$(B)/%.o) $(B)/gen/scripts_gen.o
 TEST_SRC := $(sort $(wildcard tests/check_*.c))
 TEST_BIN := $(TEST_SRC:tests/%.c=$(B)/tests/%)
 TEST_HARNESS := $(B)/tests/harness.o
 
-.PHONY: all test asan run bench install uninstall clean deps check-deps check-run
+.PHONY: all test asan run bench install uninstall clean deps check-deps check-run lua check-lua
 # keep every object (the test objects are intermediates of a pattern chain)
 .SECONDARY:
 .DEFAULT_GOAL := all
@@ -63,7 +69,23 @@ $(B)/%.o: %.c | check-deps
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(PKG_CFLAGS) -c $< -o $@
 
-# Lua scripts are embedded as byte arrays by a generator built for the host.
+# Lua scripts are assembled from their fragments, then embedded as byte arrays,
+# by tools built for the host.
+build/lua-assemble: tools/lua_assemble.c
+	@mkdir -p build
+	$(CC) -std=c11 -Wall -Wextra -O1 $< -o $@
+
+# Every script depends on every fragment: 16 small files, rebuilt in a blink.
+build/lua/%.lua: lua/%.lua $(LUA_LIB) build/lua-assemble
+	@mkdir -p $(dir $@)
+	build/lua-assemble $< > $@.$$$$.tmp || { rm -f $@.$$$$.tmp; exit 1; }; mv -f $@.$$$$.tmp $@
+
+lua: $(LUA)
+
+# The assembler's errors (missing fragment, cycle, bad directive) on scratch trees.
+check-lua: build/lua-assemble
+	@tools/lua_assemble_test.sh build/lua-assemble
+
 build/embed-lua: tools/embed_lua.c
 	@mkdir -p build
 	$(CC) -std=c11 -Wall -Wextra -O1 $< -o $@
@@ -101,7 +123,7 @@ check-includes:
 
 # Runs the include rules, then every suite even when one fails, then prints one
 # closing line for all (the include rules count in it).
-check-run: all $(TEST_BIN)
+check-run: all $(TEST_BIN) check-lua
 	@fail=0; log=$$(mktemp); \
 	tools/check_includes.sh | tee -a $$log; [ $${PIPESTATUS[0]} -eq 0 ] || fail=1; \
 	for t in $(TEST_BIN); do \
@@ -137,7 +159,7 @@ $(B)/bench/drain_bench: $(B)/bench/drain_bench.o $(B)/libsluice.a
 # Before any compile (order-only, so nothing rebuilds for it), in a recipe and
 # not when the Makefile is read, so `make deps`, `make test` and `make run` can
 # install the packages first: pkg-config names what is missing.
-.PHONY: check-test-deps
+.PHONY: check-deps check-test-deps
 check-deps:
 	@pkg-config --print-errors --exists $(PKGS) || \
 	  { echo "Makefile: missing packages (above); 'make deps' installs them" >&2; exit 1; }
@@ -149,7 +171,7 @@ check-test-deps: check-deps
 deps:
 	@tools/deps.sh
 
-install: $(B)/bin/sluiced
+install: $(B)/bin/sluiced $(LUA)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/sluice/lua \
 	           $(DESTDIR)$(PREFIX)/share/doc/sluice/examples
 	install -m 0755 $(B)/bin/sluiced $(DESTDIR)$(PREFIX)/bin/sluiced

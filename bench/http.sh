@@ -251,7 +251,7 @@ fill_users() {
 	local code
 	code=$(curl -s -o /dev/null -w '%{http_code}' -X POST "http://127.0.0.1:$SLUICED_PORT/v1/paths/$PATH_ENC/reset")
 	[ "$code" = 200 ] || die "POST /v1/paths/$PATH_ENC/reset answered $code"
-	redis-cli -h 127.0.0.1 -p "$REDIS_PORT" --eval "$ROOT/lua/leaky_bucket.lua" \
+	redis-cli -h 127.0.0.1 -p "$REDIS_PORT" --eval "$ROOT/build/lua/leaky_bucket.lua" \
 		'sluice:{/api/users}:leaky_bucket' 'sluice:{/api/users}:leaky_bucket:meta' \
 		sluice:registry:leaky_bucket , /api/users 60 1 20 >"$TMP/fill.out" ||
 		die "leaky_bucket.lua failed: $(cat "$TMP/fill.out")"

@@ -14,130 +14,28 @@
 -- The leak is a meter: a non-empty bucket loses floor(rate * busy_ms / 1000)
 -- entries, oldest first, computed over the whole span since `last` and keeping
 -- the fraction in `carry`, so the result does not depend on how often (or by
--- whom: this script, the drain, several daemons) it is applied.  The same leak
--- code is in leaky_bucket_drain.lua and leaky_bucket_state.lua: keep the three
--- identical.  An empty bucket earns no credit (its meta is deleted).
+-- whom: this script, the drain, several daemons) it is applied: lib/leak.lua,
+-- shared with leaky_bucket_drain.lua and leaky_bucket_state.lua.  An empty
+-- bucket earns no credit (its meta is deleted).
 
--- rate * ms / 1000 + carry is not exact in binary: at 10/60 per s, a leak at
--- 6007 ms then one at 12000 ms sums to 0.9999999999999998 for the second
--- entry.  EPS makes such a sum count as the whole entry it stands for.
+--@include lib/bucket.lua
+--@include lib/leak.lua
+
 local GRACE_MS = 1000 -- see the TTL below
 local MAX_N = 100000 -- cost of one request, in entries
-local EPS = 1e-9
--- 2^53: the largest range where a Lua number (a double) holds every integer.
-local MAX_INT = 9007199254740992
 
-local function fail(field, what)
-  return redis.error_reply('ERR sluice: ' .. field .. ' must be ' .. what)
-end
-
--- Decimal digits only (no sign, exponent, hex or blanks), min <= v < 2^53
--- (a longer number would round: 2^53 + 1 reads as 2^53).
-local function int_arg(s, min)
-  if type(s) ~= 'string' or not s:find('^%d+$') then return nil end
-  local v = tonumber(s)
-  if v < min or v >= MAX_INT then return nil end
-  return v
-end
-
--- A finite decimal number > 0 ("inf", "nan" and hex are refused).
-local function rate_arg(s)
-  if type(s) ~= 'string' or not s:find('^[%d%.eE%+%-]+$') then return nil end
-  local v = tonumber(s)
-  if not v or not (v > 0) or v >= math.huge then return nil end
-  return v
-end
-
--- A stored number, or nil when absent or not a finite number >= 0.
-local function stored(s)
-  local v = tonumber(s)
-  if not v or v ~= v or v < 0 or v >= math.huge then return nil end
-  return v
-end
-
-local function fmt_int(v) return string.format('%d', v) end
-
-if #KEYS ~= 3 then
-  return redis.error_reply('ERR sluice: leaky_bucket takes 3 KEYS (bucket, meta, registry)')
-end
+if #KEYS ~= 3 then return usage('leaky_bucket takes 3 KEYS (bucket, meta, registry)') end
 local bucket, meta, registry = KEYS[1], KEYS[2], KEYS[3]
-local path = ARGV[1]
-if type(path) ~= 'string' or path == '' then return fail('path', 'a non-empty string') end
-local capacity = int_arg(ARGV[2], 1)
-if not capacity then return fail('capacity', 'an integer from 1 to 2^53-1') end
-local rate = rate_arg(ARGV[3])
-if not rate then return fail('rate', 'a finite number > 0 (entries per second)') end
-local n = 1
-if ARGV[4] ~= nil and ARGV[4] ~= '' then
-  n = int_arg(ARGV[4], 1)
-  -- one sorted-set member per unit: a cap keeps one call from filling Redis
-  if not n or n > MAX_N then return fail('n', 'an integer from 1 to ' .. MAX_N) end
-end
-local now
-if ARGV[5] == nil or ARGV[5] == '' then
-  local tm = redis.call('TIME')
-  now = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
-else
-  now = int_arg(ARGV[5], 0)
-  if not now then return fail('now', 'an integer from 0 to 2^53-1 (ms)') end
-end
+-- n is capped: one sorted-set member per unit, so one call cannot fill Redis.
+local path, capacity, rate, n, now, err = arg_bucket_call(ARGV, 'entries', MAX_N)
+if err then return err end
 
--- ---- leak (identical in leaky_bucket_drain.lua, leaky_bucket_state.lua) ----
 local level = redis.call('ZCARD', bucket)
-local m = redis.call('HMGET', meta, 'last', 'carry')
-local last, carry = stored(m[1]), stored(m[2]) or 0
-if carry >= 1 then carry = 0 end
--- Stored time never moves backward: a caller behind `last` is served at `last`.
-local t = now
-if last and last > t then t = last end
+local last, carry, t = leak_read(redis.call('HMGET', meta, 'last', 'carry'), now)
+level, last, carry = leak(bucket, meta, level, last, carry, rate, t)
 
--- Entries leaked dt ms after `last`: the leak below and every answer derived
--- from it (retry_after, reset_ms, the TTL) use this same arithmetic, so they
--- agree to the ms.
-local function leaked(dt)
-  return math.floor(rate * dt / 1000 + carry + EPS)
-end
-
-if level == 0 then
-  redis.call('DEL', meta) -- time spent empty earns no credit
-  last, carry = nil, 0
-elseif not last then
-  -- written by a limiter that keeps no meta: start accounting now
-  last, carry = t, 0
-  redis.call('HSET', meta, 'last', fmt_int(t), 'carry', '0')
-else
-  local due = rate * (t - last) / 1000 + carry
-  local k = math.floor(due + EPS)
-  if k >= level then
-    redis.call('DEL', bucket, meta) -- emptied: no credit carries over
-    level, last, carry = 0, nil, 0
-  elseif k > 0 then
-    redis.call('ZREMRANGEBYRANK', bucket, '0', fmt_int(k - 1)) -- oldest first
-    level, last, carry = level - k, t, math.max(0, due - k)
-    redis.call('HSET', meta, 'last', fmt_int(t), 'carry', string.format('%.17g', carry))
-  end
-  -- k == 0: write nothing; the next call recomputes from the same `last`.
-end
--- ---- end of leak ----
-
--- Smallest whole ms x >= 0 after `last` at which `want` entries have leaked.
--- The closed form is a division where the leak multiplies, so it could round
--- the other way (no case found in a million samples); the steps check it on
--- leaked() itself, so a client that waits exactly that long is admitted.
-local function ms_until(want)
-  local x = math.ceil((want - carry - EPS) * 1000 / rate)
-  if x ~= x or x >= MAX_INT then return MAX_INT end
-  if x < 0 then x = 0 end
-  for _ = 1, 8 do
-    if leaked(x) >= want then break end
-    x = x + 1
-  end
-  for _ = 1, 8 do
-    if x == 0 or leaked(x - 1) < want then break end
-    x = x - 1
-  end
-  return x
-end
+-- ms after `last` until `want` entries have leaked (retry_after, reset_ms, TTL).
+local function ms_until(want) return leak_ms_until(rate, carry, want) end
 
 local allowed, retry_after = 0, 0
 if n > capacity then
@@ -174,19 +72,13 @@ elseif level + n <= capacity then
   -- `now` (not t, which may be later), + 1 ms for the expiry clock's rounding,
   -- + GRACE_MS so that a running sluiced drains (and counts) the last entries
   -- before Redis expires the key; an expired bucket reads the same as a drained one.
+  -- (Drains in more than 2^53 ms: never expire.)
   local ttl = last + ms_until(level) - now + 1 + GRACE_MS
-  if ttl >= MAX_INT then
-    redis.call('PERSIST', bucket) -- drains in more than 2^53 ms: never expire
-    redis.call('PERSIST', meta)
-  else
-    redis.call('PEXPIRE', bucket, fmt_int(ttl))
-    redis.call('PEXPIRE', meta, fmt_int(ttl))
-  end
+  expire_in(bucket, ttl)
+  expire_in(meta, ttl)
   redis.call('SADD', registry, path)
 else
   retry_after = math.max(1, last + ms_until(level + n - capacity) - t)
 end
 
-local reset_ms = 0
-if level > 0 then reset_ms = math.max(0, last + ms_until(1) - t) end
-return { allowed, math.max(0, capacity - level), retry_after, reset_ms }
+return { allowed, math.max(0, capacity - level), retry_after, leak_reset_ms(level, last, carry, rate, t) }

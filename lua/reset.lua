@@ -12,14 +12,14 @@
 --   SCARD, LLEN or XLEN by type, 1 for a string.
 -- One script so the admin sees exactly what it removed, atomically.
 
+--@include lib/args.lua
+
 if type(ARGV[1]) ~= 'string' or not ARGV[1]:find('^%d+$') or tonumber(ARGV[1]) > #KEYS then
   return redis.error_reply('ERR sluice: registry_count must be an integer >= 0 and <= the number of KEYS')
 end
 local nreg = tonumber(ARGV[1])
-local path = ARGV[2]
-if type(path) ~= 'string' or path == '' then
-  return redis.error_reply('ERR sluice: path must be a non-empty string')
-end
+local path, err = arg_path(ARGV[2])
+if err then return err end
 
 -- Check every registry before the first write: a failure half-way would delete
 -- state and then answer an error, leaving the caller unable to tell what went.

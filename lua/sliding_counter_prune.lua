@@ -16,102 +16,35 @@
 -- deleted and its path leaves the registry, as does the path of an absent key.
 -- Idempotent: a second run at the same instant removes nothing.
 
-local MAX_INT = 9007199254740992 -- 2^53: every integer up to it is exact
+--@include lib/batch.lua
+--@include lib/subwindows.lua
 
-local function fail(field, what)
-  return redis.error_reply('ERR sluice: ' .. field .. ' must be ' .. what)
-end
-
-local function int_arg(s, min) -- digits only, min <= v < 2^53
-  if type(s) ~= 'string' or not s:find('^%d+$') then return nil end
-  local v = tonumber(s)
-  if v < min or v >= MAX_INT then return nil end
-  return v
-end
-
-local function stored_int(s)
-  local v = tonumber(s)
-  if not v or v ~= v or v < 0 or v >= MAX_INT or v ~= math.floor(v) then return nil end
-  return v
-end
-
-local function fmt_int(v) return string.format('%d', v) end
-
-local function index_of(f) -- as in sliding_counter.lua
-  local v = int_arg(f, 0)
-  if v and fmt_int(v) == f then return v end
-  return nil
-end
-
-local nc = #KEYS - 1
-if nc < 0 or not (#ARGV == 3 * nc + 1 or (nc == 0 and #ARGV == 0)) then
-  return redis.error_reply('ERR sluice: sliding_counter_prune takes KEYS registry, then one counter per path; '
-    .. 'ARGV now, then path, window_ms and sub_windows per counter')
-end
+local nc, err = batch_size(1, 3, 0, 'sliding_counter_prune takes KEYS registry, then one counter per path; '
+  .. 'ARGV now, then path, window_ms and sub_windows per counter')
+if err then return err end
 -- Validate the whole batch before any write: a bad argument changes nothing.
 local subs_of, sub_of = {}, {}
 for i = 1, nc do
-  if ARGV[3 * i - 1] == '' then return fail('path', 'a non-empty string (counter ' .. i .. ')') end
-  local window = int_arg(ARGV[3 * i], 1)
-  if not window then return fail('window_ms', 'an integer from 1 to 2^53-1 (counter ' .. i .. ')') end
-  local subs = int_arg(ARGV[3 * i + 1], 1)
-  if not subs or window % subs ~= 0 then
-    return fail('sub_windows', 'an integer from 1 to 2^53-1 that divides window_ms (counter ' .. i .. ')')
-  end
-  subs_of[i], sub_of[i] = subs, window / subs
-end
-local now
-if ARGV[1] == nil or ARGV[1] == '' then
-  local tm = redis.call('TIME')
-  now = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
-else
-  now = int_arg(ARGV[1], 0)
-  if not now then return fail('now', 'an integer from 0 to 2^53-1 (ms)') end
+  local _, window, err
+  _, err = arg_path(ARGV[3 * i - 1], 'counter', i)
+  if err then return err end
+  window, err = arg_int(ARGV[3 * i], 'window_ms', 'counter', i)
+  if err then return err end
+  subs_of[i], sub_of[i], err = arg_subs(ARGV[3 * i + 1], window, 'counter', i)
+  if err then return err end
 end
 
-local registry = KEYS[1]
-local pruned, emptied, skipped = 0, 0, 0
-for i = 1, nc do
+return batch_run(nc, function(i, now)
   local counter, path, subs, sub = KEYS[1 + i], ARGV[3 * i - 1], subs_of[i], sub_of[i]
-  -- pcall: a key of another type (a layout mismatch) must not stop the batch.
   local h = redis.pcall('HGETALL', counter)
-  if h.err then
-    skipped = skipped + 1
-  elseif #h == 0 then
-    emptied = emptied + redis.call('SREM', registry, path) -- expired, reset
-  else
-    local t = now -- stored time never moves backward (as in sliding_counter.lua)
-    for j = 1, #h, 2 do
-      if h[j] == 't' then
-        local st = stored_int(h[j + 1])
-        if st and st > t then t = st end
-      end
-    end
-    local cur = math.floor(t / sub)
-    if cur * sub > t then cur = cur - 1 end
-    if (cur + 1) * sub <= t then cur = cur + 1 end
-    local stale, fields, alive = {}, 0, false
-    for j = 1, #h, 2 do
-      local idx = index_of(h[j])
-      if idx then
-        fields = fields + 1
-        if idx <= cur - subs or idx > cur then
-          stale[#stale + 1] = h[j]
-        elseif (stored_int(h[j + 1]) or 0) > 0 then
-          alive = true
-        end
-      end
-    end
-    if not alive then
-      redis.call('DEL', counter)
-      pruned = pruned + fields
-      emptied = emptied + redis.call('SREM', registry, path)
-    elseif #stale > 0 then
-      for s = 1, #stale, 1000 do -- unpack() is limited to a few thousand values
-        redis.call('HDEL', counter, unpack(stale, s, math.min(s + 999, #stale)))
-      end
-      pruned = pruned + #stale
-    end
+  if h.err then return nil end
+  if #h == 0 then return 0, unregister(path) end -- expired, reset
+  local _, cur = subs_time(h, now, sub) -- as in sliding_counter.lua
+  local live, _, _, stale, fields = subs_scan(h, cur, subs)
+  if #live > 0 then
+    hdel_all(counter, stale)
+    return #stale, 0
   end
-end
-return { pruned, emptied, nc, skipped }
+  redis.call('DEL', counter)
+  return fields, unregister(path)
+end)

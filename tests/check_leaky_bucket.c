@@ -567,6 +567,40 @@ START_TEST(test_bad_arguments_change_nothing)
 }
 END_TEST
 
+START_TEST(test_drain_foreign_bucket_tiny_rate)
+{
+	/* Drained in more than 2^53 ms: the meta it starts keeps no TTL (such a
+	 * TTL, formatted past 2^63, came out negative and deleted the meta). */
+	const char *key = "LeakyBucket:/t", *meta = "LeakyBucket:/t:meta";
+
+	freeReplyObject(test_cmd(c, "ZADD %s 100 100", key));
+	ck_reply(ev(SCRIPT_LEAKY_BUCKET_DRAIN, 3, "LeakyBucket::pathSet", key, meta, "500", "/t",
+		    "1e-300", NULL),
+		 0, 0, 1, 0);
+	ck_cmd("{\"last\", \"500\", \"carry\", \"0\"}", "HGETALL %s", meta);
+	ck_assert_int_eq(test_cmd_int(c, "PTTL %s", meta), -1);
+}
+END_TEST
+
+START_TEST(test_acquire_refused_bucket_without_meta)
+{
+	/* Full, with entries but no meta (written by a limiter that keeps none):
+	 * the refused acquire starts the accounting as the drain does, and its
+	 * meta gets the drain's TTL (until the bucket would be drained, + 1 s),
+	 * not none: the path is not registered, so nothing else would remove it. */
+	const char *p = "/no-meta";
+	long long ttl;
+
+	freeReplyObject(test_cmd(c, "ZADD %s 100 a 200 b 300 c", test_lb_key(p)));
+	ck_reply(lb_acquire(p, "3", "1", "1", "500"), 0, 0, 1000, 1000);
+	ck_cmd("{\"last\", \"500\", \"carry\", \"0\"}", "HGETALL %s", test_lb_meta(p));
+	ttl = test_cmd_int(c, "PTTL %s", test_lb_meta(p));
+	ck_assert_int_gt(ttl, 3900); /* 3 entries at 1/s: 3000 ms, + 1001 */
+	ck_assert_int_le(ttl, 4001);
+	ck_assert_int_eq(test_cmd_int(c, "EXISTS %s", LB_REG), 0);
+}
+END_TEST
+
 static Suite *leaky_bucket_suite(void)
 {
 	Suite *s = suite_create("leaky_bucket");
@@ -580,6 +614,7 @@ static Suite *leaky_bucket_suite(void)
 	tcase_add_test(tc, test_drain_older_now_is_last);
 	tcase_add_test(tc, test_drain_batch);
 	tcase_add_test(tc, test_drain_foreign_bucket);
+	tcase_add_test(tc, test_drain_foreign_bucket_tiny_rate);
 	tcase_add_test(tc, test_drain_uses_redis_time);
 
 	tc = test_tcase(s, "leaky_bucket", setup, teardown, 60);
@@ -595,6 +630,7 @@ static Suite *leaky_bucket_suite(void)
 	tcase_add_test(tc, test_acquire_member_collision_with_foreign_entries);
 	tcase_add_test(tc, test_acquire_large_n);
 	tcase_add_test(tc, test_acquire_tiny_rate_never_expires);
+	tcase_add_test(tc, test_acquire_refused_bucket_without_meta);
 
 	tc = test_tcase(s, "state", setup, teardown, 60);
 	tcase_add_test(tc, test_leaky_state);

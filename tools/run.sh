@@ -55,7 +55,7 @@ cat >&2 <<MSG
 run: sluiced admin API on http://$LISTEN ; in another terminal, try:
 
   # 12 requests to /api/users through the client-side leaky bucket (capacity 10, 2 per second)
-  for i in \$(seq 12); do redis-cli -p $port --eval lua/leaky_bucket.lua \\
+  for i in \$(seq 12); do redis-cli -p $port --eval build/lua/leaky_bucket.lua \\
       'sluice:{/api/users}:leaky_bucket' 'sluice:{/api/users}:leaky_bucket:meta' \\
       sluice:registry:leaky_bucket , /api/users 10 2 1 | head -1; done
   # watch it drain (count falls by 2 a second) and read the worker's counters

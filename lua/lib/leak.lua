@@ -1,0 +1,85 @@
+-- lib/leak.lua: the leaky bucket as a meter (lua/README.md, "The leaky
+-- bucket"; DESIGN.md, "State model"): the continuous-state leaky bucket of
+-- ITU-T I.371's GCRA, counted here in whole entries.  Units: entries, ms;
+-- rate in entries leaked per second.
+--
+-- A bucket is a sorted set of entries, oldest first, and a meta hash:
+-- last = ms up to which leaks are accounted, carry = fractional leak credit
+-- in [0, 1).  Between last and t = max(now, last) a non-empty bucket loses
+--     k = floor(rate * (t - last) / 1000 + carry + EPS)
+-- entries, oldest first, and keeps the fraction (carry = due - k, last = t).
+-- Computed over the whole span since last, the loss over any busy interval
+-- is floor(rate * interval) whoever applies it and however often (the
+-- acquire, the drain, several daemons); applied twice at one instant, the
+-- second removes nothing.  An empty bucket earns no credit: its meta goes.
+--@include lib/time.lua
+
+-- The meta's HMGET last carry at now: last (nil when none or unreadable),
+-- carry (0 unless a fraction in [0, 1)) and t = max(now, last): stored
+-- time never moves backward, a caller behind last is served at last.
+local function leak_read(m, now)
+  local last, carry = stored(m[1]), stored(m[2]) or 0
+  if carry >= 1 then carry = 0 end
+  if last and last > now then return last, carry, last end
+  return last, carry, now
+end
+
+-- Entries leaked dt ms after last.  The leak and every answer derived from
+-- it (retry_after, reset_ms, TTLs) use this same arithmetic, so they agree
+-- to the ms.
+local function leaked(rate, carry, dt)
+  return math.floor(rate * dt / 1000 + carry + EPS)
+end
+
+-- The leak at t, on values only (the admin read): the level, last and carry
+-- after it, and what happened, for leak() to write:
+--   'empty'   no entries: the meta goes (time spent empty earns no credit);
+--   'start'   entries but no last (written by a limiter that keeps no
+--             meta): accounting starts at t;
+--   'emptied' all of them leaked: bucket and meta go, no credit carries over;
+--   'leaked'  the oldest few leaked;
+--   'none'    nothing due: nothing is written, and the next call recomputes
+--             from the same last.
+local function leak_at(level, last, carry, rate, t)
+  if level == 0 then return 0, nil, 0, 'empty' end
+  if not last then return level, t, 0, 'start' end
+  local due = rate * (t - last) / 1000 + carry
+  local k = math.floor(due + EPS) -- = leaked(rate, carry, t - last)
+  if k >= level then return 0, nil, 0, 'emptied' end
+  if k > 0 then return level - k, t, math.max(0, due - k), 'leaked' end
+  return level, last, carry, 'none'
+end
+
+-- The leak at t, applied to the bucket and its meta (the acquire, the
+-- drain); returns what leak_at returns but `what`.
+local function leak(bucket, meta, level, last, carry, rate, t)
+  local left, last2, carry2, what = leak_at(level, last, carry, rate, t)
+  if what == 'empty' then
+    redis.call('DEL', meta)
+  elseif what == 'start' then
+    -- The meta lives as long as the bucket takes to drain, +1 s, so a
+    -- daemon that stops for good (or a refused client) leaves nothing
+    -- behind; if the bucket fills meanwhile, accounting simply starts again.
+    redis.call('HSET', meta, 'last', fmt_int(t), 'carry', '0')
+    expire_in(meta, math.ceil(level * 1000 / rate) + 1001)
+  elseif what == 'emptied' then
+    redis.call('DEL', bucket, meta)
+  elseif what == 'leaked' then
+    -- bounds as strings: Redis 7.0 would format Lua numbers with %.17g
+    redis.call('ZREMRANGEBYRANK', bucket, '0', fmt_int(level - left - 1)) -- oldest first
+    redis.call('HSET', meta, 'last', fmt_int(t), 'carry', fmt_real(carry2))
+  end
+  return left, last2, carry2
+end
+
+-- The smallest whole ms x >= 0 after last at which `want` entries have leaked.
+local function leak_ms_until(rate, carry, want)
+  return first_ms(math.ceil((want - carry - EPS) * 1000 / rate),
+    function(x) return leaked(rate, carry, x) >= want end)
+end
+
+-- reset_ms: ms from t until the next entry leaks, 0 when the bucket is empty.
+local function leak_reset_ms(level, last, carry, rate, t)
+  if level == 0 then return 0 end
+  return math.max(0, last + leak_ms_until(rate, carry, 1) - t)
+end
