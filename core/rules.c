@@ -1,10 +1,10 @@
 #include "core/rules.h"
 
 #include <errno.h>
-#include <fnmatch.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/glob.h"
 #include "core/jsonv.h"
 
 /* Every rule field, in the order they are read and written. */
@@ -169,6 +169,10 @@ int rule_from_json(const cJSON *obj, const char *name, const char *where, struct
 		rc = sl_fail(err, f, "must be 1..%d bytes", RULE_MATCH_MAX);
 		goto fail;
 	}
+	if (!glob_valid(s, strlen(s))) {
+		rc = sl_fail(err, f, "is not a valid glob (a '[' that does not close, or a '\\' at the end)");
+		goto fail;
+	}
 	if (!(r->match = strdup(s))) {
 		rc = -ENOMEM;
 		goto fail;
@@ -272,9 +276,7 @@ int rule_matches(const struct rule *r, const char *path, size_t len)
 {
 	if (!r->is_glob)
 		return strlen(r->match) == len && memcmp(r->match, path, len) == 0;
-	if (memchr(path, '\0', len))
-		return 0; /* fnmatch cannot see past a NUL */
-	return fnmatch(r->match, path, 0) == 0;
+	return glob_match(r->match, strlen(r->match), path, len);
 }
 
 void ruleset_clear(struct ruleset *rs)

@@ -4,8 +4,9 @@
  * Rules: which limit applies to which path.  The JSON field names are the
  * public contract of DESIGN.md ("Rules").  A ruleset answers, for a path, the
  * rule that governs it:  an exact `match` wins over a glob; among globs the
- * longest literal prefix wins; then rule order.  Globs are fnmatch(3) patterns
- * without flags (`*`, `?`, `[...]`; `*` crosses '/'), as Redis's own MATCH.
+ * longest literal prefix wins; then rule order.  Globs are core/glob.h's:
+ * fnmatch(3)'s dialect without flags (`*`, `?`, `[...]`; `*` crosses '/'),
+ * binary-safe (a path may hold NUL bytes).
  */
 #include <cjson/cJSON.h>
 #include <stddef.h>
@@ -55,7 +56,7 @@ struct rule *rule_dup(const struct rule *r);
 int rule_name_valid(const char *name);
 void rule_free(struct rule *r);
 
-/* Does rule `r` match path `path` (`len` bytes, may hold NUL: then only exact rules match)? */
+/* Does rule `r` match path `path` (`len` bytes, binary-safe)? */
 int rule_matches(const struct rule *r, const char *path, size_t len);
 
 struct ruleset {

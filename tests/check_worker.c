@@ -242,6 +242,29 @@ START_TEST(drain_many_buckets_exact)
 }
 END_TEST
 
+/* A path holding a NUL byte is drained by the glob rule that matches it (fnmatch could not see past the NUL). */
+START_TEST(drain_path_with_nul)
+{
+	struct worker *w = new_worker(500);
+	static const char path[] = "/api/x\0y", key[] = "sluice:{/api/x\0y}:leaky_bucket",
+			  meta[] = "sluice:{/api/x\0y}:leaky_bucket:meta";
+	const char *argv[] = { key, meta, "sluice:registry:leaky_bucket", path, "10", "1", "1", "1000" };
+	size_t lens[] = { sizeof(key) - 1, sizeof(meta) - 1, 28, sizeof(path) - 1, 2, 1, 1, 4 };
+	redisReply *r;
+
+	leaky_rule("api", "/api/*", 10, "1");
+	for (int i = 0; i < 3; i++) {
+		r = test_script_argv(C, TEST_EVALSHA, "leaky_bucket", 3, 8, argv, lens);
+		ck_assert_int_eq(test_script_allowed(r, "leaky_bucket"), 1);
+	}
+	ck_assert_int_eq(drain_at(w, 3000), 2); /* 1 per second for 2 s */
+	r = redisCommand(C, "ZCARD %b", key, sizeof(key) - 1);
+	ck_assert_int_eq(r->integer, 1);
+	freeReplyObject(r);
+	worker_free(w);
+}
+END_TEST
+
 START_TEST(drain_leaves_unruled_paths)
 {
 	struct worker *w = new_worker(500);
@@ -724,6 +747,7 @@ static Suite *worker_suite(void)
 	tcase_add_test(tc, drain_older_now_is_stored_time);
 	tcase_add_test(tc, drain_many_buckets_exact);
 	tcase_add_test(tc, drain_leaves_unruled_paths);
+	tcase_add_test(tc, drain_path_with_nul);
 	tcase_add_test(tc, drain_skips_wrong_type_keys);
 	tcase_add_test(tc, drain_rule_change_next_tick);
 	tcase_add_test(tc, drain_budget_resumes_from_cursor);

@@ -1,0 +1,119 @@
+#include "core/glob.h"
+
+/*
+ * Match one bracket expression starting after '[' at pat[*pi]; on success
+ * (a well-formed set) set *pi past the closing ']' and return 1 when byte c
+ * is in the set (after negation), 0 when not; -1 when the set has no
+ * closing ']' (the caller then takes '[' literally), or a range without
+ * its end ("[a-" at the end of the pattern).
+ */
+static int bracket(const char *pat, size_t plen, size_t *pi, unsigned char c)
+{
+	size_t i = *pi;
+	int neg = 0, hit = 0, first = 1;
+
+	if (i < plen && (pat[i] == '!' || pat[i] == '^')) {
+		neg = 1;
+		i++;
+	}
+	for (;; first = 0) {
+		unsigned char lo, hi;
+
+		if (i >= plen)
+			return -1;
+		if (pat[i] == ']' && !first)
+			break;
+		if (pat[i] == '\\' && i + 1 < plen)
+			i++;
+		lo = (unsigned char)pat[i++];
+		hi = lo;
+		if (i + 1 < plen && pat[i] == '-' && pat[i + 1] != ']') {
+			i++;
+			if (pat[i] == '\\' && i + 1 < plen)
+				i++;
+			hi = (unsigned char)pat[i++];
+		}
+		if (lo <= c && c <= hi)
+			hit = 1;
+	}
+	*pi = i + 1;
+	return hit != neg;
+}
+
+int glob_valid(const char *pat, size_t plen)
+{
+	for (size_t i = 0; i < plen; i++) {
+		if (pat[i] == '\\') {
+			if (++i == plen)
+				return 0;
+		} else if (pat[i] == '[') {
+			size_t q = i + 1;
+
+			if (bracket(pat, plen, &q, 0) < 0)
+				return 0;
+			i = q - 1;
+		}
+	}
+	return 1;
+}
+
+int glob_match(const char *pat, size_t plen, const char *s, size_t slen)
+{
+	size_t pi = 0, si = 0;
+	size_t star_p = (size_t)-1, star_s = 0; /* where to resume after the last '*' */
+
+	while (si < slen) {
+		if (pi < plen) {
+			char p = pat[pi];
+
+			if (p == '*') {
+				while (pi < plen && pat[pi] == '*')
+					pi++;
+				if (pi == plen)
+					return 1;
+				star_p = pi;
+				star_s = si;
+				continue;
+			}
+			if (p == '?') {
+				pi++;
+				si++;
+				continue;
+			}
+			if (p == '[') {
+				size_t q = pi + 1;
+				int m = bracket(pat, plen, &q, (unsigned char)s[si]);
+
+				if (m == 1) {
+					pi = q;
+					si++;
+					continue;
+				}
+				if (m == -1 && s[si] == '[') { /* no ']': a literal '[' */
+					pi++;
+					si++;
+					continue;
+				}
+			} else {
+				if (p == '\\') {
+					if (pi + 1 == plen)
+						return 0; /* a trailing '\\' escapes nothing: no match, as fnmatch */
+					p = pat[++pi];
+				}
+				if (p == s[si]) {
+					pi++;
+					si++;
+					continue;
+				}
+			}
+		}
+		/* mismatch: let the last '*' take one more byte */
+		if (star_p == (size_t)-1)
+			return 0;
+		pi = star_p;
+		si = ++star_s;
+	}
+	while (pi < plen && pat[pi] == '*')
+		pi++;
+	return pi == plen;
+}

@@ -1,0 +1,26 @@
+#ifndef SLUICE_GLOB_H
+#define SLUICE_GLOB_H
+/*
+ * Glob matching of rule `match` patterns against paths, binary-safe (a path
+ * may hold NUL bytes, which fnmatch(3) cannot see past).  The dialect is
+ * fnmatch's with no flags, as the rules have always used it:
+ *   *        any run of bytes, '/' included
+ *   ?        one byte
+ *   [...]    one byte of the set: ranges a-z, a leading ! or ^ negates, a
+ *            leading ] is literal, \ escapes the next byte
+ *   \c       the byte c itself
+ * (POSIX classes like
+ * [[:alpha:]] are not supported: '[', ':' ... are taken literally.)
+ */
+#include <stddef.h>
+
+/*
+ * 1 when `pat` is well formed: every '[' closes, no lone '\' at the end.
+ * Rules refuse others; glob_match's answer for them (fnmatch's differ by
+ * case) is not part of the dialect.
+ */
+int glob_valid(const char *pat, size_t plen);
+/* 1 when the `plen` bytes of `pat` match the `slen` bytes of `s`, else 0. */
+int glob_match(const char *pat, size_t plen, const char *s, size_t slen);
+
+#endif
