@@ -299,10 +299,12 @@ START_TEST(prune_and_reset_through_admin_api)
 		sleep_ms(20);
 	}
 	ck_assert_int_eq(test_cmd_int(C, "EXISTS sluice:{/log}:sliding_log"), 0);
-	/* the worker unregistered it: it pruned the 3 entries, or found the key expired by its TTL */
+	/* the worker unregistered it: it pruned the 3 entries, or some of them before the
+	 * key expired by its TTL (they were admitted a few ms apart), or none */
 	j = get_json(d.port, "/v1/worker", 200);
 	ck_assert_int_eq(jint(j, "jobs.prune.emptied"), 1);
-	ck_assert(jint(j, "pruned") == 3 || jint(j, "pruned") == 0);
+	ck_assert_int_ge(jint(j, "pruned"), 0);
+	ck_assert_int_le(jint(j, "pruned"), 3);
 	cJSON_Delete(j);
 
 	/* manual reset of a bucket */
