@@ -248,37 +248,40 @@ static int has_hash_tag(const char *k, size_t n)
 	return close && close > open + 1;
 }
 
-int layout_key(const struct layout *l, const char *path, size_t len, int meta, struct strbuf *b)
+/* Append the data key of `path` to `b`.  0 or -ENOMEM (`b` may hold a partial key: the caller cuts it). */
+static int data_key(const struct layout *l, const char *path, size_t len, struct strbuf *b)
 {
-	size_t start = b->len, plen = strlen(l->key_prefix), slen = strlen(l->key_suffix);
-	int rc;
+	return strbuf_add(b, l->key_prefix, strlen(l->key_prefix)) || strbuf_add(b, path, len) ||
+	       strbuf_add(b, l->key_suffix, strlen(l->key_suffix)) ? -ENOMEM : 0;
+}
 
-	if (meta) {
-		/* whether the data key has a tag decides the meta key's form */
-		char stackbuf[512];
-		size_t klen = plen + len + slen;
-		char *k = klen <= sizeof(stackbuf) ? stackbuf : malloc(klen);
-		int tagged;
+/* The old meta of a foreign key: data key + ":meta" when it has a hash tag, else "{" + data key + "}:meta". */
+static int foreign_meta_key(const struct layout *l, const char *path, size_t len, struct strbuf *b)
+{
+	struct strbuf k = { 0 };
+	int tagged, rc;
 
-		if (!k)
-			return -ENOMEM;
-		memcpy(k, l->key_prefix, plen);
-		memcpy(k + plen, path, len);
-		memcpy(k + plen + len, l->key_suffix, slen);
-		tagged = has_hash_tag(k, klen);
-		rc = (tagged ? 0 : strbuf_add(b, "{", 1)) || strbuf_add(b, k, klen) ||
-		     strbuf_add(b, tagged ? ":meta" : "}:meta", tagged ? 5 : 6);
-		if (k != stackbuf)
-			free(k);
-	} else {
-		rc = strbuf_add(b, l->key_prefix, plen) || strbuf_add(b, path, len) ||
-		     strbuf_add(b, l->key_suffix, slen);
-	}
-	if (rc) {
-		b->len = start;
-		if (b->p)
-			b->p[start] = '\0';
+	if (data_key(l, path, len, &k)) {
+		strbuf_free(&k);
 		return -ENOMEM;
 	}
-	return 0;
+	tagged = has_hash_tag(k.p, k.len);
+	rc = (tagged ? 0 : strbuf_add(b, "{", 1)) || strbuf_add(b, k.p, k.len) ||
+	     strbuf_add(b, tagged ? ":meta" : "}:meta", tagged ? 5 : 6);
+	strbuf_free(&k);
+	return rc ? -ENOMEM : 0;
+}
+
+int layout_key(const struct layout *l, const char *path, size_t len, int meta, struct strbuf *b)
+{
+	size_t start = b->len;
+	int rc;
+
+	if (meta && l->foreign)
+		rc = foreign_meta_key(l, path, len, b);
+	else /* sluice's own meta is what its clients are told: the data key + ":meta" */
+		rc = data_key(l, path, len, b) || (meta && strbuf_add(b, ":meta", 5)) ? -ENOMEM : 0;
+	if (rc)
+		strbuf_truncate(b, start);
+	return rc;
 }

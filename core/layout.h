@@ -67,9 +67,12 @@ const struct layout *layouts_find(const struct layout *v, size_t n, enum algorit
 
 /*
  * Append the data key of `path` (`len` bytes, binary-safe) to `b`; with
- * `meta` set, the key of the leaky bucket's meta hash, which shares the data
- * key's hash slot: data key + ":meta" when the data key has a hash tag, else
- * "{" + data key + "}:meta".  0 or -ENOMEM.
+ * `meta` set, the key of the leaky bucket's meta hash instead.  The one place
+ * a meta key is made (the worker's drain, the admin path state and reset all
+ * come here).  sluice's own layouts: the data key + ":meta", exactly what
+ * lua/README.md tells clients, whatever bytes the path holds.  A foreign
+ * layout: "{" + data key + "}:meta" when the data key has no hash tag, else
+ * the data key + ":meta".  0 or -ENOMEM (`b` as it was).
  */
 int layout_key(const struct layout *l, const char *path, size_t len, int meta, struct strbuf *b);
 

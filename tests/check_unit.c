@@ -761,7 +761,15 @@ START_TEST(layout_keys)
 	b.len = 0;
 	layout_key(&l[1], "a b\"c", 5, 0, &b);
 	ck_assert_str_eq(b.p, "sluice:{a b\"c}:sliding_log");
-	/* a layout without hash tag: the meta key tags the whole data key (same slot) */
+	/* sluice's own meta is the data key + ":meta", as clients are told, whatever the path holds */
+	b.len = 0;
+	layout_key(&l[0], "}x", 2, 1, &b);
+	ck_assert_str_eq(b.p, "sluice:{}x}:leaky_bucket:meta");
+	b.len = 0;
+	layout_key(&l[0], "", 0, 1, &b);
+	ck_assert_str_eq(b.p, "sluice:{}:leaky_bucket:meta");
+	/* a foreign layout without hash tag: the meta key tags the whole data key (same slot) */
+	l[0].foreign = 1;
 	free(l[0].key_prefix);
 	free(l[0].key_suffix);
 	l[0].key_prefix = strdup("LeakyBucket:");

@@ -15,6 +15,7 @@
 
 #include "core/config.h"
 #include "core/layout.h"
+#include "core/reset.h"
 #include "core/rulestore.h"
 #include "tests/harness.h"
 #include "worker/worker.h"
@@ -567,6 +568,60 @@ START_TEST(bad_registry_skipped)
 }
 END_TEST
 
+/* ---- one meta per bucket, whatever bytes the path holds ------------------------- */
+
+/*
+ * Paths whose data key sluice:{<path>}:leaky_bucket has an empty hash tag
+ * (issue 8: "}x" gives "{}"), a tag that is not the path, or a plain one.
+ */
+static const char *const meta_paths[] = { "}x", "{}x", "}{", "x}", "/api/users" };
+
+/*
+ * The worker and the client share one meta hash: the one the client is told
+ * (lua/README.md: the data key + ":meta").  With rule `*` (capacity 1000, rate
+ * 1) 20 entries admitted at 10 s lose exactly 6 by 16 s, drained by the worker
+ * every second, and the client's next call at 16 s leaks nothing more (issue 8
+ * item 2: two metas, each applying the leak, lost 12).  A reset then leaves
+ * the keyspace as it was before the first request.
+ */
+START_TEST(drain_meta_is_the_clients)
+{
+	const char *p = meta_paths[_i];
+	struct worker *w = new_worker(500);
+	cJSON *out = NULL;
+	char *before, *after, *got, want[512];
+	uint64_t drained = 0;
+
+	leaky_rule("all", "*", 1000, "1");
+	before = test_snapshot(C);
+	fill(p, 1000, "1", 20, 10000);
+	for (long long t = 10000; t <= 16000; t += 1000)
+		drained += drain_at(w, t);
+	ck_assert_msg(drained == 6, "%s: drained %llu, want 6", p, (unsigned long long)drained);
+	ck_assert_int_eq(level(p), 14);
+	ck_assert_int_eq(lb_acquire(p, 1000, "1", 1, 16000), 1);
+	ck_assert_msg(level(p) == 15, "%s: level %lld after the client's call, want 15", p, level(p));
+	test_check_cmd(__FILE__, __LINE__, C, "\"16000\"", "HGET %s last", test_lb_meta(p));
+	ck_assert_int_eq(drain_at(w, 16000), 0); /* the same instant again */
+
+	ck_assert_int_eq(reset_path(RC, L, NL, p, strlen(p), &out), 0);
+	snprintf(want, sizeof(want),
+		 "{\"path\":\"%s\",\"keys_removed\":2,\"entries_removed\":15,\"registries_removed\":1,\"keys\":["
+		 "{\"key\":\"%s\",\"entries\":15},{\"key\":\"%s\",\"meta\":true}]}",
+		 p, test_lb_key(p), test_lb_meta(p));
+	got = cJSON_PrintUnformatted(out);
+	ck_assert_msg(strcmp(got, want) == 0, "reset of %s:\n got  %s\n want %s", p, got, want);
+	free(got);
+	cJSON_Delete(out);
+	after = test_snapshot(C);
+	ck_assert_msg(strcmp(before, after) == 0, "%s: the reset left keys behind:\n before %s\n after  %s", p,
+		      before, after);
+	free(before);
+	free(after);
+	worker_free(w);
+}
+END_TEST
+
 /* ---- foreign layouts (keys written by the seed articles' limiters) ------------------- */
 
 /* A worker over sluice's layouts plus the foreign ones given as config JSON. */
@@ -736,6 +791,7 @@ static Suite *worker_suite(void)
 	tcase_add_test(tc, repair_fixed_window);
 	tcase_add_test(tc, reclaim_token_bucket);
 	tcase_add_test(tc, bad_registry_skipped);
+	tcase_add_loop_test(tc, drain_meta_is_the_clients, 0, TEST_N(meta_paths));
 	tcase_add_test(tc, foreign_leaky_bucket_seed004);
 	tcase_add_test(tc, foreign_sliding_logs_by_scan);
 	tcase_add_test(tc, foreign_fixed_window_seed001);
