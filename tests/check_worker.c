@@ -17,6 +17,7 @@
 #include "core/layout.h"
 #include "core/reset.h"
 #include "core/rulestore.h"
+#include "core/shard.h"
 #include "tests/harness.h"
 #include "worker/worker.h"
 
@@ -638,6 +639,9 @@ static struct worker *foreign_worker(const char *layouts_json, struct layout **a
 	return w;
 }
 
+/* sluice's meta for LeakyBucket:/test (slot 2094, whose tag is "4be") in layout "seed004" */
+#define SEED004_META "sluice:{4be}:seed004_meta:LeakyBucket:/test"
+
 /*
  * Seed 004's leaky bucket: sorted set LeakyBucket:<path>, member = score = ms,
  * registry LeakyBucket::pathSet; its client admits while ZCARD < capacity.
@@ -658,10 +662,10 @@ START_TEST(foreign_leaky_bucket_seed004)
 	freeReplyObject(test_cmd(C, "SADD LeakyBucket::pathSet /test"));
 	ck_assert_int_eq(worker_sweep(w, WORKER_DRAIN, 5000, &res), 0);
 	ck_assert_int_eq(res.entries, 0); /* first sight: accounting starts now */
-	ck_assert_int_eq(test_cmd_int(C, "EXISTS {LeakyBucket:/test}:meta"), 1);
+	ck_assert_int_eq(test_cmd_int(C, "EXISTS %s", SEED004_META), 1);
 	/* the meta sluiced adds expires with the bucket's drain time (10 at 2/s: 5 s) + 1 s */
-	ck_assert_int_gt(test_cmd_int(C, "PTTL {LeakyBucket:/test}:meta"), 5900);
-	ck_assert_int_le(test_cmd_int(C, "PTTL {LeakyBucket:/test}:meta"), 6001);
+	ck_assert_int_gt(test_cmd_int(C, "PTTL %s", SEED004_META), 5900);
+	ck_assert_int_le(test_cmd_int(C, "PTTL %s", SEED004_META), 6001);
 	ck_assert_int_eq(worker_sweep(w, WORKER_DRAIN, 5499, &res), 0);
 	ck_assert_int_eq(res.entries, 0);
 	ck_assert_int_eq(worker_sweep(w, WORKER_DRAIN, 5500, &res), 0);
@@ -677,7 +681,57 @@ START_TEST(foreign_leaky_bucket_seed004)
 	ck_assert_int_eq(res.entries, 4);
 	ck_assert_int_eq(res.emptied, 1);
 	ck_assert_int_eq(test_cmd_int(C, "SCARD LeakyBucket::pathSet"), 0);
-	ck_assert_int_eq(test_cmd_int(C, "EXISTS {LeakyBucket:/test}:meta"), 0);
+	ck_assert_int_eq(test_cmd_int(C, "EXISTS %s", SEED004_META), 0);
+	worker_free(w);
+	layouts_free(all, nall);
+}
+END_TEST
+
+/*
+ * A foreign key holding '}' (LeakyBucket:}x, slot 4889): its meta lives under
+ * sluice's prefix in that slot (tag "2Vc"), the drain is exact (20 entries at
+ * rate 1 lose 6 in 6 s, from the first sight, as for sluice's own buckets
+ * above), and a reset takes the data, the meta and the registry member,
+ * leaving the keyspace as before the client's first request.
+ */
+START_TEST(foreign_leaky_bucket_brace_in_key)
+{
+	const char *key = "LeakyBucket:}x", *meta = "sluice:{2Vc}:seed004_meta:LeakyBucket:}x";
+	struct layout *all;
+	size_t nall;
+	struct worker *w = foreign_worker(
+		"[{\"name\":\"seed004\",\"algorithm\":\"leaky_bucket\",\"key_prefix\":\"LeakyBucket:\","
+		"\"registry\":\"LeakyBucket::pathSet\"}]", &all, &nall);
+	uint64_t drained = 0;
+	cJSON *out = NULL;
+	char *before, *after;
+
+	leaky_rule("all", "*", 1000, "1");
+	before = test_snapshot(C);
+	for (int i = 0; i < 20; i++) /* the seed client: member = score = ms (distinct members here) */
+		freeReplyObject(test_cmd(C, "ZADD %s 10000 10000-%d", key, i));
+	freeReplyObject(test_cmd(C, "SADD LeakyBucket::pathSet }x"));
+	for (long long t = 10000; t <= 16000; t += 1000)
+		drained += drain_at(w, t);
+	ck_assert_int_eq(drained, 6);
+	ck_assert_int_eq(test_cmd_int(C, "ZCARD %s", key), 14);
+	ck_assert_uint_eq(shard_keyslot(meta, strlen(meta)), shard_keyslot(key, strlen(key)));
+	test_check_cmd(__FILE__, __LINE__, C, "{\"16000\", \"0\"}", "HMGET %s last carry", meta);
+	ck_assert_int_eq(drain_at(w, 16000), 0);
+	ck_assert_int_eq(drain_at(w, 16999), 0);
+	ck_assert_int_eq(drain_at(w, 17000), 1);
+
+	ck_assert_int_eq(reset_path(RC, all, nall, "}x", 2, &out), 0);
+	after = cJSON_PrintUnformatted(out);
+	ck_assert_str_eq(after, "{\"path\":\"}x\",\"keys_removed\":2,\"entries_removed\":13,\"registries_removed\":1,"
+				"\"keys\":[{\"key\":\"LeakyBucket:}x\",\"entries\":13},"
+				"{\"key\":\"sluice:{2Vc}:seed004_meta:LeakyBucket:}x\",\"meta\":true}]}");
+	free(after);
+	cJSON_Delete(out);
+	after = test_snapshot(C);
+	ck_assert_msg(strcmp(before, after) == 0, "the reset left keys behind:\n before %s\n after  %s", before, after);
+	free(before);
+	free(after);
 	worker_free(w);
 	layouts_free(all, nall);
 }
@@ -793,6 +847,7 @@ static Suite *worker_suite(void)
 	tcase_add_test(tc, bad_registry_skipped);
 	tcase_add_loop_test(tc, drain_meta_is_the_clients, 0, TEST_N(meta_paths));
 	tcase_add_test(tc, foreign_leaky_bucket_seed004);
+	tcase_add_test(tc, foreign_leaky_bucket_brace_in_key);
 	tcase_add_test(tc, foreign_sliding_logs_by_scan);
 	tcase_add_test(tc, foreign_fixed_window_seed001);
 	suite_add_tcase(s, tc);
