@@ -335,9 +335,9 @@ int main(int argc, char **argv)
 	}
 	if (layouts_default(d.cfg.prefix, &d.layouts, &d.nlayouts))
 		goto oom;
-	/* foreign layouts after sluice's own: a rule's own layout is found first */
+	/* foreign layouts after sluice's own: a rule's own layout is found first; their metas under our prefix */
 	for (size_t i = 0; i < d.cfg.nlayouts; i++)
-		if (layouts_append(&d.layouts, &d.nlayouts, &d.cfg.layouts[i]))
+		if (layouts_append_foreign(&d.layouts, &d.nlayouts, &d.cfg.layouts[i], d.cfg.prefix))
 			goto oom;
 	{
 		struct worker_config wc = {
