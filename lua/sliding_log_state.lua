@@ -13,7 +13,6 @@
 -- What sliding_log.lua would count at t (t = max(now, newest score)), without
 -- pruning anything.
 
---@include lib/window.lua
 --@include lib/log.lua
 
 if #KEYS ~= 1 then return usage('sliding_log_state takes 1 KEY (log)') end
@@ -22,13 +21,5 @@ local limit, window, now, err = arg_window_now(ARGV, 1)
 if err then return err end
 
 local t = log_time(log, now) -- as in sliding_log.lua
-
--- Live entries: score > t - window (exclusive bound).
-local live_from = '(' .. fmt_int(t - window)
-local count = redis.call('ZCOUNT', log, live_from, '+inf')
-local reset_ms = 0
-if count > 0 then
-  local oldest = redis.call('ZRANGEBYSCORE', log, live_from, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
-  reset_ms = math.max(0, log_leaves(oldest[2], window, t))
-end
-return { count, math.max(0, limit - count), reset_ms, redis.call('PTTL', log) }
+local count = log_count(log, window, t)
+return { count, math.max(0, limit - count), log_reset_ms(log, window, t, count), redis.call('PTTL', log) }

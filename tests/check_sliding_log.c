@@ -4,7 +4,7 @@
  * sliding_log_state.lua (the admin's read).  The fixture, helpers and time
  * conventions are tests/script_fixture.h's.
  */
-#include "tests/script_fixture.h"
+#include "tests/window_trace.h"
 
 /* ---- sliding log ------------------------------------------------------------- */
 
@@ -18,9 +18,11 @@ START_TEST(test_sliding_limit_3_window_1000)
 	ck_reply(sl_acquire(p, "3", "1000", "0"), 1, 0, 0, 1000);
 	ck_assert_int_eq(zcard(test_sl_key(p)), 3);
 	ck_cmd("{\"0:0\", \"0\", \"0:1\", \"0\", \"0:2\", \"0\"}", "ZRANGE %s 0 -1 WITHSCORES", test_sl_key(p));
+	/* The newest entry counts until 1000, and its time (the mark) is kept
+	 * SKEW_MS more. */
 	ttl = test_cmd_int(c, "PTTL %s", test_sl_key(p));
-	ck_assert_int_gt(ttl, 900);
-	ck_assert_int_le(ttl, 1000);
+	ck_assert_int_gt(ttl, 900 + SKEW_MS);
+	ck_assert_int_le(ttl, 1000 + SKEW_MS);
 	ck_assert_int_eq(test_cmd_int(c, "SISMEMBER %s %s", SL_REG, p), 1);
 
 	/* Rejected requests are not added and do not extend the TTL. */
@@ -62,10 +64,11 @@ START_TEST(test_sliding_older_now_is_newest)
 	ck_reply(sl_acquire(p, "3", "1000", "5000"), 1, 2, 0, 1000);
 	ck_reply(sl_acquire(p, "3", "1000", "4000"), 1, 1, 0, 1000);
 	ck_cmd("{\"5000:0\", \"5000\", \"5000:1\", \"5000\"}", "ZRANGE %s 0 -1 WITHSCORES", test_sl_key(p));
-	/* The newest entry lives until 6000 in its clock: 2000 ms from its 4000. */
+	/* The newest entry lives until 6000 in its clock, its mark until 16000:
+	 * 12000 ms from its 4000. */
 	ttl = test_cmd_int(c, "PTTL %s", test_sl_key(p));
-	ck_assert_int_gt(ttl, 1900);
-	ck_assert_int_le(ttl, 2000);
+	ck_assert_int_gt(ttl, 11900);
+	ck_assert_int_le(ttl, 12000);
 }
 END_TEST
 
@@ -113,25 +116,67 @@ START_TEST(test_sliding_uses_redis_time)
 }
 END_TEST
 
+/* The prune acts at max(mark, now - SKEW_MS): a client lagging Redis by up to
+ * SKEW_MS is served no earlier. */
 START_TEST(test_prune_window_boundary)
 {
 	const char *p = "/boundary";
 
 	ck_reply(sl_acquire(p, "3", "1000", "1000"), 1, 2, 0, 1000);
-	ck_reply(sl_prune1(p, "1000", 1999), 0, 0, 1, 0);
+	/* At 2000 the entry has left the window of a client on time, not of one
+	 * whose clock says 1999. */
+	ck_reply(sl_prune1(p, "1000", 2000), 0, 0, 1, 0);
+	ck_reply(sl_prune1(p, "1000", 1999 + SKEW_MS), 0, 0, 1, 0);
 	ck_assert_int_eq(zcard(test_sl_key(p)), 1);
 	ck_assert_int_eq(test_cmd_int(c, "SISMEMBER %s %s", SL_REG, p), 1);
-	ck_reply(sl_prune1(p, "1000", 2000), 1, 1, 1, 0);
+	ck_reply(sl_prune1(p, "1000", 2000 + SKEW_MS), 1, 1, 1, 0);
 	ck_assert_int_eq(test_cmd_int(c, "EXISTS %s", test_sl_key(p)), 0);
 	ck_assert_int_eq(test_cmd_int(c, "SISMEMBER %s %s", SL_REG, p), 0);
-	ck_reply(sl_prune1(p, "1000", 2000), 0, 0, 1, 0);
+	ck_reply(sl_prune1(p, "1000", 2000 + SKEW_MS), 0, 0, 1, 0);
+}
+END_TEST
+
+/* Behind Redis, the log's own timeline: the prune removes what has left the
+ * window at its newest entry, never what a call served there still counts. */
+START_TEST(test_prune_at_the_mark)
+{
+	const char *p = "/mark";
+
+	freeReplyObject(sl_acquire(p, "3", "1000", "0"));
+	freeReplyObject(sl_acquire(p, "3", "1000", "500"));
+	freeReplyObject(sl_acquire(p, "3", "1000", "900"));
+	/* Redis says 1500, the clients 900: all three still count for them. */
+	ck_reply(sl_prune1(p, "1000", 1500), 0, 0, 1, 0);
+	ck_reply(sl_acquire(p, "3", "1000", "900"), 0, 0, 100, 100);
+	/* Redis 11400: a client within the horizon is served at 1400 or later. */
+	ck_reply(sl_prune1(p, "1000", 11400), 1, 0, 1, 0);
+	ck_cmd("{\"500:0\", \"900:0\"}", "ZRANGE %s 0 -1", test_sl_key(p));
+	/* A client on time moves the mark: what left the window there goes. */
+	ck_reply(sl_acquire(p, "3", "1000", "11400"), 1, 2, 0, 1000);
+	ck_cmd("{\"11400:0\"}", "ZRANGE %s 0 -1", test_sl_key(p));
+	ck_reply(sl_prune1(p, "1000", 11400), 0, 0, 1, 0);
+}
+END_TEST
+
+/* A rejected call writes nothing: after a lowered limit refuses at 1500,
+ * a client whose clock says 900 still counts the entry of 0. */
+START_TEST(test_rejection_removes_nothing)
+{
+	const char *p = "/reject";
+
+	freeReplyObject(sl_acquire(p, "2", "1000", "0"));
+	freeReplyObject(sl_acquire(p, "2", "1000", "900"));
+	ck_reply(sl_acquire(p, "1", "1000", "1500"), 0, 0, 400, 400);
+	ck_assert_int_eq(zcard(test_sl_key(p)), 2);
+	ck_reply(sl_acquire(p, "2", "1000", "900"), 0, 0, 100, 100);
 }
 END_TEST
 
 START_TEST(test_prune_batch)
 {
 	/* A: entries at 0, 500, 900 (window 1000); B: registered, absent;
-	 * C: entry at 0, window 5000; D: registered, a hash (another layout). */
+	 * C: entry at 0, window 5000; D: registered, a hash (another layout).
+	 * Pruned at Redis 1500 + SKEW_MS: as of 1500. */
 	freeReplyObject(sl_acquire("A", "10", "1000", "0"));
 	freeReplyObject(sl_acquire("A", "10", "1000", "500"));
 	freeReplyObject(sl_acquire("A", "10", "1000", "900"));
@@ -139,14 +184,14 @@ START_TEST(test_prune_batch)
 	freeReplyObject(test_cmd(c, "SADD %s B D", SL_REG));
 	freeReplyObject(test_cmd(c, "HSET %s f 1", test_sl_key("D")));
 	ck_reply(ev(SCRIPT_SLIDING_LOG_PRUNE, 5, SL_REG, test_sl_key("A"), test_sl_key("B"), test_sl_key("C"),
-		    test_sl_key("D"), "1500", "A", "1000", "B", "1000", "C", "5000", "D", "1000", NULL),
+		    test_sl_key("D"), num(1500 + SKEW_MS), "A", "1000", "B", "1000", "C", "5000", "D", "1000", NULL),
 		 2, 1, 4, 1);
 	ck_cmd("{\"900:0\"}", "ZRANGE %s 0 -1", test_sl_key("A"));
 	ck_assert_int_eq(zcard(test_sl_key("C")), 1);
 	ck_cmd("{\"A\", \"C\", \"D\"}", "SORT %s ALPHA", SL_REG);
 	/* Twice at one instant: nothing more. */
 	ck_reply(ev(SCRIPT_SLIDING_LOG_PRUNE, 5, SL_REG, test_sl_key("A"), test_sl_key("B"), test_sl_key("C"),
-		    test_sl_key("D"), "1500", "A", "1000", "B", "1000", "C", "5000", "D", "1000", NULL),
+		    test_sl_key("D"), num(1500 + SKEW_MS), "A", "1000", "B", "1000", "C", "5000", "D", "1000", NULL),
 		 0, 0, 4, 1);
 }
 END_TEST
@@ -162,8 +207,9 @@ START_TEST(test_sliding_state)
 	freeReplyObject(sl_acquire(p, "3", "1000", "400"));
 	before = test_snapshot(c);
 	r = sl_state(p, "3", "1000", "900");
-	ck_assert_int_gt(test_elem_int(r, 3), 900); /* one window after the entry at 400 */
-	ck_assert_int_le(test_elem_int(r, 3), 1000);
+	/* one window and the horizon after the entry at 400 */
+	ck_assert_int_gt(test_elem_int(r, 3), 900 + SKEW_MS);
+	ck_assert_int_le(test_elem_int(r, 3), 1000 + SKEW_MS);
 	ck_reply(r, 2, 1, 100, test_elem_int(r, 3));
 	r = sl_state(p, "3", "1000", "1000");
 	ck_reply(r, 1, 2, 400, test_elem_int(r, 3));
@@ -181,17 +227,24 @@ END_TEST
 
 START_TEST(test_prune_unit_ms_is_the_default)
 {
-	/* Two identical logs of sluice's own; pruned with "", "ms" and no unit. */
-	const char *paths[] = { "/a", "/b", "/c" }, *units[] = { "", "ms", NULL };
+	/* Three identical logs; pruned with "" and no unit (sluice's own: at
+	 * max(mark, now - SKEW_MS)), and "ms" (another limiter's: at now). */
+	const char *paths[] = { "/a", "/b", "/c" }, *units[] = { "", NULL, "ms" };
 
 	for (int i = 0; i < 3; i++) {
 		freeReplyObject(acquire(SL, paths[i], "10", "1000", NULL, NULL, "0"));
 		freeReplyObject(acquire(SL, paths[i], "10", "1000", NULL, NULL, "500"));
 	}
 	for (int i = 0; i < 3; i++) {
-		ck_reply(prune_unit(SL_REG, test_sl_key(paths[i]), paths[i], "1000", 1000, units[i]), 1, 0, 1, 0);
+		long long skew = units[i] && units[i][0] ? 0 : SKEW_MS;
+
+		if (skew)
+			ck_reply(prune_unit(SL_REG, test_sl_key(paths[i]), paths[i], "1000", 1000, units[i]), 0, 0, 1, 0);
+		ck_reply(prune_unit(SL_REG, test_sl_key(paths[i]), paths[i], "1000", 1000 + skew, units[i]), 1, 0, 1,
+			 0);
 		ck_cmd("{\"500:0\"}", "ZRANGE %s 0 -1", test_sl_key(paths[i]));
-		ck_reply(prune_unit(SL_REG, test_sl_key(paths[i]), paths[i], "1000", 1500, units[i]), 1, 1, 1, 0);
+		ck_reply(prune_unit(SL_REG, test_sl_key(paths[i]), paths[i], "1000", 1500 + skew, units[i]), 1, 1, 1,
+			 0);
 	}
 	ck_assert_int_eq(test_cmd_int(c, "DBSIZE"), 0);
 }
@@ -241,14 +294,15 @@ static const struct algo_case algo_cases[] = {
 	  "2",
 	  "1000",
 	  NULL,
-	  { { 0, 0, { 1, 1, 0, 1000 }, 1000 },
-	    { 0, 0, { 1, 0, 0, 1000 }, 1000 },
+	  /* TTL: the newest entry's window and the horizon, from the caller's now */
+	  { { 0, 0, { 1, 1, 0, 1000 }, 11000 },
+	    { 0, 0, { 1, 0, 0, 1000 }, 11000 },
 	    { 0, 0, { 0, 0, 1000, 1000 }, 0 },
 	    { 999, 0, { 0, 0, 1, 1 }, 0 },
-	    { 1000, 0, { 1, 1, 0, 1000 }, 1000 },
-	    { 500, 0, { 1, 0, 0, 1000 }, 1500 },
+	    { 1000, 0, { 1, 1, 0, 1000 }, 11000 },
+	    { 500, 0, { 1, 0, 0, 1000 }, 11500 },
 	    { 1999, 0, { 0, 0, 1, 1 }, 0 },
-	    { 2000, 0, { 1, 1, 0, 1000 }, 1000 },
+	    { 2000, 0, { 1, 1, 0, 1000 }, 11000 },
 	    END } },
 };
 
@@ -300,6 +354,8 @@ static Suite *sliding_log_suite(void)
 	tcase_add_test(tc, test_sliding_limit_lowered);
 	tcase_add_test(tc, test_sliding_uses_redis_time);
 	tcase_add_test(tc, test_prune_window_boundary);
+	tcase_add_test(tc, test_prune_at_the_mark);
+	tcase_add_test(tc, test_rejection_removes_nothing);
 	tcase_add_test(tc, test_prune_batch);
 
 	tc = test_tcase(s, "state", setup, teardown, 60);

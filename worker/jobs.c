@@ -44,8 +44,9 @@ int job_build(struct job_batch *jb, const struct layout *l, const struct ruleset
 			return -ENOMEM;
 		jb->eligible++;
 	}
-	/* sorted sets of another score unit: the prune converts now and the window */
-	if (jb->eligible && l->unit != UNIT_MS && alg->score_units &&
+	/* a foreign log names its score unit, "ms" too: the prune cuts it at now - window
+	 * (converted), as its own clients do; sluice's own (no unit) at its time mark */
+	if (jb->eligible && l->foreign && alg->score_units &&
 	    cmdargs_str(&jb->args, score_unit_name(l->unit)))
 		return -ENOMEM;
 	return 0;

@@ -3,6 +3,7 @@
 -- requests, ms.  Each arg_* returns the values, or nil and the error reply
 -- last.
 --@include lib/time.lua
+--@include lib/skew.lua
 
 -- limit (requests, an integer >= 1) and window_ms (an integer >= 1).
 local function arg_window(limit_s, window_s, noun, i)
@@ -35,4 +36,17 @@ local function window_index(t, size)
   if k * size > t then k = k - 1 end
   if (k + 1) * size <= t then k = k + 1 end
   return k
+end
+
+-- The time a window's worker job (prune, repair) acts at: the earliest time
+-- a call within the skew horizon can be served at, max(mark, now - SKEW_MS).
+-- A client lagging Redis by up to SKEW_MS calls with now >= now - SKEW_MS and
+-- is served at max(its now, mark) (DESIGN.md, "Time"), so what has left the
+-- window at this time has left it for every such call: the job never acts
+-- ahead of the path's own timeline, yet still empties a path nobody calls any
+-- more, SKEW_MS after its mark left the window (when its TTL ends too).  A
+-- state without a mark (none of sluice's scripts wrote it) is taken at now.
+local function horizon_time(mark, now)
+  if not mark then return now end
+  return math.max(mark, now - SKEW_MS)
 end
