@@ -14,8 +14,13 @@
 -- sub-window j counts until (j + N) * sub_ms, i.e. for between
 -- window_ms - sub_ms and window_ms.  Admitted if their sum < limit.  Fields of
 -- other indices are expired (or were written under another sub_ms) and are
--- removed on the way, as sliding_log.lua removes old entries; a rejected
--- request adds nothing and extends no TTL.
+-- removed on the way by an admission, as sliding_log.lua removes old entries.
+--
+-- Time mark (DESIGN.md, "Time"): t, the time the latest admission was served
+-- at.  A call is served at max(now, t).  A rejected call writes nothing (no
+-- field removed, no TTL extended): what has left the window at its time may
+-- still count for a later call served before it (a client with a lagging
+-- clock, at the mark).  The TTL keeps the mark SKEW_MS past the window's end.
 
 --@include lib/subwindows.lua
 
@@ -31,17 +36,19 @@ if err then return err end
 -- served at that admission's time.
 local h, t, cur = subs_read(counter, now, sub)
 local live, sum, cur_count, stale = subs_scan(h, cur, subs)
-hdel_all(counter, stale)
 
 local allowed, retry_after = 0, 0
 if sum < limit then
   allowed = 1
+  -- t becomes the mark: what has left the window at t has left it for
+  -- every later call.
+  hdel_all(counter, stale)
   redis.call('HSET', counter, fmt_int(cur), fmt_int(cur_count + 1), 't', fmt_int(t))
   sum = sum + 1
   if cur_count == 0 then live[#live + 1] = { cur, 1 } end
-  -- The newest sub-window (cur) leaves the window at (cur + N) * sub_ms;
-  -- measured from the caller's now.
-  expire_in(counter, (cur + subs) * sub - now)
+  -- The newest sub-window (cur) leaves the window at (cur + N) * sub_ms, and
+  -- the mark is kept SKEW_MS more; measured from the caller's now.
+  expire_in(counter, (cur + subs) * sub + SKEW_MS - now)
   redis.call('SADD', registry, path)
 else
   -- Admitted once sum < limit: when the oldest sub-windows holding at least

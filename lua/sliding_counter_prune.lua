@@ -10,10 +10,14 @@
 --
 -- Redis 7.0 has no per-field TTL, so sub-windows that left the window stay in
 -- the hash until someone removes them; the hash's own TTL only goes when the
--- path is idle.  This job removes, at t = max(now, the hash's t), the fields
--- sliding_counter.lua would remove (index <= cur - N, or > cur: written under
--- another sub_ms); a hash left without a live sub-window (count > 0) is
--- deleted and its path leaves the registry, as does the path of an absent key.
+-- path is idle.  This job removes, at max(t, now - SKEW_MS) (t, the hash's
+-- time mark: the earliest time a call within the skew horizon is served at,
+-- DESIGN.md "Time"), the fields sliding_counter.lua would remove there
+-- (index <= cur - N, or > cur: written under another sub_ms), so it never
+-- removes what such a call still counts.  A hash without a live sub-window
+-- (count > 0) whose mark is past the horizon (t <= now - SKEW_MS; or that has
+-- no t) is deleted and its path leaves the registry, as does the path of an
+-- absent key: no call within the horizon would see it as anything but absent.
 -- Idempotent: a second run at the same instant removes nothing.
 
 --@include lib/batch.lua
@@ -39,9 +43,10 @@ return batch_run(nc, function(i, now)
   local h = redis.pcall('HGETALL', counter)
   if h.err then return nil end
   if #h == 0 then return 0, unregister(path) end -- expired, reset
-  local _, cur = subs_time(h, now, sub) -- as in sliding_counter.lua
+  local mark = subs_mark(h)
+  local cur = window_index(horizon_time(mark, now), sub)
   local live, _, _, stale, fields = subs_scan(h, cur, subs)
-  if #live > 0 then
+  if #live > 0 or (mark and mark > now - SKEW_MS) then
     hdel_all(counter, stale)
     return #stale, 0
   end

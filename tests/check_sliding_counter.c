@@ -4,7 +4,7 @@
  * (the admin's read).  The fixture, helpers and time conventions are
  * tests/script_fixture.h's.
  */
-#include "tests/script_fixture.h"
+#include "tests/window_trace.h"
 
 /* ---- sliding counter ------------------------------------------------------- */
 
@@ -26,7 +26,7 @@ START_TEST(test_sc_fields_removed_on_the_way)
 	ck_cmd("{\"1\", \"1\", \"1100\"}", "HMGET %s 9 11 t", SC_KEY(p));
 	ck_assert_int_eq(test_cmd_int(c, "HEXISTS %s 0", SC_KEY(p)), 0);
 	ck_assert_int_eq(test_cmd_int(c, "HEXISTS %s 9999", SC_KEY(p)), 0);
-	ck_pttl(SC_KEY(p), 1000); /* sub-window 11 leaves at 2100 */
+	ck_pttl(SC_KEY(p), 1000 + SKEW_MS); /* sub-window 11 leaves at 2100, its mark is kept SKEW_MS more */
 }
 END_TEST
 
@@ -76,24 +76,27 @@ START_TEST(test_sc_prune_boundary)
 {
 	const char *p = "/prune";
 
-	/* Sub-windows of 100 ms: 0 -> 2, 1 -> 1, 9 -> 1, t = 950. */
+	/* Sub-windows of 100 ms: 0 -> 2, 1 -> 1, 9 -> 1, t = 950.  The prune acts
+	 * at max(t, now - SKEW_MS): a client lagging Redis by up to SKEW_MS is
+	 * served no earlier. */
 	freeReplyObject(sc(p, "10", "1000", "10", 0));
 	freeReplyObject(sc(p, "10", "1000", "10", 50));
 	freeReplyObject(sc(p, "10", "1000", "10", 150));
 	freeReplyObject(sc(p, "10", "1000", "10", 950));
-	ck_reply(sc_prune1(p, "1000", "10", 999), 0, 0, 1, 0);
-	ck_reply(sc_prune1(p, "1000", "10", 1000), 1, 0, 1, 0); /* sub-window 0 */
-	ck_reply(sc_prune1(p, "1000", "10", 1099), 0, 0, 1, 0);
-	ck_reply(sc_prune1(p, "1000", "10", 1100), 1, 0, 1, 0); /* sub-window 1 */
-	ck_reply(sc_prune1(p, "1000", "10", 1100), 0, 0, 1, 0);
+	ck_reply(sc_prune1(p, "1000", "10", 1000), 0, 0, 1, 0); /* not for a client at 999 */
+	ck_reply(sc_prune1(p, "1000", "10", 999 + SKEW_MS), 0, 0, 1, 0);
+	ck_reply(sc_prune1(p, "1000", "10", 1000 + SKEW_MS), 1, 0, 1, 0); /* sub-window 0 */
+	ck_reply(sc_prune1(p, "1000", "10", 1099 + SKEW_MS), 0, 0, 1, 0);
+	ck_reply(sc_prune1(p, "1000", "10", 1100 + SKEW_MS), 1, 0, 1, 0); /* sub-window 1 */
+	ck_reply(sc_prune1(p, "1000", "10", 1100 + SKEW_MS), 0, 0, 1, 0);
 	ck_assert_int_eq(test_cmd_int(c, "HLEN %s", SC_KEY(p)), 2);
-	ck_reply(sc_prune1(p, "1000", "10", 1899), 0, 0, 1, 0);
+	ck_reply(sc_prune1(p, "1000", "10", 1899 + SKEW_MS), 0, 0, 1, 0);
 	ck_assert_int_eq(in_set(SC_REG, p), 1);
 	/* At 1900 the last one leaves: the hash goes, and the path. */
-	ck_reply(sc_prune1(p, "1000", "10", 1900), 1, 1, 1, 0);
+	ck_reply(sc_prune1(p, "1000", "10", 1900 + SKEW_MS), 1, 1, 1, 0);
 	ck_assert_int_eq(test_cmd_int(c, "EXISTS %s", SC_KEY(p)), 0);
 	ck_assert_int_eq(in_set(SC_REG, p), 0);
-	ck_reply(sc_prune1(p, "1000", "10", 1900), 0, 0, 1, 0);
+	ck_reply(sc_prune1(p, "1000", "10", 1900 + SKEW_MS), 0, 0, 1, 0);
 }
 END_TEST
 
@@ -101,7 +104,8 @@ START_TEST(test_sc_prune_batch)
 {
 	char *before;
 
-	/* A: 0 -> 2, 5 -> 1 (sub 0 leaves at 1000); B: registered, absent;
+	/* Pruned at Redis 1000 + SKEW_MS, i.e. as of 1000 for a hash whose t is
+	 * older.  A: 0 -> 2, 5 -> 1 (sub 0 leaves at 1000); B: registered, absent;
 	 * C: 1 -> 1 plus a field of another sub-window length; D: a string;
 	 * E: only a zero count and t: nothing live; F: t = 5000, ahead of the
 	 * worker's 1000: nothing of it is expired or "in the future". */
@@ -115,7 +119,7 @@ START_TEST(test_sc_prune_batch)
 	freeReplyObject(sc("F", "10", "1000", "10", 5000));
 	freeReplyObject(test_cmd(c, "SADD %s B D E", SC_REG));
 	ck_reply(ev("sliding_counter_prune", 7, SC_REG, SC_KEY("A"), SC_KEY("B"), SC_KEY("C"), SC_KEY("D"),
-		    SC_KEY("E"), SC_KEY("F"), "1000", "A", "1000", "10", "B", "1000", "10", "C", "1000", "10",
+		    SC_KEY("E"), SC_KEY("F"), num(1000 + SKEW_MS), "A", "1000", "10", "B", "1000", "10", "C", "1000", "10",
 		    "D", "1000", "10", "E", "1000", "10", "F", "1000", "10", NULL),
 		 3, 2, 6, 1);
 	ck_cmd("{nil, \"1\", \"500\"}", "HMGET %s 0 5 t", SC_KEY("A"));
@@ -127,7 +131,7 @@ START_TEST(test_sc_prune_batch)
 	/* Idempotent. */
 	before = test_snapshot(c);
 	ck_reply(ev("sliding_counter_prune", 7, SC_REG, SC_KEY("A"), SC_KEY("B"), SC_KEY("C"), SC_KEY("D"),
-		    SC_KEY("E"), SC_KEY("F"), "1000", "A", "1000", "10", "B", "1000", "10", "C", "1000", "10",
+		    SC_KEY("E"), SC_KEY("F"), num(1000 + SKEW_MS), "A", "1000", "10", "B", "1000", "10", "C", "1000", "10",
 		    "D", "1000", "10", "E", "1000", "10", "F", "1000", "10", NULL),
 		 0, 0, 6, 1);
 	ck_snapshot_same(before);
@@ -152,10 +156,28 @@ START_TEST(test_sc_prune_changes_no_answer)
 	ck_reply(r, 1, 2, 50, test_elem_int(r, 3));
 	ck_snapshot_same(before);
 	free(before);
-	ck_reply(sc_prune1(p, "1000", "10", 1050), 1, 0, 1, 0);
+	/* At Redis 1050 nothing goes: a client whose clock says 999 counts sub-window 0. */
+	ck_reply(sc_prune1(p, "1000", "10", 1050), 0, 0, 1, 0);
+	r = sc_state(p, "3", "1000", "10", "999");
+	ck_reply(r, 3, 0, 1, test_elem_int(r, 3));
+	ck_reply(sc_prune1(p, "1000", "10", 1050 + SKEW_MS), 1, 0, 1, 0);
 	r = sc_state(p, "3", "1000", "10", "1050");
 	ck_reply(r, 1, 2, 50, test_elem_int(r, 3));
 	ck_reply(sc(p, "3", "1000", "10", 1050), 1, 1, 0, 50);
+}
+END_TEST
+
+/* A rejected call writes nothing: after a lowered limit refuses at 1500, a
+ * client whose clock says 950 still counts sub-window 0. */
+START_TEST(test_sc_rejection_removes_nothing)
+{
+	const char *p = "/reject";
+
+	freeReplyObject(sc(p, "2", "1000", "10", 0));
+	freeReplyObject(sc(p, "2", "1000", "10", 900));
+	ck_reply(sc(p, "1", "1000", "10", 1500), 0, 0, 400, 400);
+	ck_assert_int_eq(test_cmd_int(c, "HEXISTS %s 0", SC_KEY(p)), 1);
+	ck_reply(sc(p, "2", "1000", "10", 950), 0, 0, 50, 50);
 }
 END_TEST
 
@@ -173,8 +195,8 @@ START_TEST(test_sc_state)
 	freeReplyObject(sc(p, "3", "1000", "10", 100));
 	before = test_snapshot(c);
 	r = sc_state(p, "3", "1000", "10", "500");
-	ck_assert_int_gt(test_elem_int(r, 3), 1000 - SLACK_MS);
-	ck_assert_int_le(test_elem_int(r, 3), 1000);
+	ck_assert_int_gt(test_elem_int(r, 3), 1000 + SKEW_MS - SLACK_MS);
+	ck_assert_int_le(test_elem_int(r, 3), 1000 + SKEW_MS);
 	ck_reply(r, 3, 0, 500, test_elem_int(r, 3));
 	r = sc_state(p, "3", "1000", "10", "50"); /* older: served at 100 */
 	ck_reply(r, 3, 0, 900, test_elem_int(r, 3));
@@ -189,6 +211,8 @@ END_TEST
 
 /* ---- table tests: (parameters, calls with now) -> exact replies ------------ */
 
+/* TTL (last column): until the current sub-window leaves the window, and SKEW_MS
+ * more for the mark, from the caller's now. */
 static const struct algo_case algo_cases[] = {
 	/* ---- sliding counter ---- */
 	{ "sliding counter: limit 3 per 1000 ms in 10 sub-windows of 100 ms",
@@ -197,30 +221,30 @@ static const struct algo_case algo_cases[] = {
 	  "1000",
 	  "10",
 	  { /* sub-window 0 gets 0 and 99, sub-window 1 gets 100 (just after the boundary) */
-	    { 0, 0, { 1, 2, 0, 1000 }, 1000 },
-	    { 99, 0, { 1, 1, 0, 901 }, 901 },
-	    { 100, 0, { 1, 0, 0, 900 }, 1100 },
+	    { 0, 0, { 1, 2, 0, 1000 }, 11000 },
+	    { 99, 0, { 1, 1, 0, 901 }, 10901 },
+	    { 100, 0, { 1, 0, 0, 900 }, 11100 },
 	    /* refused in the same ms: sub-window 0 (2 requests) must leave, at 1000 */
 	    { 100, 0, { 0, 0, 900, 900 }, 0 },
 	    { 999, 0, { 0, 0, 1, 1 }, 0 },
 	    /* at 1000 sub-window 0 has left the window, even its request of 99 */
-	    { 1000, 0, { 1, 1, 0, 100 }, 1000 },
-	    { 1000, 0, { 1, 0, 0, 100 }, 1000 },
+	    { 1000, 0, { 1, 1, 0, 100 }, 11000 },
+	    { 1000, 0, { 1, 0, 0, 100 }, 11000 },
 	    { 1000, 0, { 0, 0, 100, 100 }, 0 },
 	    { 1099, 0, { 0, 0, 1, 1 }, 0 },
-	    { 1100, 0, { 1, 0, 0, 900 }, 1000 },
+	    { 1100, 0, { 1, 0, 0, 900 }, 11000 },
 	    /* an older now is served at the stored 1100 */
 	    { 1050, 0, { 0, 0, 900, 900 }, 0 },
 	    /* at 2000 the request of 1100 (sub-window 11) still counts, until 2100 */
-	    { 2000, 0, { 1, 1, 0, 100 }, 1000 },
+	    { 2000, 0, { 1, 1, 0, 100 }, 11000 },
 	    END } },
 	{ "sliding counter: a client that keeps retrying gets in as sub-windows leave",
 	  SC,
 	  "2",
 	  "1000",
 	  "4",
-	  { { 0, 0, { 1, 1, 0, 1000 }, 1000 },
-	    { 300, 0, { 1, 0, 0, 700 }, 950 },
+	  { { 0, 0, { 1, 1, 0, 1000 }, 11000 },
+	    { 300, 0, { 1, 0, 0, 700 }, 10950 },
 	    { 400, 0, { 0, 0, 600, 600 }, 0 },
 	    { 500, 0, { 0, 0, 500, 500 }, 0 },
 	    { 600, 0, { 0, 0, 400, 400 }, 0 },
@@ -228,10 +252,10 @@ static const struct algo_case algo_cases[] = {
 	    { 800, 0, { 0, 0, 200, 200 }, 0 },
 	    { 900, 0, { 0, 0, 100, 100 }, 0 },
 	    { 999, 0, { 0, 0, 1, 1 }, 0 },
-	    { 1000, 0, { 1, 0, 0, 250 }, 1000 },
+	    { 1000, 0, { 1, 0, 0, 250 }, 11000 },
 	    { 1100, 0, { 0, 0, 150, 150 }, 0 },
 	    { 1249, 0, { 0, 0, 1, 1 }, 0 },
-	    { 1250, 0, { 1, 0, 0, 750 }, 1000 },
+	    { 1250, 0, { 1, 0, 0, 750 }, 11000 },
 	    END } },
 	{ "sliding counter: limit 4, the wait is for enough old requests to leave",
 	  SC,
@@ -239,17 +263,17 @@ static const struct algo_case algo_cases[] = {
 	  "600",
 	  "3",
 	  { /* sub-windows of 200 ms: 1 in sub 0, 1 in sub 1, 2 in sub 2 */
-	    { 10, 0, { 1, 3, 0, 590 }, 590 },
-	    { 210, 0, { 1, 2, 0, 390 }, 590 },
-	    { 410, 0, { 1, 1, 0, 190 }, 590 },
-	    { 410, 0, { 1, 0, 0, 190 }, 590 },
+	    { 10, 0, { 1, 3, 0, 590 }, 10590 },
+	    { 210, 0, { 1, 2, 0, 390 }, 10590 },
+	    { 410, 0, { 1, 1, 0, 190 }, 10590 },
+	    { 410, 0, { 1, 0, 0, 190 }, 10590 },
 	    /* sum 4: one must leave: sub 0 at 600 */
 	    { 500, 0, { 0, 0, 100, 100 }, 0 },
-	    { 600, 0, { 1, 0, 0, 200 }, 600 },
+	    { 600, 0, { 1, 0, 0, 200 }, 10600 },
 	    /* sum 4 again (sub 1, sub 2 x2, sub 3): sub 1 leaves at 800 */
 	    { 799, 0, { 0, 0, 1, 1 }, 0 },
 	    /* at 800 sub 1 left: sum 3, admitted; at 1000 sub 2 (2 requests) leaves */
-	    { 800, 0, { 1, 0, 0, 200 }, 600 },
+	    { 800, 0, { 1, 0, 0, 200 }, 10600 },
 	    { 801, 0, { 0, 0, 199, 199 }, 0 },
 	    END } },
 };
@@ -304,6 +328,7 @@ static Suite *sliding_counter_suite(void)
 	tcase_add_test(tc, test_sc_prune_boundary);
 	tcase_add_test(tc, test_sc_prune_batch);
 	tcase_add_test(tc, test_sc_prune_changes_no_answer);
+	tcase_add_test(tc, test_sc_rejection_removes_nothing);
 
 	tc = test_tcase(s, "state", setup, teardown, 120);
 	tcase_add_test(tc, test_sc_state);

@@ -37,16 +37,21 @@ local function index_of(f)
   return nil
 end
 
--- The counter's HGETALL h at now: t = max(now, stored t) (stored time never
+-- The counter's time mark in its HGETALL h: the stored t (the time the
+-- latest admission was served at), or nil.
+local function subs_mark(h)
+  for i = 1, #h, 2 do
+    if h[i] == 't' then return stored_int(h[i + 1]) end
+  end
+  return nil
+end
+
+-- The counter's HGETALL h at now: t = max(now, mark) (stored time never
 -- moves backward) and cur, the sub-window holding t.
 local function subs_time(h, now, sub)
   local t = now
-  for i = 1, #h, 2 do
-    if h[i] == 't' then
-      local st = stored_int(h[i + 1])
-      if st and st > t then t = st end
-    end
-  end
+  local mark = subs_mark(h)
+  if mark and mark > t then t = mark end
   return t, window_index(t, sub)
 end
 
