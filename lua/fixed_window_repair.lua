@@ -11,10 +11,14 @@
 -- A counter must never outlive its window.  Limiters that INCR and EXPIRE in
 -- two calls leave a counter with no TTL when they die in between, and that
 -- counter then blocks its key for good; this job gives it one.
---   * sluice's hash: a counter of another window than the current one (at
---     t = max(now, its t)) is deleted and its path leaves the registry; a
---     counter of the current window without a TTL gets one, to the window's
---     end (+1 ms); one with a TTL is left alone.
+--   * sluice's hash, at max(t, now - SKEW_MS) (t, its time mark: the
+--     earliest time a call within the skew horizon is served at, DESIGN.md
+--     "Time"): a counter whose mark is past the horizon (t <= now - SKEW_MS;
+--     or that has no t) and that counts another window than that time's is
+--     deleted and its path leaves the registry (no call within the horizon
+--     is served in its window or before its mark: the same as absent); any
+--     other without a TTL gets the acquire's, to that window's end + 1 ms +
+--     SKEW_MS; one with a TTL is left alone.
 --   * a string (a foreign INCR counter): without a TTL it gets window_ms
 --     (its window's start is unknown, so the whole window is the conservative
 --     rest); with a TTL it is left alone.
@@ -45,10 +49,11 @@ return batch_run(nc, function(i, now)
     if redis.call('EXISTS', key) == 1 then return nil end -- a hash without a window index: not ours
     return 0, unregister(path) -- expired, reset
   end
-  local _, w = fixed_at(m[1], nil, m[2], window, now) -- as in fixed_window.lua
-  if win ~= w then
-    -- Another window's count: the acquire would start afresh, so it is the
-    -- same as absent.
+  local mark = stored_int(m[2])
+  local w = window_index(horizon_time(mark, now), window)
+  if win ~= w and not (mark and mark > now - SKEW_MS) then
+    -- Another window's count, and every call within the horizon is served
+    -- after the mark: the acquire would start afresh, the same as absent.
     redis.call('DEL', key)
     return 0, unregister(path)
   end

@@ -39,7 +39,7 @@ START_TEST(test_fw_state_layout)
 	ck_reply(fw(p, "5", "1000", 2500), 1, 4, 0, 500);
 	ck_reply(fw(p, "5", "1000", 2600), 1, 3, 0, 400);
 	ck_cmd("{\"window\", \"2\", \"count\", \"2\", \"t\", \"2600\"}", "HGETALL %s", FW_KEY(p));
-	ck_pttl(FW_KEY(p), 401);
+	ck_pttl(FW_KEY(p), 401 + SKEW_MS); /* the window's end + 1, and the horizon for the mark */
 	ck_cmd("{\"/layout\"}", "SMEMBERS %s", FW_REG);
 }
 END_TEST
@@ -55,7 +55,7 @@ START_TEST(test_fw_past_counter_without_ttl)
 	freeReplyObject(test_cmd(c, "PERSIST %s", FW_KEY(p)));
 	ck_reply(fw(p, "5", "1000", 1500), 1, 4, 0, 500);
 	ck_cmd("{\"window\", \"1\", \"count\", \"1\", \"t\", \"1500\"}", "HGETALL %s", FW_KEY(p));
-	ck_pttl(FW_KEY(p), 501);
+	ck_pttl(FW_KEY(p), 501 + SKEW_MS);
 }
 END_TEST
 
@@ -69,9 +69,14 @@ START_TEST(test_fw_window_length_changed)
 	ck_reply(fw(p, "2", "100", 5000), 1, 1, 0, 100);
 	ck_cmd("{\"window\", \"50\", \"count\", \"1\", \"t\", \"5000\"}", "HGETALL %s", FW_KEY(p));
 	/* Back to 1000 ms: to the repair, index 50 is not the current 5 either
-	 * (the acquire would start afresh): the counter goes. */
+	 * (the acquire would start afresh), but its mark still serves a client
+	 * lagging by up to the horizon at 5000: it gets the TTL of window 5.
+	 * Past the horizon the counter goes. */
 	freeReplyObject(test_cmd(c, "PERSIST %s", FW_KEY(p)));
-	ck_reply(fw_repair1(p, "1000", 5000), 0, 1, 1, 0);
+	ck_reply(fw_repair1(p, "1000", 5000), 1, 0, 1, 0);
+	ck_pttl(FW_KEY(p), 1001 + SKEW_MS);
+	ck_reply(fw_repair1(p, "1000", 4999 + SKEW_MS), 0, 0, 1, 0);
+	ck_reply(fw_repair1(p, "1000", 5000 + SKEW_MS), 0, 1, 1, 0);
 	ck_assert_int_eq(test_cmd_int(c, "EXISTS %s", FW_KEY(p)), 0);
 }
 END_TEST
@@ -80,42 +85,48 @@ START_TEST(test_fw_repair_batch)
 {
 	char *before;
 
-	/* A: window 1, lost its TTL -> repaired to the window's end;
-	 * B: window 0 (past), lost its TTL -> deleted, out of the registry;
-	 * C: window 1 with a TTL -> left alone;  D: registered, absent;
+	/* Repaired at Redis 11500: a client within the skew horizon is served at
+	 * 1500 or later (and at its counter's t, if that is later).
+	 * A: window 11, lost its TTL -> repaired to the window's end + SKEW_MS;
+	 * H: window 9, lost its TTL: over at 11500, not at 1500 -> repaired too;
+	 * B: window 0, lost its TTL, t = 200: over at 1500 -> deleted, out of the registry;
+	 * C: window 11 with a TTL -> left alone;  D: registered, absent;
 	 * E: a foreign string counter without TTL -> the whole window;
 	 * F: a foreign string counter with a TTL -> left alone;
 	 * G: registered, a sorted set (another layout) -> skipped. */
-	freeReplyObject(fw("A", "5", "1000", 1200));
+	freeReplyObject(fw("A", "5", "1000", 11200));
 	freeReplyObject(test_cmd(c, "PERSIST %s", FW_KEY("A")));
+	freeReplyObject(fw("H", "5", "1000", 9000));
+	freeReplyObject(test_cmd(c, "PERSIST %s", FW_KEY("H")));
 	freeReplyObject(fw("B", "5", "1000", 200));
 	freeReplyObject(test_cmd(c, "PERSIST %s", FW_KEY("B")));
-	freeReplyObject(fw("C", "5", "1000", 1300));
+	freeReplyObject(fw("C", "5", "1000", 11300));
 	freeReplyObject(test_cmd(c, "PEXPIRE %s 700000", FW_KEY("C")));
 	freeReplyObject(test_cmd(c, "SADD %s D G", FW_REG));
 	freeReplyObject(test_cmd(c, "SET %s 7", FW_KEY("E")));
 	freeReplyObject(test_cmd(c, "SET %s 3 PX 400000", FW_KEY("F")));
 	freeReplyObject(test_cmd(c, "ZADD %s 1 x", FW_KEY("G")));
-	ck_reply(ev("fixed_window_repair", 8, FW_REG, FW_KEY("A"), FW_KEY("B"), FW_KEY("C"), FW_KEY("D"),
-		    FW_KEY("E"), FW_KEY("F"), FW_KEY("G"), "1500", "A", "1000", "B", "1000", "C", "1000", "D",
-		    "1000", "E", "1000", "F", "1000", "G", "1000", NULL),
-		 2, 2, 7, 1);
-	ck_pttl(FW_KEY("A"), 501); /* 2000 - 1500 + 1 */
-	ck_cmd("{\"window\", \"1\", \"count\", \"1\", \"t\", \"1200\"}", "HGETALL %s", FW_KEY("A"));
+	ck_reply(ev("fixed_window_repair", 9, FW_REG, FW_KEY("A"), FW_KEY("H"), FW_KEY("B"), FW_KEY("C"), FW_KEY("D"),
+		    FW_KEY("E"), FW_KEY("F"), FW_KEY("G"), "11500", "A", "1000", "H", "1000", "B", "1000", "C", "1000",
+		    "D", "1000", "E", "1000", "F", "1000", "G", "1000", NULL),
+		 3, 2, 8, 1);
+	ck_pttl(FW_KEY("A"), 12000 + 1 + SKEW_MS - 11500);
+	ck_cmd("{\"window\", \"11\", \"count\", \"1\", \"t\", \"11200\"}", "HGETALL %s", FW_KEY("A"));
+	ck_pttl(FW_KEY("H"), 10000 + 1 + SKEW_MS - 11500);
 	ck_assert_int_eq(test_cmd_int(c, "EXISTS %s", FW_KEY("B")), 0);
 	ck_pttl(FW_KEY("C"), 700000);
 	ck_pttl(FW_KEY("E"), 1000);
 	ck_cmd("\"7\"", "GET %s", FW_KEY("E"));
 	ck_pttl(FW_KEY("F"), 400000);
 	ck_cmd("{\"x\"}", "ZRANGE %s 0 -1", FW_KEY("G"));
-	ck_cmd("{\"A\", \"C\", \"G\"}", "SORT %s ALPHA", FW_REG);
+	ck_cmd("{\"A\", \"C\", \"G\", \"H\"}", "SORT %s ALPHA", FW_REG);
 
 	/* Idempotent: the same call again changes nothing. */
 	before = test_snapshot(c);
-	ck_reply(ev("fixed_window_repair", 8, FW_REG, FW_KEY("A"), FW_KEY("B"), FW_KEY("C"), FW_KEY("D"),
-		    FW_KEY("E"), FW_KEY("F"), FW_KEY("G"), "1500", "A", "1000", "B", "1000", "C", "1000", "D",
-		    "1000", "E", "1000", "F", "1000", "G", "1000", NULL),
-		 0, 0, 7, 1);
+	ck_reply(ev("fixed_window_repair", 9, FW_REG, FW_KEY("A"), FW_KEY("H"), FW_KEY("B"), FW_KEY("C"), FW_KEY("D"),
+		    FW_KEY("E"), FW_KEY("F"), FW_KEY("G"), "11500", "A", "1000", "H", "1000", "B", "1000", "C", "1000",
+		    "D", "1000", "E", "1000", "F", "1000", "G", "1000", NULL),
+		 0, 0, 8, 1);
 	ck_snapshot_same(before);
 	free(before);
 	/* An empty batch is fine too. */
@@ -133,11 +144,14 @@ START_TEST(test_fw_repair_older_now)
 	/* The worker's clock is behind: served at the counter's 1200 (window 1,
 	 * current, not past), the TTL measured from its own 900. */
 	ck_reply(fw_repair1(p, "1000", 900), 1, 0, 1, 0);
-	ck_pttl(FW_KEY(p), 1101);
+	ck_pttl(FW_KEY(p), 1101 + SKEW_MS);
 	ck_reply(fw_repair1(p, "1000", 900), 0, 0, 1, 0);
 	ck_reply(fw(p, "5", "1000", 1300), 1, 3, 0, 700);
-	/* At 2000 window 1 is over: deleted. */
-	ck_reply(fw_repair1(p, "1000", 2000), 0, 1, 1, 0);
+	/* At Redis 2000 window 1 is over, but not for a client lagging by up to
+	 * the horizon: kept.  At 12000 it is over for all of them: deleted. */
+	ck_reply(fw_repair1(p, "1000", 2000), 0, 0, 1, 0);
+	ck_reply(fw_repair1(p, "1000", 11999), 0, 0, 1, 0);
+	ck_reply(fw_repair1(p, "1000", 12000), 0, 1, 1, 0);
 	ck_assert_int_eq(test_cmd_int(c, "EXISTS %s", FW_KEY(p)), 0);
 	ck_assert_int_eq(in_set(FW_REG, p), 0);
 }
@@ -153,7 +167,7 @@ START_TEST(test_fw_repair_uses_redis_time)
 	r = ev("fixed_window_repair", 2, FW_REG, FW_KEY(p), "", p, "60000", NULL);
 	ck_reply(r, 1, 0, 1, 0);
 	ck_assert_int_gt(test_cmd_int(c, "PTTL %s", FW_KEY(p)), 0);
-	ck_assert_int_le(test_cmd_int(c, "PTTL %s", FW_KEY(p)), 60001);
+	ck_assert_int_le(test_cmd_int(c, "PTTL %s", FW_KEY(p)), 60001 + SKEW_MS);
 }
 END_TEST
 
@@ -170,8 +184,8 @@ START_TEST(test_fw_state)
 	freeReplyObject(fw(p, "3", "1000", 100));
 	before = test_snapshot(c);
 	r = fw_state(FW_KEY(p), "3", "1000", "500");
-	ck_assert_int_gt(test_elem_int(r, 3), 900 - SLACK_MS);
-	ck_assert_int_le(test_elem_int(r, 3), 901);
+	ck_assert_int_gt(test_elem_int(r, 3), 900 + SKEW_MS - SLACK_MS);
+	ck_assert_int_le(test_elem_int(r, 3), 901 + SKEW_MS);
 	ck_reply(r, 2, 1, 500, test_elem_int(r, 3));
 	r = fw_state(FW_KEY(p), "3", "1000", "50"); /* older: served at 100 */
 	ck_reply(r, 2, 1, 900, test_elem_int(r, 3));
@@ -224,9 +238,9 @@ START_TEST(test_ttls_to_the_ms)
 {
 	long long t;
 
-	/* fixed window: to the window's end, + 1 ms */
+	/* fixed window: to the window's end, + 1 ms, and the horizon */
 	t = call_within_one_ms(FW, "/ttl", "5", "1000", NULL, NULL);
-	ck_assert_int_eq(test_cmd_int(c, "PEXPIRETIME %s", FW_KEY("/ttl")), (t / 1000 + 1) * 1000 + 1);
+	ck_assert_int_eq(test_cmd_int(c, "PEXPIRETIME %s", FW_KEY("/ttl")), (t / 1000 + 1) * 1000 + 1 + SKEW_MS);
 	/* sliding counter: until the current sub-window leaves the window, and the horizon */
 	t = call_within_one_ms(SC, "/ttl", "5", "1000", "4", NULL);
 	ck_assert_int_eq(test_cmd_int(c, "PEXPIRETIME %s", SC_KEY("/ttl")), (t / 250 + 4) * 250 + SKEW_MS);
@@ -241,6 +255,8 @@ END_TEST
 
 /* ---- table tests: (parameters, calls with now) -> exact replies ------------ */
 
+/* TTL (last column): the window's end + 1 ms, and SKEW_MS more for the mark, from
+ * the caller's now. */
 static const struct algo_case algo_cases[] = {
 	/* ---- fixed window ---- */
 	{ "fixed window: limit 3 per 1000 ms",
@@ -249,27 +265,27 @@ static const struct algo_case algo_cases[] = {
 	  "1000",
 	  NULL,
 	  { /* many requests in one millisecond: 3 counted, the 4th refused */
-	    { 0, 0, { 1, 2, 0, 1000 }, 1001 },
-	    { 0, 0, { 1, 1, 0, 1000 }, 1001 },
-	    { 0, 0, { 1, 0, 0, 1000 }, 1001 },
+	    { 0, 0, { 1, 2, 0, 1000 }, 11001 },
+	    { 0, 0, { 1, 1, 0, 1000 }, 11001 },
+	    { 0, 0, { 1, 0, 0, 1000 }, 11001 },
 	    { 0, 0, { 0, 0, 1000, 1000 }, 0 },
 	    { 500, 0, { 0, 0, 500, 500 }, 0 },
 	    { 999, 0, { 0, 0, 1, 1 }, 0 },
 	    /* the window boundary: a new window, a fresh count */
-	    { 1000, 0, { 1, 2, 0, 1000 }, 1001 },
+	    { 1000, 0, { 1, 2, 0, 1000 }, 11001 },
 	    /* an older now is served at the stored 1000 (window 1), TTL from its own now */
-	    { 999, 0, { 1, 1, 0, 1000 }, 1002 },
-	    { 1500, 0, { 1, 0, 0, 500 }, 501 },
+	    { 999, 0, { 1, 1, 0, 1000 }, 11002 },
+	    { 1500, 0, { 1, 0, 0, 500 }, 10501 },
 	    { 1999, 0, { 0, 0, 1, 1 }, 0 },
-	    { 2000, 0, { 1, 2, 0, 1000 }, 1001 },
+	    { 2000, 0, { 1, 2, 0, 1000 }, 11001 },
 	    END } },
 	{ "fixed window: a client that keeps retrying gets in when the window ends",
 	  FW,
 	  "2",
 	  "1000",
 	  NULL,
-	  { { 100, 0, { 1, 1, 0, 900 }, 901 },
-	    { 200, 0, { 1, 0, 0, 800 }, 801 },
+	  { { 100, 0, { 1, 1, 0, 900 }, 10901 },
+	    { 200, 0, { 1, 0, 0, 800 }, 10801 },
 	    { 300, 0, { 0, 0, 700, 700 }, 0 },
 	    { 400, 0, { 0, 0, 600, 600 }, 0 },
 	    { 500, 0, { 0, 0, 500, 500 }, 0 },
@@ -278,8 +294,8 @@ static const struct algo_case algo_cases[] = {
 	    { 800, 0, { 0, 0, 200, 200 }, 0 },
 	    { 900, 0, { 0, 0, 100, 100 }, 0 },
 	    { 999, 0, { 0, 0, 1, 1 }, 0 },
-	    { 1000, 0, { 1, 1, 0, 1000 }, 1001 },
-	    { 1000, 0, { 1, 0, 0, 1000 }, 1001 },
+	    { 1000, 0, { 1, 1, 0, 1000 }, 11001 },
+	    { 1000, 0, { 1, 0, 0, 1000 }, 11001 },
 	    { 1001, 0, { 0, 0, 999, 999 }, 0 },
 	    END } },
 	{ "fixed window: 1 per minute, requests just before and after the boundary",
@@ -287,9 +303,9 @@ static const struct algo_case algo_cases[] = {
 	  "1",
 	  "60000",
 	  NULL,
-	  { { 30000, 0, { 1, 0, 0, 30000 }, 30001 },
+	  { { 30000, 0, { 1, 0, 0, 30000 }, 40001 },
 	    { 59999, 0, { 0, 0, 1, 1 }, 0 },
-	    { 60000, 0, { 1, 0, 0, 60000 }, 60001 },
+	    { 60000, 0, { 1, 0, 0, 60000 }, 70001 },
 	    { 60000, 0, { 0, 0, 60000, 60000 }, 0 },
 	    { 119999, 0, { 0, 0, 1, 1 }, 0 },
 	    END } },
