@@ -312,6 +312,213 @@ START_TEST(test_table)
 }
 END_TEST
 
+/* ---- the skew scenario (issue 8, item 3) ----------------------------------- */
+
+#define SKEW_PATH "/skew"
+static long long skew_left[32]; /* when each entry (by admission) left the log, Redis time */
+static long long skew_r0;
+
+static int skew_call(long long now)
+{
+	return (int)test_acquire(c, TEST_EVALSHA, "sliding_log", SKEW_PATH, now, "10", "10000", NULL);
+}
+
+static void skew_prune(long long r)
+{
+	freeReplyObject(sl_prune1(SKEW_PATH, "10000", r));
+}
+
+/* Notes the Redis time each entry (score c0 + the admission's offset) is first missed. */
+static void skew_watch(long long r)
+{
+	redisReply *z = test_cmd(c, "ZRANGE %s 0 -1 WITHSCORES", test_sl_key(SKEW_PATH));
+	long long c0 = skew_r0 - SKEW_LAG_MS;
+
+	for (int i = 0; i < 20; i++) {
+		long long score = c0 + (i / 10) * 10000 + (i % 10) * SKEW_EVERY_MS;
+		int held = 0;
+
+		for (size_t k = 1; k < z->elements; k += 2)
+			held |= atoll(z->element[k]->str) == score;
+		if (held)
+			skew_left[i] = 0;
+		else if (!skew_left[i] && r - SKEW_LAG_MS >= score)
+			skew_left[i] = r;
+	}
+	freeReplyObject(z);
+}
+
+/*
+ * 10 per 10 s, clients 5 s behind Redis (tests/window_trace.h).  The model
+ * (sl_call below, by DESIGN.md's rule: served at max(now, newest entry),
+ * entries live for [s, s + window)) admits at c0 + 0 .. 450 and c0 + 10000
+ * .. 10450 in the clients' timeline, and an entry leaves only when the path's
+ * own timeline is past its window:
+ *   - the first ten, each exactly 10 s after it came, in the clients' time
+ *     and in Redis's (R0 + 10000 .. 10450): the admission that takes its
+ *     place removes it, not the worker, which works at max(newest entry,
+ *     R - 10000) and so removes nothing while clients within the horizon
+ *     still count it (the old worker removed them at R0 + 5000 and 6000:
+ *     after ~6 s of the clients' time);
+ *   - the last ten, when nobody calls any more, once every client within
+ *     the horizon is past their window: the tick at R0 + 25000 (R - 10000 =
+ *     c0 + 20000, the first one's end) and the one at R0 + 26000 (the
+ *     others end by c0 + 20450); the path leaves the registry then.  Without
+ *     the worker they go by the TTL, 20 s after the last admission (its
+ *     window and the horizon, from its now).
+ */
+START_TEST(test_sl_skew_lagging_clients)
+{
+	for (int worker = 1; worker >= 0; worker--) {
+		struct skew_run run;
+		const char *what = worker ? "log with the worker" : "log without worker";
+
+		freeReplyObject(test_cmd(c, "FLUSHALL"));
+		memset(skew_left, 0, sizeof(skew_left));
+		skew_r0 = (test_server_ms(c) / 10000 + 1) * 10000 + SKEW_LAG_MS;
+		skew_scenario(skew_r0, test_sl_key(SKEW_PATH), skew_call, worker ? skew_prune : NULL, skew_watch,
+			      &run);
+		skew_check_admissions(&run, skew_r0 - SKEW_LAG_MS, what);
+		for (int i = 0; i < 10; i++)
+			ck_assert_msg(skew_left[i] == skew_r0 + 10000 + i * SKEW_EVERY_MS,
+				      "%s: entry %d left at R0 + %lld, want R0 + %d", what, i, skew_left[i] - skew_r0,
+				      10000 + i * SKEW_EVERY_MS);
+		for (int i = 10; i < 20; i++)
+			ck_assert_msg(skew_left[i] == (worker ? skew_r0 + (i == 10 ? 25000 : 26000) : 0),
+				      "%s: entry %d left at R0 + %lld", what, i, skew_left[i] - skew_r0);
+		ck_assert_int_eq(run.gone_at, (worker ? skew_r0 + 26000 : -1));
+		ck_assert_int_eq(in_set(SL_REG, SKEW_PATH), !worker);
+		if (!worker)
+			ck_pttl(test_sl_key(SKEW_PATH), 20000);
+	}
+}
+END_TEST
+
+/* ---- the reference model, against the scripts over random traces ------------ */
+
+/*
+ * The sliding log of DESIGN.md and lua/README.md, written from them, cost 1
+ * (sliding_log.lua takes none).  A request admitted at s counts for calls
+ * served in [s, s + window); a call at now is served at t = max(now, mark),
+ * the mark being the newest entry: logically nothing is ever forgotten.  What
+ * Redis holds is the tail s[kept..n): an admission at t removes the entries
+ * that left the window at t (t is the new mark), the prune those that left it
+ * at max(mark, R - SKEW_MS), and the TTL, ending the newest entry's window +
+ * SKEW_MS after the caller's now, all of them.
+ */
+struct sl_model {
+	long long *s; /* the score of every admission, ascending */
+	size_t n, cap, kept;
+};
+
+static void *sl_model_new(void)
+{
+	return calloc(1, sizeof(struct sl_model));
+}
+
+static void sl_model_free(void *m)
+{
+	free(((struct sl_model *)m)->s);
+	free(m);
+}
+
+static long long sl_call(struct trace_path *p, long long now, long long want[4])
+{
+	struct sl_model *m = p->model;
+	long long w = p->rule.window, limit = p->rule.limit;
+	long long t = m->n ? max_ll(now, m->s[m->n - 1]) : now;
+	size_t lo = m->n; /* the first entry live at t */
+	long long count;
+
+	while (lo > 0 && m->s[lo - 1] > t - w)
+		lo--;
+	count = (long long)(m->n - lo);
+	if (count < limit) {
+		if (m->n == m->cap) {
+			m->cap = m->cap ? 2 * m->cap : 64;
+			m->s = realloc(m->s, m->cap * sizeof(*m->s));
+			ck_assert_ptr_nonnull(m->s);
+		}
+		m->s[m->n++] = t;
+		if (m->kept < lo)
+			m->kept = lo;
+		want[0] = 1, want[1] = max_ll(0, limit - count - 1), want[2] = 0, want[3] = m->s[lo] + w - t;
+		return t + w + SKEW_MS - now;
+	}
+	want[0] = 0, want[1] = max_ll(0, limit - count);
+	want[2] = max_ll(1, m->s[lo + (size_t)(count - limit)] + w - t); /* enough have left */
+	want[3] = max_ll(0, m->s[lo] + w - t);
+	return -1;
+}
+
+static long long sl_prune_at(struct trace_path *p, long long r, long long want[2])
+{
+	struct sl_model *m = p->model;
+	size_t k = m->kept;
+
+	if (k < m->n) {
+		long long at = max_ll(m->s[m->n - 1], r - SKEW_MS);
+
+		while (k < m->n && m->s[k] <= at - p->rule.window)
+			k++;
+	}
+	want[0] = (long long)(k - m->kept), want[1] = 0;
+	m->kept = k;
+	if (k == m->n) { /* empty or emptied: Redis drops the key, the prune the path */
+		want[1] = p->registered;
+		p->registered = p->exists = 0;
+	}
+	return -1;
+}
+
+static void sl_gone(struct trace_path *p)
+{
+	struct sl_model *m = p->model;
+
+	m->kept = m->n;
+}
+
+static long long sl_edge(const struct trace_path *p)
+{
+	const struct sl_model *m = p->model;
+
+	return m->kept < m->n ? m->s[m->kept] + p->rule.window : -1;
+}
+
+static void sl_rule(struct trace_rng *r, struct trace_rule *rule)
+{
+	rule->limit = trace_limit(r);
+	rule->window = trace_window(r);
+	rule->subs = 0;
+}
+
+static int sl_job_args(const struct trace_rule *rule, const char **argv)
+{
+	argv[0] = num(rule->window);
+	return 1;
+}
+
+static const struct trace_ops sl_trace = {
+	.algo = "sliding_log",
+	.job = "sliding_log_prune",
+	.registry = SL_REG,
+	.rule = sl_rule,
+	.job_args = sl_job_args,
+	.model_new = sl_model_new,
+	.model_free = sl_model_free,
+	.call = sl_call,
+	.job_at = sl_prune_at,
+	.gone = sl_gone,
+	.edge = sl_edge,
+};
+
+/* 10,000 calls per seed (tests/window_trace.h says what a trace holds). */
+START_TEST(test_sl_model_traces)
+{
+	trace_run(&sl_trace, 1000 + (uint64_t)_i, 10000);
+}
+END_TEST
+
 /* ---- validation ------------------------------------------------------------ */
 
 static const struct bad_call bad_calls[] = {
@@ -368,6 +575,10 @@ static Suite *sliding_log_suite(void)
 
 	tc = test_tcase(s, "tables", setup, teardown, 120);
 	tcase_add_loop_test(tc, test_table, 0, TEST_N(algo_cases));
+
+	tc = test_tcase(s, "skew", setup, teardown, 120);
+	tcase_add_test(tc, test_sl_skew_lagging_clients);
+	tcase_add_loop_test(tc, test_sl_model_traces, 0, 4);
 
 	tc = test_tcase(s, "validation", setup, teardown, 60);
 	tcase_add_loop_test(tc, test_bad_arguments_change_nothing, 0, TEST_N(bad_calls));
