@@ -167,6 +167,25 @@ START_TEST(test_sc_prune_changes_no_answer)
 }
 END_TEST
 
+/* After a rule edit of sub_windows the hash may hold a mark and no live
+ * count: the prune keeps the mark until it is past the horizon. */
+START_TEST(test_sc_prune_keeps_a_bare_mark)
+{
+	const char *p = "/bare";
+
+	freeReplyObject(sc(p, "3", "1000", "10", 5000)); /* field 50 of 100 ms */
+	/* One sub-window of 1000 ms: index 50 means nothing at 5000 (index 5). */
+	ck_reply(sc_prune1(p, "1000", "1", 6000), 1, 0, 1, 0);
+	ck_cmd("{\"t\", \"5000\"}", "HGETALL %s", SC_KEY(p));
+	/* A client whose clock says 4000 is still served at 5000. */
+	ck_reply(sc(p, "3", "1000", "1", 4000), 1, 2, 0, 1000);
+	freeReplyObject(test_cmd(c, "HDEL %s 5", SC_KEY(p)));
+	ck_reply(sc_prune1(p, "1000", "1", 4999 + SKEW_MS), 0, 0, 1, 0);
+	ck_reply(sc_prune1(p, "1000", "1", 5000 + SKEW_MS), 0, 1, 1, 0);
+	ck_assert_int_eq(test_cmd_int(c, "EXISTS %s", SC_KEY(p)), 0);
+}
+END_TEST
+
 /* A rejected call writes nothing: after a lowered limit refuses at 1500, a
  * client whose clock says 950 still counts sub-window 0. */
 START_TEST(test_sc_rejection_removes_nothing)
@@ -284,6 +303,218 @@ START_TEST(test_table)
 }
 END_TEST
 
+/* ---- the skew scenario (issue 8, item 3) ----------------------------------- */
+
+#define SKEW_PATH "/skew"
+static long long skew_first_field;  /* the sub-window of the first ten admissions */
+static long long skew_field_left;   /* Redis time it was first missed */
+
+static int skew_call(long long now)
+{
+	return (int)test_acquire(c, TEST_EVALSHA, "sliding_counter", SKEW_PATH, now, "10", "10000", "10", NULL);
+}
+
+static void skew_prune(long long r)
+{
+	freeReplyObject(sc_prune1(SKEW_PATH, "10000", "10", r));
+}
+
+static void skew_watch(long long r)
+{
+	if (test_cmd_int(c, "HEXISTS %s %lld", SC_KEY(SKEW_PATH), skew_first_field))
+		skew_field_left = 0;
+	else if (!skew_field_left && test_cmd_int(c, "EXISTS %s", SC_KEY(SKEW_PATH)))
+		skew_field_left = r;
+}
+
+/*
+ * 10 per 10 s in ten sub-windows of 1 s, clients 5 s behind Redis
+ * (tests/window_trace.h).  The model (sc_call below, by DESIGN.md's rule:
+ * served at max(now, t), a request of sub-window j counts until (j + 10) s)
+ * admits at c0 + 0 .. 450 (sub-window c0 / 1000) and c0 + 10000 .. 10450:
+ * 20 in 12 s.  The old prune, at Redis time, found sub-window c0 / 1000 out
+ * of the window at R0 + 5000 (the clients' c0 + 5000), deleted the hash and
+ * its t, and the clients started afresh: 30.  Now the first sub-window
+ * leaves at R0 + 10000, when the clients' own timeline gets there (the
+ * admission of c0 + 10000 removes it); the hash of the last ten goes at the
+ * tick of R0 + 25000, when every client within the horizon is past their
+ * window (R - 10000 = c0 + 20000), and the path leaves the registry.
+ * Without the worker it goes by its TTL: the window's end and the horizon
+ * from the last admission's now, (c0 + 20000) + 10000 - (c0 + 10450).
+ */
+START_TEST(test_sc_skew_lagging_clients)
+{
+	for (int worker = 1; worker >= 0; worker--) {
+		struct skew_run run;
+		long long r0 = (test_server_ms(c) / 10000 + 1) * 10000 + SKEW_LAG_MS;
+		const char *what = worker ? "counter with the worker" : "counter without worker";
+
+		freeReplyObject(test_cmd(c, "FLUSHALL"));
+		skew_first_field = (r0 - SKEW_LAG_MS) / 1000;
+		skew_field_left = 0;
+		skew_scenario(r0, SC_KEY(SKEW_PATH), skew_call, worker ? skew_prune : NULL, skew_watch, &run);
+		skew_check_admissions(&run, r0 - SKEW_LAG_MS, what);
+		ck_assert_msg(skew_field_left == r0 + 10000, "%s: the first sub-window left at R0 + %lld", what,
+			      skew_field_left - r0);
+		ck_assert_int_eq(run.gone_at, (worker ? r0 + 25000 : -1));
+		ck_assert_int_eq(in_set(SC_REG, SKEW_PATH), !worker);
+		if (!worker)
+			ck_pttl(SC_KEY(SKEW_PATH), 20000 + 10000 - 10450);
+	}
+}
+END_TEST
+
+/* ---- the reference model, against the scripts over random traces ------------ */
+
+/*
+ * The sliding-window counter of DESIGN.md and lua/README.md, written from
+ * them, cost 1 (sliding_counter.lua takes none).  A request admitted in
+ * sub-window j (of sub = window / N ms) counts for calls served before
+ * (j + N) * sub; a call at now is served at t = max(now, mark), the mark
+ * being the time the latest admission was served at; logically nothing is
+ * forgotten.  Redis holds the fields f[kept..n): an admission at t removes the
+ * sub-windows that left the window at t, the prune those that left it at
+ * max(mark, R - SKEW_MS) (and the hash with them, once the mark is past the
+ * horizon), the TTL, (cur + N) * sub + SKEW_MS after the caller's now, all.
+ */
+struct sc_model {
+	struct sc_sub {
+		long long idx, count;
+	} *f; /* every sub-window that admitted, ascending */
+	size_t n, cap, kept;
+	long long mark;
+};
+
+static void *sc_model_new(void)
+{
+	struct sc_model *m = calloc(1, sizeof(*m));
+
+	ck_assert_ptr_nonnull(m);
+	m->mark = -1;
+	return m;
+}
+
+static void sc_model_free(void *m)
+{
+	free(((struct sc_model *)m)->f);
+	free(m);
+}
+
+static long long sc_call(struct trace_path *p, long long now, long long want[4])
+{
+	struct sc_model *m = p->model;
+	long long subs = p->rule.subs, sub = p->rule.window / subs, limit = p->rule.limit;
+	long long t = max_ll(now, m->mark), cur = floor_div(t, sub), sum = 0, need, acc = 0;
+	size_t lo = m->n; /* the first sub-window live at t */
+
+	while (lo > 0 && m->f[lo - 1].idx > cur - subs)
+		sum += m->f[--lo].count;
+	if (sum < limit) {
+		if (m->n && m->f[m->n - 1].idx == cur) {
+			m->f[m->n - 1].count++;
+		} else {
+			if (m->n == m->cap) {
+				m->cap = m->cap ? 2 * m->cap : 64;
+				m->f = realloc(m->f, m->cap * sizeof(*m->f));
+				ck_assert_ptr_nonnull(m->f);
+			}
+			m->f[m->n++] = (struct sc_sub){ cur, 1 };
+		}
+		if (m->kept < lo)
+			m->kept = lo;
+		m->mark = t;
+		want[0] = 1, want[1] = max_ll(0, limit - sum - 1), want[2] = 0;
+		want[3] = (m->f[lo].idx + subs) * sub - t;
+		return (cur + subs) * sub + SKEW_MS - now;
+	}
+	/* admitted once the oldest sub-windows holding sum - limit + 1 have left */
+	need = sum - limit + 1;
+	want[0] = 0, want[1] = max_ll(0, limit - sum), want[3] = max_ll(0, (m->f[lo].idx + subs) * sub - t);
+	for (size_t j = lo; acc < need; j++) {
+		acc += m->f[j].count;
+		want[2] = max_ll(1, (m->f[j].idx + subs) * sub - t);
+	}
+	return -1;
+}
+
+static long long sc_prune_at(struct trace_path *p, long long r, long long want[2])
+{
+	struct sc_model *m = p->model;
+	long long subs = p->rule.subs, sub = p->rule.window / subs;
+	long long cur = floor_div(max_ll(m->mark, r - SKEW_MS), sub);
+	size_t k = m->kept;
+
+	want[0] = want[1] = 0;
+	if (!p->exists) { /* expired: the path leaves the registry */
+		want[1] = p->registered;
+		p->registered = 0;
+		return -1;
+	}
+	while (k < m->n && m->f[k].idx <= cur - subs)
+		k++;
+	if (k < m->n || m->mark > r - SKEW_MS) {
+		want[0] = (long long)(k - m->kept);
+		m->kept = k;
+		return -1;
+	}
+	/* nothing live, and the mark past the horizon: the hash goes, and its path */
+	want[0] = (long long)(m->n - m->kept), want[1] = p->registered;
+	m->kept = m->n;
+	p->registered = p->exists = 0;
+	return -1;
+}
+
+static void sc_gone(struct trace_path *p)
+{
+	struct sc_model *m = p->model;
+
+	m->kept = m->n;
+}
+
+static long long sc_edge(const struct trace_path *p)
+{
+	const struct sc_model *m = p->model;
+
+	return m->kept < m->n ? (m->f[m->kept].idx + p->rule.subs) * (p->rule.window / p->rule.subs) : -1;
+}
+
+static void sc_rule(struct trace_rng *r, struct trace_rule *rule)
+{
+	static const long long subs[] = { 1, 2, 3, 4, 5, 6, 10 };
+
+	rule->limit = trace_limit(r);
+	rule->subs = subs[rng_in(r, 0, TEST_N(subs) - 1)];
+	rule->window = max_ll(1, trace_window(r) / rule->subs) * rule->subs;
+}
+
+static int sc_job_args(const struct trace_rule *rule, const char **argv)
+{
+	argv[0] = num(rule->window);
+	argv[1] = num(rule->subs);
+	return 2;
+}
+
+static const struct trace_ops sc_trace = {
+	.algo = "sliding_counter",
+	.job = "sliding_counter_prune",
+	.registry = SC_REG,
+	.rule = sc_rule,
+	.job_args = sc_job_args,
+	.model_new = sc_model_new,
+	.model_free = sc_model_free,
+	.call = sc_call,
+	.job_at = sc_prune_at,
+	.gone = sc_gone,
+	.edge = sc_edge,
+};
+
+/* 10,000 calls per seed (tests/window_trace.h says what a trace holds). */
+START_TEST(test_sc_model_traces)
+{
+	trace_run(&sc_trace, 2000 + (uint64_t)_i, 10000);
+}
+END_TEST
+
 /* ---- validation ------------------------------------------------------------ */
 
 static const struct bad_call bad_calls[] = {
@@ -329,12 +560,17 @@ static Suite *sliding_counter_suite(void)
 	tcase_add_test(tc, test_sc_prune_batch);
 	tcase_add_test(tc, test_sc_prune_changes_no_answer);
 	tcase_add_test(tc, test_sc_rejection_removes_nothing);
+	tcase_add_test(tc, test_sc_prune_keeps_a_bare_mark);
 
 	tc = test_tcase(s, "state", setup, teardown, 120);
 	tcase_add_test(tc, test_sc_state);
 
 	tc = test_tcase(s, "tables", setup, teardown, 120);
 	tcase_add_loop_test(tc, test_table, 0, TEST_N(algo_cases));
+
+	tc = test_tcase(s, "skew", setup, teardown, 120);
+	tcase_add_test(tc, test_sc_skew_lagging_clients);
+	tcase_add_loop_test(tc, test_sc_model_traces, 0, 4);
 
 	tc = test_tcase(s, "validation", setup, teardown, 120);
 	tcase_add_loop_test(tc, test_bad_arguments_change_nothing, 0, TEST_N(bad_calls));
