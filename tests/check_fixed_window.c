@@ -317,6 +317,155 @@ START_TEST(test_table)
 }
 END_TEST
 
+/* ---- the skew scenario (issue 8, item 3) ----------------------------------- */
+
+#define SKEW_PATH "/skew"
+
+static int skew_call(long long now)
+{
+	return (int)test_acquire(c, TEST_EVALSHA, "fixed_window", SKEW_PATH, now, "10", "10000", NULL);
+}
+
+static void skew_repair(long long r)
+{
+	freeReplyObject(fw_repair1(SKEW_PATH, "10000", r));
+}
+
+/*
+ * 10 per 10 s, clients 5 s behind Redis (tests/window_trace.h).  The model
+ * (fw_call below, by DESIGN.md's rule: served at max(now, t), counted in the
+ * window that holds it) admits at c0 + 0 .. 450 in window [c0, c0 + 10000)
+ * and c0 + 10000 .. 10450 in the next: 20 in 12 s.  The old repair deleted
+ * the counter at R0 + 5000, when Redis's clock left the first window, and
+ * the clients, still in it, were counted afresh: 30.  Now the counter moves
+ * to the next window with the clients' own timeline, and goes at the tick of
+ * R0 + 25000, when every client within the horizon is past its window (R -
+ * 10000 = c0 + 20000); the path leaves the registry.  Without the worker it
+ * goes by its TTL: the window's end + 1 and the horizon from the last
+ * admission's now, (c0 + 20000) + 1 + 10000 - (c0 + 10450).
+ */
+START_TEST(test_fw_skew_lagging_clients)
+{
+	for (int worker = 1; worker >= 0; worker--) {
+		struct skew_run run;
+		long long r0 = (test_server_ms(c) / 10000 + 1) * 10000 + SKEW_LAG_MS;
+		const char *what = worker ? "fixed window with the worker" : "fixed window without worker";
+
+		freeReplyObject(test_cmd(c, "FLUSHALL"));
+		skew_scenario(r0, FW_KEY(SKEW_PATH), skew_call, worker ? skew_repair : NULL, NULL, &run);
+		skew_check_admissions(&run, r0 - SKEW_LAG_MS, what);
+		ck_assert_int_eq(run.gone_at, (worker ? r0 + 25000 : -1));
+		ck_assert_int_eq(in_set(FW_REG, SKEW_PATH), !worker);
+		if (!worker)
+			ck_pttl(FW_KEY(SKEW_PATH), 20000 + 1 + 10000 - 10450);
+	}
+}
+END_TEST
+
+/* ---- the reference model, against the scripts over random traces ------------ */
+
+/*
+ * The fixed window of DESIGN.md and lua/README.md, written from them, cost 1
+ * (fixed_window.lua takes none).  Window k holds [k * window, (k + 1) *
+ * window) and admits up to limit; a call at now is served at t = max(now,
+ * mark), the mark being the time the latest admission was served at, and
+ * counted in t's window.  Redis holds the mark and its window's count until
+ * the TTL, the window's end + 1 + SKEW_MS after the caller's now, or the
+ * repair, once the mark is past the horizon and its window over there.
+ */
+struct fw_model {
+	long long mark, count; /* count: of the mark's window */
+};
+
+static void *fw_model_new(void)
+{
+	struct fw_model *m = calloc(1, sizeof(*m));
+
+	ck_assert_ptr_nonnull(m);
+	m->mark = -1;
+	return m;
+}
+
+static long long fw_call(struct trace_path *p, long long now, long long want[4])
+{
+	struct fw_model *m = p->model;
+	long long w = p->rule.window, t = max_ll(now, m->mark), k = floor_div(t, w), end = (k + 1) * w;
+	long long count = m->mark >= 0 && floor_div(m->mark, w) == k ? m->count : 0;
+
+	if (count < p->rule.limit) {
+		m->mark = t;
+		m->count = ++count;
+		want[0] = 1, want[1] = p->rule.limit - count, want[2] = 0, want[3] = end - t;
+		return end - now + 1 + SKEW_MS;
+	}
+	want[0] = 0, want[1] = max_ll(0, p->rule.limit - count), want[2] = want[3] = end - t;
+	return -1;
+}
+
+static long long fw_repair_at(struct trace_path *p, long long r, long long want[2])
+{
+	struct fw_model *m = p->model;
+	long long w = p->rule.window, k = floor_div(max_ll(m->mark, r - SKEW_MS), w);
+
+	want[0] = want[1] = 0;
+	if (p->exists && (floor_div(m->mark, w) == k || m->mark > r - SKEW_MS)) {
+		if (p->has_ttl)
+			return -1;
+		want[0] = 1; /* a lost TTL: the acquire's, from the repair's now */
+		return (k + 1) * w + 1 + SKEW_MS - r;
+	}
+	/* absent (expired), or its window over for every client within the horizon */
+	want[1] = p->registered;
+	p->registered = p->exists = 0;
+	return -1;
+}
+
+static void fw_gone(struct trace_path *p)
+{
+	(void)p; /* Redis holds the count and the mark, or nothing */
+}
+
+static long long fw_edge(const struct trace_path *p)
+{
+	const struct fw_model *m = p->model;
+
+	return p->exists ? (floor_div(m->mark, p->rule.window) + 1) * p->rule.window : -1;
+}
+
+static void fw_rule(struct trace_rng *r, struct trace_rule *rule)
+{
+	rule->limit = trace_limit(r);
+	rule->window = trace_window(r);
+	rule->subs = 0;
+}
+
+static int fw_job_args(const struct trace_rule *rule, const char **argv)
+{
+	argv[0] = num(rule->window);
+	return 1;
+}
+
+static const struct trace_ops fw_trace = {
+	.algo = "fixed_window",
+	.job = "fixed_window_repair",
+	.registry = FW_REG,
+	.rule = fw_rule,
+	.job_args = fw_job_args,
+	.model_new = fw_model_new,
+	.model_free = free,
+	.call = fw_call,
+	.job_at = fw_repair_at,
+	.gone = fw_gone,
+	.edge = fw_edge,
+};
+
+/* 10,000 calls per seed (tests/window_trace.h says what a trace holds). */
+START_TEST(test_fw_model_traces)
+{
+	trace_run(&fw_trace, 3000 + (uint64_t)_i, 10000);
+}
+END_TEST
+
 /* ---- validation ------------------------------------------------------------ */
 
 static const struct bad_call bad_calls[] = {
@@ -368,6 +517,10 @@ static Suite *fixed_window_suite(void)
 	tc = test_tcase(s, "tables", setup, teardown, 120);
 	tcase_add_loop_test(tc, test_table, 0, TEST_N(algo_cases));
 	tcase_add_test(tc, test_ttls_to_the_ms);
+
+	tc = test_tcase(s, "skew", setup, teardown, 120);
+	tcase_add_test(tc, test_fw_skew_lagging_clients);
+	tcase_add_loop_test(tc, test_fw_model_traces, 0, 4);
 
 	tc = test_tcase(s, "validation", setup, teardown, 120);
 	tcase_add_loop_test(tc, test_bad_arguments_change_nothing, 0, TEST_N(bad_calls));
