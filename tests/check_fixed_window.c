@@ -432,25 +432,12 @@ static long long fw_edge(const struct trace_path *p)
 	return p->exists ? (floor_div(m->mark, p->rule.window) + 1) * p->rule.window : -1;
 }
 
-static void fw_rule(struct trace_rng *r, struct trace_rule *rule)
-{
-	rule->limit = trace_limit(r);
-	rule->window = trace_window(r);
-	rule->subs = 0;
-}
-
-static int fw_job_args(const struct trace_rule *rule, const char **argv)
-{
-	argv[0] = num(rule->window);
-	return 1;
-}
-
 static const struct trace_ops fw_trace = {
 	.algo = "fixed_window",
 	.job = "fixed_window_repair",
 	.registry = FW_REG,
-	.rule = fw_rule,
-	.job_args = fw_job_args,
+	.rule = trace_window_rule,
+	.job_args = trace_window_args,
 	.model_new = fw_model_new,
 	.model_free = free,
 	.call = fw_call,

@@ -485,25 +485,12 @@ static long long sl_edge(const struct trace_path *p)
 	return m->kept < m->n ? m->s[m->kept] + p->rule.window : -1;
 }
 
-static void sl_rule(struct trace_rng *r, struct trace_rule *rule)
-{
-	rule->limit = trace_limit(r);
-	rule->window = trace_window(r);
-	rule->subs = 0;
-}
-
-static int sl_job_args(const struct trace_rule *rule, const char **argv)
-{
-	argv[0] = num(rule->window);
-	return 1;
-}
-
 static const struct trace_ops sl_trace = {
 	.algo = "sliding_log",
 	.job = "sliding_log_prune",
 	.registry = SL_REG,
-	.rule = sl_rule,
-	.job_args = sl_job_args,
+	.rule = trace_window_rule,
+	.job_args = trace_window_args,
 	.model_new = sl_model_new,
 	.model_free = sl_model_free,
 	.call = sl_call,

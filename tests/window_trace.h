@@ -159,6 +159,21 @@ struct trace_rule {
 	long long limit, window, subs; /* subs: the sliding counter's sub_windows */
 };
 
+/* The rule of the sliding log and the fixed window: limit and window_ms. */
+WINDOW_TRACE void trace_window_rule(struct trace_rng *r, struct trace_rule *rule)
+{
+	rule->limit = trace_limit(r);
+	rule->window = trace_window(r);
+	rule->subs = 0;
+}
+
+/* Their job's ARGV per path after the path: window_ms. */
+WINDOW_TRACE int trace_window_args(const struct trace_rule *rule, const char **argv)
+{
+	argv[0] = num(rule->window);
+	return 1;
+}
+
 #define TRACE_PATHS 4
 
 /* One path of a trace: its rule, its clients, what Redis holds of it, its model. */
