@@ -8,9 +8,10 @@
 -- Reply {repaired (counters given a TTL), emptied (paths removed from the
 --        registry), counters (N), skipped (keys of another type or shape: untouched)}
 --
--- A counter must never outlive its window.  Limiters that INCR and EXPIRE in
--- two calls leave a counter with no TTL when they die in between, and that
--- counter then blocks its key for good; this job gives it one.
+-- A counter must never outlive its window (and, for sluice's, the horizon of
+-- its mark).  Limiters that INCR and EXPIRE in two calls leave a counter with
+-- no TTL when they die in between, and that counter then blocks its key for
+-- good; this job gives it one.
 --   * sluice's hash, at max(t, now - SKEW_MS) (t, its time mark: the
 --     earliest time a call within the skew horizon is served at, DESIGN.md
 --     "Time"): a counter whose mark is past the horizon (t <= now - SKEW_MS;

@@ -41,7 +41,7 @@ if unit ~= 'ms' and unit ~= 's' and unit ~= 'us' then
   return fail('unit', '"ms", "s" or "us" (the score unit)')
 end
 
--- The cut-off now - window in the score unit, as text.  In ms it is exact;
+-- The cut-off (at - window) in the score unit, as text.  In ms it is exact;
 -- in s it is a quotient of two integers, i.e. the double nearest to it, just
 -- as a score written in decimal ("9.001") is, so the two compare equal, and
 -- %.17g keeps that double; in us it is exact below 2^53 us (year 2255).
