@@ -44,8 +44,9 @@ uint64_t rconn_connects(const struct rconn *c);
  * noeviction) refuses, before they run, the commands flagged denyoom, the
  * scripts that declare flags but neither allow-oom nor no-writes, and every
  * command queued after MULTI (EXEC then answers EXECABORT), with the error
- * reply "OOM command not allowed when used memory > 'maxmemory'."  Reads,
- * deletes and allow-oom scripts still run.  rconn_is_oom tells that reply (1)
+ * reply "OOM command not allowed when used memory > 'maxmemory'." (a script
+ * without flags gets it, with " script: ..." after it, only when its first
+ * write is a denyoom one).  Reads, deletes and allow-oom scripts still run.  rconn_is_oom tells that reply (1)
  * from any other; RCONN_OOM_TEXT is how sluice names it to people.
  */
 #define RCONN_OOM_TEXT "Redis is out of memory (maxmemory)"
