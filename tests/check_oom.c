@@ -11,8 +11,6 @@
  * api `api`), with the limit lifted around every test.
  */
 #include <errno.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 
 #include "core/rulestore.h"
 #include "tests/api_fixture.h"
@@ -362,132 +360,25 @@ END_TEST
 
 /*
  * With the flags above no command the worker sends is refused at the limit,
- * so a real server cannot show the worker's error text for it.  This stand-in
- * for Redis answers the way Redis 7.0 over maxmemory answers a worker whose
- * scripts lack allow-oom (an older build, a script edited by hand): the
- * connection, SCRIPT LOAD and the reads succeed, EVALSHA gets OOM_REPLY.
+ * so the worker's error text for one is checked on the reply itself: a real
+ * OOM reply of this server is told from every other error reply.
  */
-struct stub {
-	int lfd, port;
-	pthread_t th;
-};
-
-/* The first bulk string of the RESP array at `p` (n bytes), once the whole array is there: 1, else 0. */
-static int resp_command(const char *p, size_t n, size_t *used, char *name, size_t cap)
-{
-	const char *end = p + n, *q = p;
-	long count;
-
-	if (n < 4 || *q != '*')
-		return 0;
-	count = strtol(q + 1, NULL, 10);
-	if (!(q = memchr(q, '\n', (size_t)(end - q))))
-		return 0;
-	q++;
-	name[0] = '\0';
-	for (long i = 0; i < count; i++) {
-		long len;
-
-		if (q >= end || *q != '$')
-			return 0;
-		len = strtol(q + 1, NULL, 10);
-		if (!(q = memchr(q, '\n', (size_t)(end - q))) || end - (q + 1) < len + 2)
-			return 0;
-		q++;
-		if (i == 0)
-			snprintf(name, cap, "%.*s", (int)len, q);
-		q += len + 2;
-	}
-	*used = (size_t)(q - p);
-	return 1;
-}
-
-static const char *stub_answer(const char *name)
-{
-	/* version 1 and an epoch; one rule for /a; a registry page holding /a */
-	static const char rule[] =
-		"{\"name\":\"lb\",\"match\":\"/a\",\"algorithm\":\"leaky_bucket\",\"capacity\":10,\"rate\":2}";
-	static char hgetall[256];
-
-	if (strcasecmp(name, "SCRIPT") == 0)
-		return "$40\r\n0123456789012345678901234567890123456789\r\n";
-	if (strcasecmp(name, "MGET") == 0)
-		return "*2\r\n$1\r\n1\r\n$1\r\ne\r\n";
-	if (strcasecmp(name, "HGETALL") == 0) {
-		snprintf(hgetall, sizeof(hgetall), "*2\r\n$2\r\nlb\r\n$%zu\r\n%s\r\n", strlen(rule), rule);
-		return hgetall;
-	}
-	if (strcasecmp(name, "SSCAN") == 0)
-		return "*2\r\n$1\r\n0\r\n*1\r\n$2\r\n/a\r\n";
-	return "-" OOM_REPLY "\r\n";
-}
-
-static void *stub_serve(void *arg)
-{
-	struct stub *s = arg;
-	char buf[65536], name[32];
-	size_t have = 0, used;
-	int fd = accept(s->lfd, NULL, NULL);
-	ssize_t got;
-
-	if (fd < 0)
-		return NULL;
-	while ((got = read(fd, buf + have, sizeof(buf) - have)) > 0) {
-		have += (size_t)got;
-		while (resp_command(buf, have, &used, name, sizeof(name))) {
-			const char *a = stub_answer(name);
-
-			if (write(fd, a, strlen(a)) != (ssize_t)strlen(a))
-				goto out;
-			memmove(buf, buf + used, have - used);
-			have -= used;
-		}
-	}
-out:
-	close(fd);
-	return NULL;
-}
-
-static void stub_start(struct stub *s)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t len = sizeof(a);
-
-	ck_assert_int_ge(s->lfd = socket(AF_INET, SOCK_STREAM, 0), 0);
-	ck_assert_int_eq(bind(s->lfd, (struct sockaddr *)&a, sizeof(a)), 0);
-	ck_assert_int_eq(listen(s->lfd, 1), 0);
-	ck_assert_int_eq(getsockname(s->lfd, (struct sockaddr *)&a, &len), 0);
-	s->port = ntohs(a.sin_port);
-	ck_assert_int_eq(pthread_create(&s->th, NULL, stub_serve, s), 0);
-}
-
-static void stub_stop(struct stub *s)
-{
-	pthread_join(s->th, NULL); /* ends when the worker closes its connection */
-	close(s->lfd);
-}
-
 START_TEST(test_worker_error_names_oom)
 {
-	struct stub s;
-	struct redis_target t = { 0 };
-	struct worker *wk;
-	struct worker_status st;
-	struct sl_error err = { 0 };
-	char url[64];
+	redisReply *oom, *other;
 
-	stub_start(&s);
-	snprintf(url, sizeof(url), "redis://127.0.0.1:%d/0", s.port);
-	ck_assert_msg(redis_url_parse(url, &t, &err) == 0, "%s: %s", err.field, err.message);
-	wk = worker_make(&t);
-	ck_assert_int_eq(worker_step(wk, WORKER_DRAIN, INT64_MAX, 2000, NULL), -EPROTO);
-	worker_status(wk, &st);
-	ck_assert_uint_eq(st.rules, 1);
-	ck_assert_uint_eq(st.job[WORKER_DRAIN].errors, 1);
-	ck_assert_str_eq(st.job[WORKER_DRAIN].last_error, "script: Redis is out of memory (maxmemory)");
-	worker_free(wk);
-	redis_target_clear(&t);
-	stub_stop(&s);
+	at_limit();
+	oom = test_cmd(c, "SET sluice:oom-probe %s", "x");
+	ck_assert_int_eq(oom->type, REDIS_REPLY_ERROR);
+	ck_assert_int_eq(rconn_is_oom(oom), 1);
+	lift_limit();
+	freeReplyObject(test_cmd(c, "SET sluice:oom-probe x"));
+	other = test_cmd(c, "LPUSH sluice:oom-probe x"); /* WRONGTYPE */
+	ck_assert_int_eq(other->type, REDIS_REPLY_ERROR);
+	ck_assert_int_eq(rconn_is_oom(other), 0);
+	ck_assert_int_eq(rconn_is_oom(NULL), 0);
+	freeReplyObject(oom);
+	freeReplyObject(other);
 }
 END_TEST
 
