@@ -263,6 +263,40 @@ void test_redis_flush(redisContext *c)
 	freeReplyObject(test_cmd(c, "SCRIPT FLUSH"));
 }
 
+char *test_read_src(const char *rel, size_t *len)
+{
+	const char *dir = getenv("SLUICE_SRCDIR") && *getenv("SLUICE_SRCDIR") ? getenv("SLUICE_SRCDIR") : ".";
+	char path[1024];
+	FILE *fp;
+	char *buf = NULL;
+	long size;
+	int err;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, rel);
+	fp = fopen(path, "rb");
+	if (!fp)
+		return NULL;
+	if (fseek(fp, 0, SEEK_END) != 0 || (size = ftell(fp)) < 0 || fseek(fp, 0, SEEK_SET) != 0)
+		goto out;
+	buf = malloc((size_t)size + 1);
+	if (!buf)
+		goto out;
+	if (fread(buf, 1, (size_t)size, fp) != (size_t)size) {
+		free(buf);
+		buf = NULL;
+		errno = EIO;
+		goto out;
+	}
+	buf[size] = '\0';
+	if (len)
+		*len = (size_t)size;
+out:
+	err = errno;
+	fclose(fp);
+	errno = err;
+	return buf;
+}
+
 struct test_redis test_srv;
 
 void test_srv_start(void)

@@ -74,6 +74,14 @@ redisContext *test_srv_connect_flushed(void);
 TCase *test_tcase(Suite *s, const char *name, void (*setup)(void), void (*teardown)(void), int timeout_s);
 #define TEST_N(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
+/*
+ * The whole file `rel` of the source tree (a path relative to the repository
+ * root: $SLUICE_SRCDIR, or "." when unset or empty), NUL-terminated; its
+ * length in *len (when len is not NULL).  NULL with errno set when it cannot
+ * be read.  The caller frees it.
+ */
+char *test_read_src(const char *rel, size_t *len);
+
 /* ---- waiting for a state -------------------------------------------------------- */
 
 /* CLOCK_MONOTONIC in ms. */
