@@ -148,6 +148,7 @@ bench:
 	@$(MAKE) --no-print-directory $(B)/bin/sluiced $(B)/bench/drain_bench
 	SLUICED=$(B)/bin/sluiced DRAIN_BENCH=$(B)/bench/drain_bench bench/bench.sh
 	SLUICED=$(B)/bin/sluiced bench/http.sh
+	bench/shard_lua.sh
 
 $(B)/bench/%.o: bench/%.c | check-deps
 	@mkdir -p $(dir $@)
