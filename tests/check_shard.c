@@ -429,7 +429,7 @@ static void compare_three_ways(const struct inputs *in)
 			if (srv->type == REDIS_REPLY_INTEGER)
 				ss = srv->integer;
 			if (ls != cs || ss != cs || lsh != csh || csh != cs % 1024) {
-				if (bad++ < MAX_SHOWN)
+				if (bad++ < MAX_SHOWN && m < sizeof(msg))
 					m += (size_t)snprintf(msg + m, sizeof(msg) - m,
 							      "\n  input %d %s: keyslot C %u, Lua %lld, CLUSTER KEYSLOT %lld; "
 							      "shard C %u, Lua %lld%s%s",
