@@ -16,6 +16,7 @@
 #include "core/config.h"
 #include "core/layout.h"
 #include "core/rulestore.h"
+#include "tests/bucket_model.h"
 #include "tests/harness.h"
 #include "worker/worker.h"
 
@@ -190,7 +191,9 @@ START_TEST(drain_empty_bucket_earns_no_credit)
 	leaky_rule("b", "/b", 10, "1");
 	fill("/b", 10, "1", 2, 0);
 	ck_assert_int_eq(drain_at(w, 2000), 2); /* empty at 2 s */
-	ck_assert_int_eq(test_cmd_int(C, "EXISTS sluice:{/b}:leaky_bucket:meta"), 0);
+	ck_assert_int_eq(test_cmd_int(C, "EXISTS sluice:{/b}:leaky_bucket"), 0);
+	/* the meta stays as the time mark: last = the drain's time, carry 0 */
+	test_check_cmd(__FILE__, __LINE__, C, "{\"2000\", \"0\"}", "HMGET sluice:{/b}:leaky_bucket:meta last carry");
 	ck_assert_int_eq(test_cmd_int(C, "SISMEMBER sluice:registry:leaky_bucket /b"), 0);
 	ck_assert_int_eq(drain_at(w, 12000), 0); /* ten idle seconds */
 	fill("/b", 10, "1", 5, 12000);
@@ -231,7 +234,8 @@ START_TEST(drain_many_buckets_exact)
 	ck_assert_int_eq(drain_at(w, 1000), 0);
 	ck_assert_int_eq(drain_at(w, 3000), 200);
 	ck_assert_int_eq(test_cmd_int(C, "SCARD sluice:registry:leaky_bucket"), 0);
-	ck_assert_int_eq(test_cmd_int(C, "DBSIZE"), 3); /* only the rules hash, version and epoch remain */
+	/* only the rules hash, version and epoch remain, and each bucket's time mark (its meta, for SKEW_MS) */
+	ck_assert_int_eq(test_cmd_int(C, "DBSIZE"), 103);
 	worker_status(w, &st);
 	ck_assert_int_eq(st.job[WORKER_DRAIN].entries, 300);
 	ck_assert_int_eq(st.job[WORKER_DRAIN].emptied, 100);
@@ -627,9 +631,9 @@ START_TEST(foreign_leaky_bucket_seed004)
 	ck_assert_int_eq(worker_sweep(w, WORKER_DRAIN, 5000, &res), 0);
 	ck_assert_int_eq(res.entries, 0); /* first sight: accounting starts now */
 	ck_assert_int_eq(test_cmd_int(C, "EXISTS {LeakyBucket:/test}:meta"), 1);
-	/* the meta sluiced adds expires with the bucket's drain time (10 at 2/s: 5 s) + 1 s */
-	ck_assert_int_gt(test_cmd_int(C, "PTTL {LeakyBucket:/test}:meta"), 5900);
-	ck_assert_int_le(test_cmd_int(C, "PTTL {LeakyBucket:/test}:meta"), 6001);
+	/* the meta sluiced adds expires with the bucket's drain time (10 at 2/s: 5 s) + 1 s, + SKEW_MS */
+	ck_assert_int_gt(test_cmd_int(C, "PTTL {LeakyBucket:/test}:meta"), 5900 + model_skew_ms());
+	ck_assert_int_le(test_cmd_int(C, "PTTL {LeakyBucket:/test}:meta"), 6001 + model_skew_ms());
 	ck_assert_int_eq(worker_sweep(w, WORKER_DRAIN, 5499, &res), 0);
 	ck_assert_int_eq(res.entries, 0);
 	ck_assert_int_eq(worker_sweep(w, WORKER_DRAIN, 5500, &res), 0);
@@ -645,7 +649,8 @@ START_TEST(foreign_leaky_bucket_seed004)
 	ck_assert_int_eq(res.entries, 4);
 	ck_assert_int_eq(res.emptied, 1);
 	ck_assert_int_eq(test_cmd_int(C, "SCARD LeakyBucket::pathSet"), 0);
-	ck_assert_int_eq(test_cmd_int(C, "EXISTS {LeakyBucket:/test}:meta"), 0);
+	/* the meta stays SKEW_MS as the bucket's time mark */
+	test_check_cmd(__FILE__, __LINE__, C, "{\"20000\", \"0\"}", "HMGET {LeakyBucket:/test}:meta last carry");
 	worker_free(w);
 	layouts_free(all, nall);
 }
