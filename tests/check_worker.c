@@ -551,14 +551,16 @@ START_TEST(reclaim_token_bucket)
 	struct worker *w = new_worker(500);
 	struct worker_result res;
 	struct worker_status st;
+	long long skew = model_skew_ms();
 
 	put_rule("{\"name\":\"t\",\"match\":\"/t\",\"algorithm\":\"token_bucket\",\"capacity\":5,\"rate\":1}");
 	ck_assert_int_eq(acquire("token_bucket", "token_bucket", "/t", "5", "1", "3", 0), 1); /* 2 left */
-	ck_assert_int_eq(worker_sweep(w, WORKER_PRUNE, 2999, &res), 0);
-	ck_assert_int_eq(res.entries, 0); /* 4.999 tokens: not full */
+	/* full at 3000, but kept SKEW_MS longer for a client whose clock lags */
+	ck_assert_int_eq(worker_sweep(w, WORKER_PRUNE, 2999 + skew, &res), 0);
+	ck_assert_int_eq(res.entries, 0); /* 4.999 tokens at 2999: not full */
 	ck_assert_int_eq(test_cmd_int(C, "EXISTS sluice:{/t}:token_bucket"), 1);
-	ck_assert_int_eq(worker_sweep(w, WORKER_PRUNE, 3000, &res), 0);
-	ck_assert_int_eq(res.entries, 1); /* full: the same as absent */
+	ck_assert_int_eq(worker_sweep(w, WORKER_PRUNE, 3000 + skew, &res), 0);
+	ck_assert_int_eq(res.entries, 1); /* full since SKEW_MS: the same as absent */
 	ck_assert_int_eq(res.emptied, 1);
 	ck_assert_int_eq(test_cmd_int(C, "EXISTS sluice:{/t}:token_bucket"), 0);
 	ck_assert_int_eq(test_cmd_int(C, "SCARD sluice:registry:token_bucket"), 0);
@@ -581,7 +583,7 @@ START_TEST(bad_registry_skipped)
 	ck_assert_int_eq(acquire("token_bucket", "token_bucket", "/t", "5", "1", "3", 0), 1);
 	freeReplyObject(test_cmd(C, "SET sluice:registry:sliding_log oops"));
 	do { /* the prune job: sliding_log (bad), sliding_counter, fixed_window, token_bucket */
-		rc = worker_step(w, WORKER_PRUNE, INT64_MAX, 10000, &res);
+		rc = worker_step(w, WORKER_PRUNE, INT64_MAX, 3000 + model_skew_ms(), &res); /* full since SKEW_MS */
 		reclaimed += (int)res.entries;
 	} while (++steps < 4 && !res.sweep_done);
 	ck_assert_int_eq(reclaimed, 1); /* the token bucket was still reached */
