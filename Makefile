@@ -47,7 +47,7 @@ LUA_SRC  := $(sort $(wildcard lua/*.lua))
 LUA_LIB  := $(sort $(wildcard lua/lib/*.lua))
 LUA      := $(LUA_SRC:lua/%=build/lua/%)
 LIB_SRC  := $(sort $(wildcard core/*.c core/alg/*.c scheduler/*.c worker/*.c admin/*.c))
-LIB_OBJ  := $(LIB_SRC:%.c=$(B)/%.o) $(B)/gen/scripts_gen.o
+LIB_OBJ  := $(LIB_SRC:%.c=$(B)/%.o) $(B)/gen/scripts_gen.o $(B)/gen/slottag_gen.o
 TEST_SRC := $(sort $(wildcard tests/check_*.c))
 TEST_BIN := $(TEST_SRC:tests/%.c=$(B)/tests/%)
 TEST_HARNESS := $(B)/tests/harness.o
@@ -95,6 +95,20 @@ $(B)/gen/scripts_gen.c: build/embed-lua $(LUA)
 	build/embed-lua $(LUA) > $@.tmp && mv $@.tmp $@
 
 $(B)/gen/scripts_gen.o: $(B)/gen/scripts_gen.c
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+
+# The slot tag table (core/slottag.h), computed once at build time by the
+# search in core/slottag.c.
+build/slottag-gen: tools/slottag_gen.c core/slottag.c core/slottag.h core/shard.c core/shard.h
+	@mkdir -p build
+	$(CC) -std=c11 -Wall -Wextra -O1 -I. tools/slottag_gen.c core/slottag.c core/shard.c -o $@.$$$$.tmp && \
+	  mv -f $@.$$$$.tmp $@
+
+$(B)/gen/slottag_gen.c: build/slottag-gen
+	@mkdir -p $(dir $@)
+	build/slottag-gen > $@.tmp && mv $@.tmp $@
+
+$(B)/gen/slottag_gen.o: $(B)/gen/slottag_gen.c
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
 $(B)/libsluice.a: $(LIB_OBJ)

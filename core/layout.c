@@ -7,6 +7,9 @@
 
 #include <cjson/cJSON.h>
 
+#include "core/shard.h"
+#include "core/slottag.h"
+
 void layout_clear(struct layout *l)
 {
 	free(l->key_prefix);
@@ -14,6 +17,7 @@ void layout_clear(struct layout *l)
 	free(l->registry);
 	free(l->scan_match);
 	free(l->scan_type);
+	free(l->meta_prefix);
 	memset(l, 0, sizeof(*l));
 }
 
@@ -48,13 +52,23 @@ int layouts_append(struct layout **v, size_t *n, const struct layout *l)
 	c.registry = dup_opt(l->registry);
 	c.scan_match = dup_opt(l->scan_match);
 	c.scan_type = dup_opt(l->scan_type);
+	c.meta_prefix = dup_opt(l->meta_prefix);
 	if (!c.key_prefix || !c.key_suffix || !c.registry || (l->scan_match && !c.scan_match) ||
-	    (l->scan_type && !c.scan_type)) {
+	    (l->scan_type && !c.scan_type) || (l->meta_prefix && !c.meta_prefix)) {
 		layout_clear(&c);
 		return -ENOMEM;
 	}
 	nv[(*n)++] = c;
 	return 0;
+}
+
+int layouts_append_foreign(struct layout **v, size_t *n, const struct layout *l, const char *prefix)
+{
+	struct layout bound = *l;
+
+	/* layouts_append copies every string, this one included */
+	bound.meta_prefix = (char *)prefix;
+	return layouts_append(v, n, &bound);
 }
 
 int layout_path_of(const struct layout *l, const char *key, size_t len, const char **path, size_t *plen)
@@ -237,48 +251,50 @@ int layout_push_key(struct cmdargs *a, const struct layout *l, const char *path,
 	return cmdargs_end(a, layout_key(l, path, len, meta, cmdargs_begin(a)));
 }
 
-/* Redis Cluster's rule: the tag is between the first '{' and the next '}', if non-empty. */
-static int has_hash_tag(const char *k, size_t n)
+/* Append the data key of `path` to `b`.  0 or -ENOMEM (`b` may hold a partial key: the caller cuts it). */
+static int data_key(const struct layout *l, const char *path, size_t len, struct strbuf *b)
 {
-	const char *open = memchr(k, '{', n), *close;
+	return strbuf_add(b, l->key_prefix, strlen(l->key_prefix)) || strbuf_add(b, path, len) ||
+	       strbuf_add(b, l->key_suffix, strlen(l->key_suffix)) ? -ENOMEM : 0;
+}
 
-	if (!open)
-		return 0;
-	close = memchr(open + 1, '}', n - (size_t)(open + 1 - k));
-	return close && close > open + 1;
+/*
+ * A foreign key's meta: <meta_prefix>{<tag>}:<name>_meta:<data key>.  The
+ * prefix holds no brace (config), so the first '{' opens the tag and the tag
+ * (no brace either) is what Redis hashes: the data key's slot.  The data key
+ * comes last, after a fixed word, so no two data keys share a meta.
+ */
+static int foreign_meta_key(const struct layout *l, const char *path, size_t len, struct strbuf *b)
+{
+	struct strbuf k = { 0 };
+	const char *tag;
+	int rc = -ENOMEM;
+
+	if (!l->meta_prefix)
+		return -EINVAL;
+	if (data_key(l, path, len, &k))
+		goto out;
+	tag = slottag_of(shard_keyslot(k.p, k.len));
+	if (strbuf_add(b, l->meta_prefix, strlen(l->meta_prefix)) || strbuf_add(b, "{", 1) ||
+	    strbuf_add(b, tag, strlen(tag)) || strbuf_add(b, "}:", 2) || strbuf_add(b, l->name, strlen(l->name)) ||
+	    strbuf_add(b, "_meta:", 6) || strbuf_add(b, k.p, k.len))
+		goto out;
+	rc = 0;
+out:
+	strbuf_free(&k);
+	return rc;
 }
 
 int layout_key(const struct layout *l, const char *path, size_t len, int meta, struct strbuf *b)
 {
-	size_t start = b->len, plen = strlen(l->key_prefix), slen = strlen(l->key_suffix);
+	size_t start = b->len;
 	int rc;
 
-	if (meta) {
-		/* whether the data key has a tag decides the meta key's form */
-		char stackbuf[512];
-		size_t klen = plen + len + slen;
-		char *k = klen <= sizeof(stackbuf) ? stackbuf : malloc(klen);
-		int tagged;
-
-		if (!k)
-			return -ENOMEM;
-		memcpy(k, l->key_prefix, plen);
-		memcpy(k + plen, path, len);
-		memcpy(k + plen + len, l->key_suffix, slen);
-		tagged = has_hash_tag(k, klen);
-		rc = (tagged ? 0 : strbuf_add(b, "{", 1)) || strbuf_add(b, k, klen) ||
-		     strbuf_add(b, tagged ? ":meta" : "}:meta", tagged ? 5 : 6);
-		if (k != stackbuf)
-			free(k);
-	} else {
-		rc = strbuf_add(b, l->key_prefix, plen) || strbuf_add(b, path, len) ||
-		     strbuf_add(b, l->key_suffix, slen);
-	}
-	if (rc) {
-		b->len = start;
-		if (b->p)
-			b->p[start] = '\0';
-		return -ENOMEM;
-	}
-	return 0;
+	if (meta && l->foreign)
+		rc = foreign_meta_key(l, path, len, b);
+	else /* sluice's own meta is what its clients are told: the data key + ":meta" */
+		rc = data_key(l, path, len, b) || (meta && strbuf_add(b, ":meta", 5)) ? -ENOMEM : 0;
+	if (rc)
+		strbuf_truncate(b, start);
+	return rc;
 }

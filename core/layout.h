@@ -8,6 +8,10 @@
  *                                          hash (sliding counter, fixed window, token bucket)
  *   <prefix>{<path>}:<algorithm>:meta      leaky bucket meta (last leak ms, carry, seq)
  *   <prefix>registry:<algorithm>           registry set of paths
+ * A foreign layout's keys are its client's; sluice's bookkeeping for one of
+ * them (a leaky bucket's meta) lives under sluice's prefix, in the data key's
+ * own slot whatever bytes the key holds (core/slottag.h):
+ *   <prefix>{<tag of the data key's slot>}:<layout name>_meta:<data key>
  */
 #include <cjson/cJSON.h>
 #include <stddef.h>
@@ -31,6 +35,9 @@ struct layout {
 	char *scan_match;        /* owned; glob of the data keys (prefix*suffix, escaped) */
 	char *scan_type;         /* owned; "zset", "hash" or "string" */
 	enum score_unit unit;    /* scores in ms (sluice's own), s or µs */
+	char *meta_prefix;       /* owned; a foreign layout's: sluice's key prefix, under which
+				  * its metas live (layouts_append_foreign); NULL for sluice's own,
+				  * and for a foreign layout not yet given one (config) */
 };
 
 /*
@@ -55,6 +62,13 @@ void layout_clear(struct layout *l);
 /* Append a copy of `l` to the array *v of *n layouts.  0 or -ENOMEM (array unchanged). */
 int layouts_append(struct layout **v, size_t *n, const struct layout *l);
 /*
+ * Append a copy of the foreign layout `l` (from layout_from_json) whose metas
+ * live under sluice's key prefix `prefix` (a copy is kept): how the daemon
+ * (and a test) puts the config's foreign layouts after sluice's own.  0 or
+ * -ENOMEM (array unchanged).
+ */
+int layouts_append_foreign(struct layout **v, size_t *n, const struct layout *l, const char *prefix);
+/*
  * The path inside data key `key` (`len` bytes) of layout `l`: *path points
  * into `key`.  0, or -EINVAL when the key is not of the layout's shape.
  */
@@ -67,9 +81,15 @@ const struct layout *layouts_find(const struct layout *v, size_t n, enum algorit
 
 /*
  * Append the data key of `path` (`len` bytes, binary-safe) to `b`; with
- * `meta` set, the key of the leaky bucket's meta hash, which shares the data
- * key's hash slot: data key + ":meta" when the data key has a hash tag, else
- * "{" + data key + "}:meta".  0 or -ENOMEM.
+ * `meta` set, the key of the leaky bucket's meta hash instead.  The one place
+ * a meta key is made (the worker's drain, the admin path state and reset all
+ * come here):
+ *   sluice's own layouts: the data key + ":meta", exactly what lua/README.md
+ *     tells clients, whatever bytes the path holds;
+ *   a foreign layout: <meta_prefix>{<slottag_of(keyslot(data key))>}:<name>_meta:<data key>,
+ *     in the data key's slot whatever bytes it holds ('{' and '}' included).
+ * 0, -ENOMEM, or -EINVAL for the meta of a foreign layout without a
+ * meta_prefix (`b` as it was on error).
  */
 int layout_key(const struct layout *l, const char *path, size_t len, int meta, struct strbuf *b);
 

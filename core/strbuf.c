@@ -2,11 +2,14 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 int strbuf_add(struct strbuf *b, const void *s, size_t n)
 {
+	if (n > SIZE_MAX / 2 - 1 - b->len)
+		return -ENOMEM; /* the sizes below could wrap */
 	if (b->len + n + 1 > b->cap) {
 		size_t cap = b->cap ? b->cap : 256;
 		char *p;
@@ -62,22 +65,20 @@ static int grow(struct cmdargs *a)
 
 struct strbuf *cmdargs_begin(struct cmdargs *a)
 {
-	if (a->n < a->cap || !grow(a))
-		a->off[a->n] = a->buf.len;
+	a->start = a->buf.len;
 	return &a->buf;
 }
 
 int cmdargs_end(struct cmdargs *a, int rc)
 {
-	if (a->n >= a->cap) {
-		/* cmdargs_begin could not make room: whatever was appended goes */
-		return -ENOMEM;
-	}
+	if (!rc && grow(a))
+		rc = -ENOMEM;
 	if (rc) {
-		strbuf_truncate(&a->buf, a->off[a->n]);
+		strbuf_truncate(&a->buf, a->start); /* the partial bytes go */
 		return rc < 0 ? rc : -ENOMEM;
 	}
-	a->len[a->n] = a->buf.len - a->off[a->n];
+	a->off[a->n] = a->start;
+	a->len[a->n] = a->buf.len - a->start;
 	a->n++;
 	return 0;
 }

@@ -28,6 +28,7 @@ struct cmdargs {
 	struct strbuf buf;
 	size_t *off, *len;       /* argument i is buf.p[off[i] .. off[i] + len[i]) */
 	size_t n, cap;
+	size_t start;            /* buf.len at the last cmdargs_begin */
 	const char **view;       /* filled by cmdargs_view; valid until the next append */
 	size_t *vlen;
 	size_t viewcap;

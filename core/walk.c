@@ -24,11 +24,12 @@ int walk_queue(struct rbatch *b, const struct layout *l, const char *cursor, con
 		rc = cmdargs_str(&a, "SSCAN") || cmdargs_str(&a, l->registry) || cmdargs_str(&a, cursor) ||
 		     (match && (cmdargs_str(&a, "MATCH") || cmdargs_str(&a, match)));
 	}
-	rc = rc || cmdargs_str(&a, "COUNT") || cmdargs_int(&a, (int64_t)count);
+	/* every step above can only fail for memory */
+	rc = rc || cmdargs_str(&a, "COUNT") || cmdargs_int(&a, (int64_t)count) ? -ENOMEM : 0;
 	if (!rc)
-		rc = (n = cmdargs_view(&a, NULL, &argv, &lens)) < 0 || rbatch_cmd(b, n, argv, lens);
+		rc = (n = cmdargs_view(&a, NULL, &argv, &lens)) < 0 ? n : rbatch_cmd(b, n, argv, lens);
 	cmdargs_free(&a);
-	return rc ? -ENOMEM : 0;
+	return rc;
 }
 
 int walk_page(const redisReply *r, char cursor[REPLY_CURSOR_MAX], const redisReply **members)

@@ -89,6 +89,8 @@ static int seed_rules(struct rconn *c, const struct config *cfg, char *why, size
 		rc = rulestore_mark(c, cfg->prefix);
 	if (rc == -EIO || rc == -EAGAIN)
 		snprintf(why, cap, "redis unavailable: %s", *rconn_errstr(c) ? rconn_errstr(c) : "not connected");
+	else if (rc == -ENOSPC)
+		snprintf(why, cap, "%s", RCONN_OOM_TEXT);
 	else if (rc == -EBADMSG)
 		snprintf(why, cap, "redis refused the rules (a key of the rule store has another type)");
 	else if (rc)
@@ -335,9 +337,9 @@ int main(int argc, char **argv)
 	}
 	if (layouts_default(d.cfg.prefix, &d.layouts, &d.nlayouts))
 		goto oom;
-	/* foreign layouts after sluice's own: a rule's own layout is found first */
+	/* foreign layouts after sluice's own: a rule's own layout is found first; their metas under our prefix */
 	for (size_t i = 0; i < d.cfg.nlayouts; i++)
-		if (layouts_append(&d.layouts, &d.nlayouts, &d.cfg.layouts[i]))
+		if (layouts_append_foreign(&d.layouts, &d.nlayouts, &d.cfg.layouts[i], d.cfg.prefix))
 			goto oom;
 	{
 		struct worker_config wc = {

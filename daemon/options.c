@@ -49,7 +49,7 @@ void options_usage(FILE *out)
 	      "      --listen HOST:PORT       admin API address (default 127.0.0.1:8080;\n"
 	      "                               port 0 picks a free port)\n"
 	      "      --drain-interval-ms N    leaky-bucket drain period (default 100)\n"
-	      "      --prune-interval-ms N    sliding-log prune period (default 1000)\n"
+	      "      --prune-interval-ms N    period of the other jobs: prunes, repair, reclaim (default 1000)\n"
 	      "      --batch-size N           paths per SSCAN and per script call (default 500)\n"
 	      "      --sweep-budget-ms N      time budget of one tick (default 80% of the period)\n"
 	      "      --log-level LEVEL        debug, info, warn or error (default info)\n"

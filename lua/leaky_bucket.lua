@@ -1,3 +1,4 @@
+#!lua
 -- sluice: leaky bucket (meter), client-side acquire.  Contract: lua/README.md.
 --
 -- KEYS[1] bucket   sorted set of admitted entries, score = admission ms,

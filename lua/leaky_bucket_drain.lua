@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- sluice: leaky bucket drain, one call for a batch of buckets (the worker's
 -- job).  Contract: lua/README.md.
 --

@@ -1,3 +1,4 @@
+#!lua
 -- sluice: token bucket, client-side acquire.  Contract: lua/README.md.
 --
 -- KEYS[1] bucket   hash: tokens = tokens the bucket held at `last` ('%.17g'),

@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- sluice: token bucket reclaim, one call for a batch of buckets (the worker's
 -- job).  Contract: lua/README.md.
 --

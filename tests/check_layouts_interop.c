@@ -186,7 +186,9 @@ END_TEST
  * Seed 004's leaky bucket: the client adds `now` (score = member = ms) to
  * LeakyBucket:<path> while ZCARD < capacity, and puts the path in
  * LeakyBucket::pathSet.  sluiced drains it with leaky_bucket_drain.lua and a
- * meta hash of its own, {LeakyBucket:<path>}:meta (the same slot).  A client
+ * meta hash of its own, sluice:{<tag of the key's slot>}:seed004_meta:<key>
+ * (core/slottag.h; the same slot: "4be" for LeakyBucket:/test, slot 2094, and
+ * "Vv" for LeakyBucket:/t, slot 14920).  A client
  * that keeps knocking (every 10 ms) is admitted exactly as often as the drain
  * leaks: floor(rate * busy time) entries, whatever the tick.
  */
@@ -216,7 +218,7 @@ static int seed004_hit(const char *key, const char *reg, const char *path, long 
 START_TEST(test_seed004_leaky_bucket_drained_at_rate)
 {
 	const struct seed004_case *sc4 = &seed004_cases[_i];
-	const char *key = "LeakyBucket:/test", *meta = "{LeakyBucket:/test}:meta";
+	const char *key = "LeakyBucket:/test", *meta = "sluice:{4be}:seed004_meta:LeakyBucket:/test";
 	const char *reg = "LeakyBucket::pathSet", *path = "/test";
 	const long long cap = 10, first_tick = 100;
 	long long admitted = 0, leaked = 0, last_tick = first_tick;
@@ -251,7 +253,8 @@ START_TEST(test_seed004_admissions_at_the_leak_times)
 {
 	/* Rate 1, drained every 250 ms from 100: a leak at 1100, 2100, ...; the
 	 * knocking client gets in at exactly those instants and at no other. */
-	const char *key = "LeakyBucket:/t", *meta = "{LeakyBucket:/t}:meta", *reg = "LeakyBucket::pathSet";
+	const char *key = "LeakyBucket:/t", *meta = "sluice:{Vv}:seed004_meta:LeakyBucket:/t";
+	const char *reg = "LeakyBucket::pathSet";
 	long long got[16], n = 0;
 
 	for (long long t = 0; t <= 5000; t += 10) {

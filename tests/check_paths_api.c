@@ -481,6 +481,44 @@ START_TEST(test_path_state_other_algorithms)
 }
 END_TEST
 
+/*
+ * A path whose data key has the empty hash tag "{}" (sluice:{}x}:leaky_bucket):
+ * the worker, the path state and the reset use the client's meta (the data key
+ * + ":meta"), so a leak the client applied is not applied again by the worker
+ * (issue 8), the state reads the level both see, and the reset leaves nothing
+ * behind.
+ */
+START_TEST(test_path_empty_hash_tag)
+{
+	long long t = test_server_ms(c) + HOUR_MS;
+	struct worker_result r;
+	char *before, *after;
+
+	put_ok("all", "{\"match\":\"*\",\"algorithm\":\"leaky_bucket\",\"capacity\":1000,\"rate\":1}");
+	before = test_snapshot(c);
+	for (int i = 0; i < 20; i++)
+		lb_admit("}x", 1000, "1", t);
+	ck_assert_int_eq(worker_sweep(w, WORKER_DRAIN, t, &r), 0);
+	/* the client's next call applies the leak of 6 s (6 entries) and admits one */
+	lb_admit("}x", 1000, "1", t + 6000);
+	ck_assert_int_eq(worker_sweep(w, WORKER_DRAIN, t + 6000, &r), 0);
+	ck_assert_int_eq(r.entries, 0); /* nothing more is due */
+	get("/v1/paths/%7Dx");
+	ck_assert_int_eq(res.status, 200);
+	take_int("ttl_ms");
+	ck_json_is("{\"path\":\"}x\",\"algorithm\":\"leaky_bucket\",\"layout\":\"leaky_bucket\",\"rule\":\"all\","
+		   "\"registered\":true,\"count\":15,\"capacity\":1000,\"rate\":1,\"remaining\":985,\"reset_ms\":1000}");
+	call("POST", "/v1/paths/%7Dx/reset", NULL);
+	ck_res(200, "{\"path\":\"}x\",\"keys_removed\":2,\"entries_removed\":15,\"registries_removed\":1,"
+		    "\"keys\":[{\"key\":\"sluice:{}x}:leaky_bucket\",\"entries\":15},"
+		    "{\"key\":\"sluice:{}x}:leaky_bucket:meta\",\"meta\":true}]}");
+	after = test_snapshot(c);
+	ck_assert_msg(strcmp(before, after) == 0, "the reset left keys behind:\n before %s\n after  %s", before, after);
+	free(before);
+	free(after);
+}
+END_TEST
+
 /* ---- paths are binary-safe arguments, never formatted into commands --------------- */
 
 /* Admit one entry for the `len`-byte path (NUL bytes allowed) at `now`. */
@@ -624,6 +662,63 @@ START_TEST(test_foreign_layouts_state_and_reset)
 }
 END_TEST
 
+/*
+ * A foreign leaky bucket whose key holds '}' (LeakyBucket:}x): the worker's
+ * drain, the path state and the reset all use sluice's meta for it,
+ * sluice:{2Vc}:seed004_meta:LeakyBucket:}x (the key's slot, 4889), so the
+ * state shows the carry the drain left (the next entry leaks in 500 ms) and
+ * the reset leaves nothing behind.
+ */
+START_TEST(test_foreign_meta_state_and_reset)
+{
+	const char *json = "[{\"name\":\"seed004\",\"algorithm\":\"leaky_bucket\",\"key_prefix\":\"LeakyBucket:\","
+			   "\"registry\":\"LeakyBucket::pathSet\"}]";
+	struct layout *all = NULL;
+	size_t nall = 0;
+	struct api_config ac = { .redis = &target, .timeout_ms = 5000, .prefix = PFX };
+	struct worker_config wc = { .redis = &target, .timeout_ms = 5000, .prefix = PFX, .batch_size = 100 };
+	struct worker *fw;
+	struct worker_result r;
+	struct api *fa;
+	long long t = test_server_ms(c) + HOUR_MS;
+	char *before, *after;
+
+	test_layouts(PFX, json, &all, &nall);
+	ac.layouts = wc.layouts = all;
+	ac.nlayouts = wc.nlayouts = nall;
+	fa = api_new(&ac);
+	fw = worker_new(&wc);
+	ck_assert_ptr_nonnull(fa);
+	ck_assert_ptr_nonnull(fw);
+	put_ok("all", "{\"match\":\"*\",\"algorithm\":\"leaky_bucket\",\"capacity\":1000,\"rate\":1}");
+	before = test_snapshot(c);
+	for (int k = 0; k < 20; k++)
+		freeReplyObject(test_cmd(c, "ZADD LeakyBucket:}x %lld %lld-%d", t, t, k));
+	freeReplyObject(test_cmd(c, "SADD LeakyBucket::pathSet }x"));
+	ck_assert_int_eq(worker_sweep(fw, WORKER_DRAIN, t, &r), 0); /* first sight: accounted from t */
+	ck_assert_int_eq(worker_sweep(fw, WORKER_DRAIN, t + 6500, &r), 0);
+	ck_assert_int_eq(r.entries, 6);
+	ck_assert_int_eq(test_cmd_int(c, "EXISTS sluice:{2Vc}:seed004_meta:LeakyBucket:}x"), 1);
+
+	call_on(fa, "GET", "/v1/paths/%7Dx", NULL, 0, NULL, NULL, NULL);
+	ck_assert_int_eq(res.status, 200);
+	take_int("ttl_ms");
+	ck_json_is("{\"path\":\"}x\",\"algorithm\":\"leaky_bucket\",\"layout\":\"seed004\",\"rule\":\"all\","
+		   "\"registered\":true,\"count\":14,\"capacity\":1000,\"rate\":1,\"remaining\":986,\"reset_ms\":500}");
+	call_on(fa, "POST", "/v1/paths/%7Dx/reset", NULL, 0, NULL, NULL, NULL);
+	ck_res(200, "{\"path\":\"}x\",\"keys_removed\":2,\"entries_removed\":14,\"registries_removed\":1,"
+		    "\"keys\":[{\"key\":\"LeakyBucket:}x\",\"entries\":14},"
+		    "{\"key\":\"sluice:{2Vc}:seed004_meta:LeakyBucket:}x\",\"meta\":true}]}");
+	after = test_snapshot(c);
+	ck_assert_msg(strcmp(before, after) == 0, "the reset left keys behind:\n before %s\n after  %s", before, after);
+	free(before);
+	free(after);
+	worker_free(fw);
+	api_free(fa);
+	layouts_free(all, nall);
+}
+END_TEST
+
 static Suite *paths_api_suite(void)
 {
 	Suite *s = suite_create("paths_api");
@@ -638,6 +733,7 @@ static Suite *paths_api_suite(void)
 	tcase_add_test(tc, test_path_unknown_404);
 	tcase_add_test(tc, test_path_state_other_algorithms);
 	tcase_add_test(tc, test_paths_binary_safe);
+	tcase_add_test(tc, test_path_empty_hash_tag);
 
 	tc = test_tcase(s, "list", setup, teardown, 60);
 	tcase_add_test(tc, test_paths_list_paging);
@@ -650,6 +746,7 @@ static Suite *paths_api_suite(void)
 
 	tc = test_tcase(s, "layouts", setup, teardown, 60);
 	tcase_add_test(tc, test_foreign_layouts_state_and_reset);
+	tcase_add_test(tc, test_foreign_meta_state_and_reset);
 	return s;
 }
 

@@ -764,14 +764,32 @@ START_TEST(layout_keys)
 	b.len = 0;
 	layout_key(&l[1], "a b\"c", 5, 0, &b);
 	ck_assert_str_eq(b.p, "sluice:{a b\"c}:sliding_log");
-	/* a layout without hash tag: the meta key tags the whole data key (same slot) */
-	free(l[0].key_prefix);
-	free(l[0].key_suffix);
-	l[0].key_prefix = strdup("LeakyBucket:");
-	l[0].key_suffix = strdup("");
+	/* sluice's own meta is the data key + ":meta", as clients are told, whatever the path holds */
 	b.len = 0;
-	layout_key(&l[0], "/p", 2, 1, &b);
-	ck_assert_str_eq(b.p, "{LeakyBucket:/p}:meta");
+	layout_key(&l[0], "}x", 2, 1, &b);
+	ck_assert_str_eq(b.p, "sluice:{}x}:leaky_bucket:meta");
+	b.len = 0;
+	layout_key(&l[0], "", 0, 1, &b);
+	ck_assert_str_eq(b.p, "sluice:{}:leaky_bucket:meta");
+	layouts_free(l, n);
+	/* a foreign layout: its meta under sluice's prefix, tagged with the data key's slot
+	 * (LeakyBucket:/p is in slot 15052, whose tag is "Vr") */
+	test_layouts("sluice:", "[{\"name\":\"seed004\",\"algorithm\":\"leaky_bucket\",\"key_prefix\":\"LeakyBucket:\","
+		     "\"registry\":\"LeakyBucket::pathSet\"}]", &l, &n);
+	ck_assert_uint_eq(n, 6);
+	b.len = 0;
+	ck_assert_int_eq(layout_key(&l[5], "/p", 2, 0, &b), 0);
+	ck_assert_str_eq(b.p, "LeakyBucket:/p");
+	b.len = 0;
+	ck_assert_int_eq(layout_key(&l[5], "/p", 2, 1, &b), 0);
+	ck_assert_str_eq(b.p, "sluice:{Vr}:seed004_meta:LeakyBucket:/p");
+	/* a foreign layout not given sluice's prefix (as the config holds it): no meta key */
+	free(l[5].meta_prefix);
+	l[5].meta_prefix = NULL;
+	b.len = 0;
+	strbuf_add(&b, "k", 1);
+	ck_assert_int_eq(layout_key(&l[5], "/p", 2, 1, &b), -EINVAL);
+	ck_assert_str_eq(b.p, "k");
 	strbuf_free(&b);
 	layouts_free(l, n);
 }

@@ -15,7 +15,9 @@
 
 #include "core/config.h"
 #include "core/layout.h"
+#include "core/reset.h"
 #include "core/rulestore.h"
+#include "core/shard.h"
 #include "tests/bucket_model.h"
 #include "tests/harness.h"
 #include "worker/worker.h"
@@ -596,6 +598,60 @@ START_TEST(bad_registry_skipped)
 }
 END_TEST
 
+/* ---- one meta per bucket, whatever bytes the path holds ------------------------- */
+
+/*
+ * Paths whose data key sluice:{<path>}:leaky_bucket has an empty hash tag
+ * (issue 8: "}x" gives "{}"), a tag that is not the path, or a plain one.
+ */
+static const char *const meta_paths[] = { "}x", "{}x", "}{", "x}", "/api/users" };
+
+/*
+ * The worker and the client share one meta hash: the one the client is told
+ * (lua/README.md: the data key + ":meta").  With rule `*` (capacity 1000, rate
+ * 1) 20 entries admitted at 10 s lose exactly 6 by 16 s, drained by the worker
+ * every second, and the client's next call at 16 s leaks nothing more (issue 8
+ * item 2: two metas, each applying the leak, lost 12).  A reset then leaves
+ * the keyspace as it was before the first request.
+ */
+START_TEST(drain_meta_is_the_clients)
+{
+	const char *p = meta_paths[_i];
+	struct worker *w = new_worker(500);
+	cJSON *out = NULL;
+	char *before, *after, *got, want[512];
+	uint64_t drained = 0;
+
+	leaky_rule("all", "*", 1000, "1");
+	before = test_snapshot(C);
+	fill(p, 1000, "1", 20, 10000);
+	for (long long t = 10000; t <= 16000; t += 1000)
+		drained += drain_at(w, t);
+	ck_assert_msg(drained == 6, "%s: drained %llu, want 6", p, (unsigned long long)drained);
+	ck_assert_int_eq(level(p), 14);
+	ck_assert_int_eq(lb_acquire(p, 1000, "1", 1, 16000), 1);
+	ck_assert_msg(level(p) == 15, "%s: level %lld after the client's call, want 15", p, level(p));
+	test_check_cmd(__FILE__, __LINE__, C, "\"16000\"", "HGET %s last", test_lb_meta(p));
+	ck_assert_int_eq(drain_at(w, 16000), 0); /* the same instant again */
+
+	ck_assert_int_eq(reset_path(RC, L, NL, p, strlen(p), &out), 0);
+	snprintf(want, sizeof(want),
+		 "{\"path\":\"%s\",\"keys_removed\":2,\"entries_removed\":15,\"registries_removed\":1,\"keys\":["
+		 "{\"key\":\"%s\",\"entries\":15},{\"key\":\"%s\",\"meta\":true}]}",
+		 p, test_lb_key(p), test_lb_meta(p));
+	got = cJSON_PrintUnformatted(out);
+	ck_assert_msg(strcmp(got, want) == 0, "reset of %s:\n got  %s\n want %s", p, got, want);
+	free(got);
+	cJSON_Delete(out);
+	after = test_snapshot(C);
+	ck_assert_msg(strcmp(before, after) == 0, "%s: the reset left keys behind:\n before %s\n after  %s", p,
+		      before, after);
+	free(before);
+	free(after);
+	worker_free(w);
+}
+END_TEST
+
 /* ---- foreign layouts (keys written by the seed articles' limiters) ------------------- */
 
 /* A worker over sluice's layouts plus the foreign ones given as config JSON. */
@@ -611,6 +667,9 @@ static struct worker *foreign_worker(const char *layouts_json, struct layout **a
 	ck_assert_ptr_nonnull(w);
 	return w;
 }
+
+/* sluice's meta for LeakyBucket:/test (slot 2094, whose tag is "4be") in layout "seed004" */
+#define SEED004_META "sluice:{4be}:seed004_meta:LeakyBucket:/test"
 
 /*
  * Seed 004's leaky bucket: sorted set LeakyBucket:<path>, member = score = ms,
@@ -632,10 +691,10 @@ START_TEST(foreign_leaky_bucket_seed004)
 	freeReplyObject(test_cmd(C, "SADD LeakyBucket::pathSet /test"));
 	ck_assert_int_eq(worker_sweep(w, WORKER_DRAIN, 5000, &res), 0);
 	ck_assert_int_eq(res.entries, 0); /* first sight: accounting starts now */
-	ck_assert_int_eq(test_cmd_int(C, "EXISTS {LeakyBucket:/test}:meta"), 1);
+	ck_assert_int_eq(test_cmd_int(C, "EXISTS %s", SEED004_META), 1);
 	/* the meta sluiced adds expires with the bucket's drain time (10 at 2/s: 5 s) + 1 s, + SKEW_MS */
-	ck_assert_int_gt(test_cmd_int(C, "PTTL {LeakyBucket:/test}:meta"), 5900 + model_skew_ms());
-	ck_assert_int_le(test_cmd_int(C, "PTTL {LeakyBucket:/test}:meta"), 6001 + model_skew_ms());
+	ck_assert_int_gt(test_cmd_int(C, "PTTL %s", SEED004_META), 5900 + model_skew_ms());
+	ck_assert_int_le(test_cmd_int(C, "PTTL %s", SEED004_META), 6001 + model_skew_ms());
 	ck_assert_int_eq(worker_sweep(w, WORKER_DRAIN, 5499, &res), 0);
 	ck_assert_int_eq(res.entries, 0);
 	ck_assert_int_eq(worker_sweep(w, WORKER_DRAIN, 5500, &res), 0);
@@ -652,7 +711,57 @@ START_TEST(foreign_leaky_bucket_seed004)
 	ck_assert_int_eq(res.emptied, 1);
 	ck_assert_int_eq(test_cmd_int(C, "SCARD LeakyBucket::pathSet"), 0);
 	/* the meta stays SKEW_MS as the bucket's time mark */
-	test_check_cmd(__FILE__, __LINE__, C, "{\"20000\", \"0\"}", "HMGET {LeakyBucket:/test}:meta last carry");
+	test_check_cmd(__FILE__, __LINE__, C, "{\"20000\", \"0\"}", "HMGET %s last carry", SEED004_META);
+	worker_free(w);
+	layouts_free(all, nall);
+}
+END_TEST
+
+/*
+ * A foreign key holding '}' (LeakyBucket:}x, slot 4889): its meta lives under
+ * sluice's prefix in that slot (tag "2Vc"), the drain is exact (20 entries at
+ * rate 1 lose 6 in 6 s, from the first sight, as for sluice's own buckets
+ * above), and a reset takes the data, the meta and the registry member,
+ * leaving the keyspace as before the client's first request.
+ */
+START_TEST(foreign_leaky_bucket_brace_in_key)
+{
+	const char *key = "LeakyBucket:}x", *meta = "sluice:{2Vc}:seed004_meta:LeakyBucket:}x";
+	struct layout *all;
+	size_t nall;
+	struct worker *w = foreign_worker(
+		"[{\"name\":\"seed004\",\"algorithm\":\"leaky_bucket\",\"key_prefix\":\"LeakyBucket:\","
+		"\"registry\":\"LeakyBucket::pathSet\"}]", &all, &nall);
+	uint64_t drained = 0;
+	cJSON *out = NULL;
+	char *before, *after;
+
+	leaky_rule("all", "*", 1000, "1");
+	before = test_snapshot(C);
+	for (int i = 0; i < 20; i++) /* the seed client: member = score = ms (distinct members here) */
+		freeReplyObject(test_cmd(C, "ZADD %s 10000 10000-%d", key, i));
+	freeReplyObject(test_cmd(C, "SADD LeakyBucket::pathSet }x"));
+	for (long long t = 10000; t <= 16000; t += 1000)
+		drained += drain_at(w, t);
+	ck_assert_int_eq(drained, 6);
+	ck_assert_int_eq(test_cmd_int(C, "ZCARD %s", key), 14);
+	ck_assert_uint_eq(shard_keyslot(meta, strlen(meta)), shard_keyslot(key, strlen(key)));
+	test_check_cmd(__FILE__, __LINE__, C, "{\"16000\", \"0\"}", "HMGET %s last carry", meta);
+	ck_assert_int_eq(drain_at(w, 16000), 0);
+	ck_assert_int_eq(drain_at(w, 16999), 0);
+	ck_assert_int_eq(drain_at(w, 17000), 1);
+
+	ck_assert_int_eq(reset_path(RC, all, nall, "}x", 2, &out), 0);
+	after = cJSON_PrintUnformatted(out);
+	ck_assert_str_eq(after, "{\"path\":\"}x\",\"keys_removed\":2,\"entries_removed\":13,\"registries_removed\":1,"
+				"\"keys\":[{\"key\":\"LeakyBucket:}x\",\"entries\":13},"
+				"{\"key\":\"sluice:{2Vc}:seed004_meta:LeakyBucket:}x\",\"meta\":true}]}");
+	free(after);
+	cJSON_Delete(out);
+	after = test_snapshot(C);
+	ck_assert_msg(strcmp(before, after) == 0, "the reset left keys behind:\n before %s\n after  %s", before, after);
+	free(before);
+	free(after);
 	worker_free(w);
 	layouts_free(all, nall);
 }
@@ -767,7 +876,9 @@ static Suite *worker_suite(void)
 	tcase_add_test(tc, repair_fixed_window);
 	tcase_add_test(tc, reclaim_token_bucket);
 	tcase_add_test(tc, bad_registry_skipped);
+	tcase_add_loop_test(tc, drain_meta_is_the_clients, 0, TEST_N(meta_paths));
 	tcase_add_test(tc, foreign_leaky_bucket_seed004);
+	tcase_add_test(tc, foreign_leaky_bucket_brace_in_key);
 	tcase_add_test(tc, foreign_sliding_logs_by_scan);
 	tcase_add_test(tc, foreign_fixed_window_seed001);
 	suite_add_tcase(s, tc);

@@ -329,7 +329,7 @@ void test_layouts(const char *prefix, const char *json, struct layout **all, siz
 
 		snprintf(where, sizeof(where), "layouts[%zu]", i++);
 		ck_assert_msg(layout_from_json(it, where, &l, &err) == 0, "%s: %s", err.field, err.message);
-		ck_assert_int_eq(layouts_append(all, nall, &l), 0);
+		ck_assert_int_eq(layouts_append_foreign(all, nall, &l, prefix), 0);
 		layout_clear(&l);
 	}
 	cJSON_Delete(arr);

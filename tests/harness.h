@@ -132,7 +132,8 @@ const char *test_sl_key(const char *path);   /* sluice:{path}:sliding_log */
 
 /*
  * sluice's default layouts (key prefix `prefix`) followed by the foreign
- * layouts of `json`, a config's "layouts" array (NULL for none); fails the
+ * layouts of `json`, a config's "layouts" array (NULL for none), their metas
+ * under `prefix` too (as the daemon puts them); fails the
  * test on a bad layout.  Free with layouts_free(*all, *nall).
  */
 struct layout;

@@ -182,9 +182,15 @@ static int plain_path(const char *p)
 static char *directive(const char *file, int lineno, const char *s, size_t n)
 {
 	size_t dl = strlen(DIRECTIVE), il = strlen(INCLUDE);
-	const char *a, *e = s + n;
+	const char *a, *e = s + n, *b = s;
 	char *name;
 
+	while (b < e && (*b == ' ' || *b == '\t'))
+		b++;
+	if (b != s && (size_t)(e - b) >= dl && strncmp(b, DIRECTIVE, dl) == 0)
+		die(file, lineno, "%s", "a directive must start its line (an indented one would be a plain comment)");
+	if (lineno > 1 && n >= 2 && strncmp(s, "#!", 2) == 0)
+		die(file, lineno, "%s", "#! can only be a script's first line (Redis reads flags from it)");
 	if (n < dl || strncmp(s, DIRECTIVE, dl) != 0)
 		return NULL;
 	while (e > s && (e[-1] == '\n' || e[-1] == '\r' || e[-1] == ' ' || e[-1] == '\t'))

@@ -74,4 +74,10 @@ printf -- '#!lua flags=no-writes\nlocal x = 1\n' >lua/lib/bang.lua
 printf -- '--@include lib/bang.lua\n' >lua/bang.lua
 expect_error lua/bang.lua "lua/lib/bang.lua:1: a fragment cannot start with #! (Redis reads flags from a script's first line only)"
 
+printf -- '-- indented\n  --@include lib/b.lua\nreturn 1\n' >lua/indented.lua
+expect_error lua/indented.lua "lua/indented.lua:2: a directive must start its line (an indented one would be a plain comment)"
+
+printf -- '-- late\nreturn 1\n#!lua\n' >lua/late.lua
+expect_error lua/late.lua "lua/late.lua:3: #! can only be a script's first line (Redis reads flags from it)"
+
 echo "check-lua: lua_assemble passed $pass checks"

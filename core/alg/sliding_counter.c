@@ -17,10 +17,13 @@ static int check(const struct rule *r, const char *where, struct sl_error *err)
 {
 	char f[128];
 
-	if (r->sub_windows <= r->window_ms)
+	if (r->sub_windows <= r->window_ms && r->window_ms % r->sub_windows == 0)
 		return 0;
 	snprintf(f, sizeof(f), "%s%ssub_windows", where && *where ? where : "", where && *where ? "." : "");
-	return sl_fail(err, f, "must not exceed window_ms");
+	/* the client script refuses the others: each sub-window is a whole number of ms */
+	if (r->sub_windows > r->window_ms)
+		return sl_fail(err, f, "must not exceed window_ms");
+	return sl_fail(err, f, "must divide window_ms");
 }
 
 /* prune ARGV per path: window (ms), sub-windows */
