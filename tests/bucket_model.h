@@ -388,7 +388,7 @@ MODEL_FN int model_same(const redisReply *r, const long long *want, size_t n, ch
 {
 	char got[256];
 	size_t k = 0;
-	int ok = r->elements >= n;
+	int ok = r->elements == n;
 
 	for (size_t i = 0; ok && i < n; i++)
 		ok = r->element[i]->type == REDIS_REPLY_INTEGER && r->element[i]->integer == want[i];
@@ -427,8 +427,9 @@ struct model_alg {
  * The trace of `seed` over MODEL_PATHS paths ("/model/0", ...) through the
  * scripts, MODEL_CHUNK calls per pipeline, and through the model: every
  * reply must be the model's answer, or the test fails naming the call and
- * both.  (A pipeline runs in a blink of real time, so no key's real TTL runs
- * out in it.)
+ * both.  (Virtual time runs about a thousand times faster than real time
+ * here, so no key's real TTL, a second at the least, runs out while the model
+ * still holds its state.)
  */
 MODEL_FN void model_run(redisContext *rc, uint64_t seed, const struct model_alg *alg)
 {
