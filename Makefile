@@ -4,7 +4,7 @@
 #   make test       unit, integration and end-to-end suites (real redis-server)
 #   make asan       the same suites built with ASan + UBSan (objects in build/asan)
 #   make run        private redis-server + example config + sluiced in the foreground
-#   make bench      drain-sweep and memory benchmarks (figures, not pass/fail)
+#   make bench      drain-sweep, memory, HTTP and Lua shard benchmarks (figures, not pass/fail)
 #   make lua        assemble the Lua scripts into build/lua/ (lua/README.md)
 #   make install    PREFIX=/usr/local DESTDIR= : binary, Lua scripts, example config
 #   make deps       install the Debian packages, or name the command to run
@@ -162,6 +162,7 @@ bench:
 	@$(MAKE) --no-print-directory $(B)/bin/sluiced $(B)/bench/drain_bench
 	SLUICED=$(B)/bin/sluiced DRAIN_BENCH=$(B)/bench/drain_bench bench/bench.sh
 	SLUICED=$(B)/bin/sluiced bench/http.sh
+	bench/shard_lua.sh
 
 $(B)/bench/%.o: bench/%.c | check-deps
 	@mkdir -p $(dir $@)

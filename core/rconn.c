@@ -88,6 +88,28 @@ uint64_t rconn_connects(const struct rconn *c)
 	return c->connects;
 }
 
+int rconn_is_oom(const redisReply *r)
+{
+	return r && r->type == REDIS_REPLY_ERROR && strncmp(r->str, "OOM ", 4) == 0;
+}
+
+const char *rconn_strerror(const struct rconn *c, int rc)
+{
+	switch (rc) {
+	case -EIO:
+	case -EAGAIN:
+		return c->err[0] ? c->err : "not connected";
+	case -ENOSPC:
+		return RCONN_OOM_TEXT;
+	case -EBADMSG:
+		return "Redis refused the command";
+	case -EPROTO:
+		return "unexpected reply from Redis";
+	default:
+		return strerror(-rc);
+	}
+}
+
 /* Drop the context after an I/O error and schedule the next attempt. */
 static int fail(struct rconn *c, const char *what)
 {

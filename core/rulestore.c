@@ -90,6 +90,91 @@ static int read_marks(struct rconn *c, const struct keys *k, uint64_t *version, 
 	return 0;
 }
 
+static int queue_multi(struct rbatch *b, int exec)
+{
+	const char *m[1] = { exec ? "EXEC" : "MULTI" };
+	size_t l[1] = { exec ? 4 : 5 };
+
+	return rbatch_cmd(b, 1, m, l) ? -ENOMEM : 0;
+}
+
+/* Tries of the read without a transaction before one inside MULTI. */
+#define REFRESH_READS 3
+
+/* Any reply of the batch that is Redis's refusal at maxmemory: -ENOSPC; else 0. */
+static int batch_oom(const struct rbatch *b)
+{
+	for (size_t i = 0; i < rbatch_len(b); i++)
+		if (rconn_is_oom(rbatch_reply(b, i)))
+			return -ENOSPC;
+	return 0;
+}
+
+/* Two MGET replies of (version, epoch) that are the same strings (or both nil). */
+static int same_marks(const redisReply *a, const redisReply *b)
+{
+	for (size_t i = 0; i < 2; i++) {
+		const redisReply *x = a->element[i], *y = b->element[i];
+
+		if (x->type != y->type || (x->type == REDIS_REPLY_STRING &&
+					   (x->len != y->len || memcmp(x->str, y->str, x->len) != 0)))
+			return 0;
+	}
+	return 1;
+}
+
+static int is_marks(const redisReply *r)
+{
+	return r && r->type == REDIS_REPLY_ARRAY && r->elements == 2;
+}
+
+/*
+ * Read the marks and the rules hash so that they agree, into *marks and *hash
+ * (owned by `b`).  Redis at maxmemory refuses every command queued in MULTI,
+ * so first without a transaction: MGET, HGETALL, MGET again in one pipeline.
+ * Every change bumps the version with the hash in one MULTI (the epoch tells
+ * a store that started again), so equal marks around the HGETALL mean no
+ * change landed in between.  After REFRESH_READS tries that all saw a change,
+ * one read inside MULTI (which at maxmemory fails with -ENOSPC).
+ */
+static int read_store(struct rconn *c, const struct keys *k, struct rbatch *b, const redisReply **marks,
+		      const redisReply **hash)
+{
+	const char *mget[3] = { "MGET", k->version, k->epoch }, *all[2] = { "HGETALL", k->hash };
+	size_t mgetl[3] = { 4, strlen(k->version), strlen(k->epoch) }, alll[2] = { 7, strlen(k->hash) };
+	const redisReply *r;
+	int rc;
+
+	for (int tries = 0; tries < REFRESH_READS; tries++) {
+		rbatch_clear(b);
+		if (rbatch_cmd(b, 3, mget, mgetl) || rbatch_cmd(b, 2, all, alll) || rbatch_cmd(b, 3, mget, mgetl))
+			return -ENOMEM;
+		if ((rc = rbatch_run(c, b)))
+			return rc;
+		if (!is_marks(rbatch_reply(b, 0)) || !is_marks(rbatch_reply(b, 2)))
+			return batch_oom(b) ? -ENOSPC : -EPROTO;
+		if (same_marks(rbatch_reply(b, 0), rbatch_reply(b, 2))) {
+			*marks = rbatch_reply(b, 0);
+			*hash = rbatch_reply(b, 1);
+			return 0;
+		}
+	}
+	rbatch_clear(b);
+	if (queue_multi(b, 0) || rbatch_cmd(b, 3, mget, mgetl) || rbatch_cmd(b, 2, all, alll) ||
+	    queue_multi(b, 1))
+		return -ENOMEM;
+	if ((rc = rbatch_run(c, b)))
+		return rc;
+	if ((rc = batch_oom(b)))
+		return rc;
+	r = rbatch_reply(b, 3);
+	if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2 || !is_marks(r->element[0]))
+		return -EPROTO;
+	*marks = r->element[0];
+	*hash = r->element[1];
+	return 0;
+}
+
 int rulestore_refresh(struct rconn *c, const char *prefix, struct ruleset *rs, int force,
 		      int *changed, size_t *invalid)
 {
@@ -97,7 +182,7 @@ int rulestore_refresh(struct rconn *c, const char *prefix, struct ruleset *rs, i
 	struct ruleset next = { 0 };
 	struct rbatch *b = NULL;
 	char epoch[sizeof(rs->epoch)];
-	redisReply *r;
+	const redisReply *marks, *hash;
 	size_t bad = 0;
 	uint64_t v;
 	int rc, sane;
@@ -109,42 +194,22 @@ int rulestore_refresh(struct rconn *c, const char *prefix, struct ruleset *rs, i
 		return rc;
 	if (!force && sane && rs->loaded && v == rs->version && strcmp(epoch, rs->epoch) == 0)
 		return 0;
-	/* Read the marks and the hash in one MULTI so they agree. */
 	if (!(b = rbatch_new()))
 		return -ENOMEM;
-	{
-		const char *m[1] = { "MULTI" }, *e[1] = { "EXEC" };
-		const char *mget[3] = { "MGET", k.version, k.epoch }, *all[2] = { "HGETALL", k.hash };
-		size_t ml[1] = { 5 }, el[1] = { 4 };
-		size_t mgetl[3] = { 4, strlen(k.version), strlen(k.epoch) }, alll[2] = { 7, strlen(k.hash) };
-
-		if (rbatch_cmd(b, 1, m, ml) || rbatch_cmd(b, 3, mget, mgetl) ||
-		    rbatch_cmd(b, 2, all, alll) || rbatch_cmd(b, 1, e, el)) {
-			rc = -ENOMEM;
-			goto out;
-		}
-	}
-	if ((rc = rbatch_run(c, b)))
+	if ((rc = read_store(c, &k, b, &marks, &hash)))
 		goto out;
-	r = rbatch_reply(b, 3);
-	if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
-	    r->element[0]->type != REDIS_REPLY_ARRAY || r->element[0]->elements != 2) {
-		rc = -EPROTO;
-		goto out;
-	}
-	if (r->element[1]->type == REDIS_REPLY_ERROR) {
+	if (hash->type == REDIS_REPLY_ERROR) {
 		rc = -EBADMSG; /* the rules key has another type */
 		goto out;
 	}
-	if (r->element[1]->type != REDIS_REPLY_ARRAY) {
+	if (hash->type != REDIS_REPLY_ARRAY) {
 		rc = -EPROTO;
 		goto out;
 	}
-	parse_version(r->element[0]->element[0], &v);
-	snprintf(epoch, sizeof(epoch), "%s",
-		 r->element[0]->element[1]->type == REDIS_REPLY_STRING ? r->element[0]->element[1]->str : "");
-	for (size_t i = 0; i + 1 < r->element[1]->elements; i += 2) {
-		const redisReply *name = r->element[1]->element[i], *body = r->element[1]->element[i + 1];
+	parse_version(marks->element[0], &v);
+	snprintf(epoch, sizeof(epoch), "%s", marks->element[1]->type == REDIS_REPLY_STRING ? marks->element[1]->str : "");
+	for (size_t i = 0; i + 1 < hash->elements; i += 2) {
+		const redisReply *name = hash->element[i], *body = hash->element[i + 1];
 		struct rule *rule;
 
 		if (name->type != REDIS_REPLY_STRING || body->type != REDIS_REPLY_STRING ||
@@ -206,6 +271,8 @@ static int transaction(struct rconn *c, struct rbatch *b, size_t ncmds, redisRep
 
 	if ((rc = rbatch_run(c, b)))
 		return rc;
+	if ((rc = batch_oom(b)))
+		return rc; /* refused at maxmemory: EXEC ran nothing (EXECABORT) */
 	r = rbatch_reply(b, ncmds + 1);
 	if (!r)
 		return -EPROTO;
@@ -218,14 +285,6 @@ static int transaction(struct rconn *c, struct rbatch *b, size_t ncmds, redisRep
 			return -EBADMSG;
 	*exec = r;
 	return 0;
-}
-
-static int queue_multi(struct rbatch *b, int exec)
-{
-	const char *m[1] = { exec ? "EXEC" : "MULTI" };
-	size_t l[1] = { exec ? 4 : 5 };
-
-	return rbatch_cmd(b, 1, m, l) ? -ENOMEM : 0;
 }
 
 int rulestore_etag(const struct rule *r, char out[RULESTORE_ETAG_SIZE])
@@ -377,12 +436,29 @@ int rulestore_mark(struct rconn *c, const char *prefix)
 {
 	struct keys k;
 	char epoch[24];
-	struct rbatch *b = rbatch_new();
+	struct rbatch *b = NULL;
+	redisReply *r = NULL;
 	int rc;
 
-	if (!b)
-		return -ENOMEM;
 	make_keys(prefix, &k);
+	/* Write only what is missing: Redis at maxmemory refuses even a SET NX that would change nothing. */
+	{
+		const char *argv[3] = { "MGET", k.version, k.epoch };
+		size_t lens[3] = { 4, strlen(k.version), strlen(k.epoch) };
+
+		if ((rc = rconn_command(c, 3, argv, lens, &r)))
+			return rc;
+	}
+	if (!is_marks(r)) {
+		rc = r->type == REDIS_REPLY_ERROR ? -EBADMSG : -EPROTO;
+		goto out;
+	}
+	if (r->element[0]->type != REDIS_REPLY_NIL && r->element[1]->type != REDIS_REPLY_NIL)
+		goto out;
+	if (!(b = rbatch_new())) {
+		rc = -ENOMEM;
+		goto out;
+	}
 	new_epoch(epoch, sizeof(epoch));
 	{
 		const char *v[4] = { "SET", k.version, "1", "NX" }, *e[4] = { "SET", k.epoch, epoch, "NX" };
@@ -390,6 +466,10 @@ int rulestore_mark(struct rconn *c, const char *prefix)
 
 		rc = rbatch_cmd(b, 4, v, vl) || rbatch_cmd(b, 4, e, el) ? -ENOMEM : rbatch_run(c, b);
 	}
+	if (!rc)
+		rc = batch_oom(b);
+out:
+	freeReplyObject(r);
 	rbatch_free(b);
 	return rc;
 }

@@ -13,7 +13,8 @@
  * daemon orders the rules the same way whatever order HGETALL returns.
  *
  * Errors: 0, an rconn error (-EIO, -EAGAIN, -ENOMEM), -ESTALE for a failed
- * If-Match precondition (the *_if calls), -EBADMSG when Redis
+ * If-Match precondition (the *_if calls), -ENOSPC when Redis is out of memory
+ * (maxmemory: it refuses a change, which is then not made), -EBADMSG when Redis
  * refused a command (e.g. one of these keys has another type; nothing is
  * reported as done then), -EPROTO for an unexpected reply.
  */
@@ -27,6 +28,8 @@ int rulestore_version(struct rconn *c, const char *prefix, uint64_t *out);
 
 /*
  * Reload `rs` from Redis when the version or epoch differ from rs's (or `force`).
+ * Reads only, outside MULTI (which Redis refuses at maxmemory), so it works
+ * when Redis is out of memory; the rules read agree with the version read.
  * Entries that fail validation are skipped and counted in *invalid (may be NULL).
  * *changed (may be NULL) is set to 1 when `rs` was reloaded.  On error `rs` is unchanged.
  */
@@ -43,7 +46,9 @@ int rulestore_put(struct rconn *c, const char *prefix, const struct rule *r, int
 /*
  * Give a store that has rules but no version (its version key was lost) a
  * version and an epoch (SET NX: an existing one is kept), so daemons can tell
- * it is not empty.  0 or an rconn error.
+ * it is not empty.  Writes only what is missing, so a store that has both
+ * needs no write (and Redis at maxmemory does not refuse it).  0, -ENOSPC
+ * (missing, and Redis is out of memory), -EBADMSG, -EPROTO or an rconn error.
  */
 int rulestore_mark(struct rconn *c, const char *prefix);
 /* Delete rule `name`; *deleted = 1 when it existed (version bumped only then). */

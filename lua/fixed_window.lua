@@ -1,3 +1,4 @@
+#!lua
 -- sluice: fixed window counter, client-side acquire.  Contract: lua/README.md.
 --
 -- KEYS[1] counter  hash: window = index of the counted window, floor(ms / window_ms)

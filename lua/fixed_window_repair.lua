@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- sluice: fixed window repair, one call for a batch of counters (the worker's
 -- job).  Contract: lua/README.md.
 --

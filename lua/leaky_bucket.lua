@@ -1,3 +1,4 @@
+#!lua
 -- sluice: leaky bucket (meter), client-side acquire.  Contract: lua/README.md.
 --
 -- KEYS[1] bucket   sorted set of admitted entries, score = admission ms,
@@ -16,12 +17,14 @@
 -- the fraction in `carry`, so the result does not depend on how often (or by
 -- whom: this script, the drain, several daemons) it is applied: lib/leak.lua,
 -- shared with leaky_bucket_drain.lua and leaky_bucket_state.lua.  An empty
--- bucket earns no credit (its meta is deleted).
+-- bucket earns no credit.  The meta's `last` is the bucket's time mark: a
+-- caller whose now is older is served at it, and it outlives the entries by
+-- SKEW_MS (lib/skew.lua), so a client whose clock lags Redis is held to the
+-- time the drain applied.
 
 --@include lib/bucket.lua
 --@include lib/leak.lua
 
-local GRACE_MS = 1000 -- see the TTL below
 local MAX_N = 100000 -- cost of one request, in entries
 
 if #KEYS ~= 3 then return usage('leaky_bucket takes 3 KEYS (bucket, meta, registry)') end
@@ -32,10 +35,7 @@ if err then return err end
 
 local level = redis.call('ZCARD', bucket)
 local last, carry, t = leak_read(redis.call('HMGET', meta, 'last', 'carry'), now)
-level, last, carry = leak(bucket, meta, level, last, carry, rate, t)
-
--- ms after `last` until `want` entries have leaked (retry_after, reset_ms, TTL).
-local function ms_until(want) return leak_ms_until(rate, carry, want) end
+level, last, carry = leak(bucket, meta, level, last, carry, rate, t, now)
 
 local allowed, retry_after = 0, 0
 if n > capacity then
@@ -68,17 +68,14 @@ elseif level + n <= capacity then
     if todo > 0 then seq = redis.call('HINCRBY', meta, 'seq', todo) end
   end
   level = level + n
-  -- Keep both keys until the bucket would be empty, measured from the caller's
-  -- `now` (not t, which may be later), + 1 ms for the expiry clock's rounding,
-  -- + GRACE_MS so that a running sluiced drains (and counts) the last entries
-  -- before Redis expires the key; an expired bucket reads the same as a drained one.
-  -- (Drains in more than 2^53 ms: never expire.)
-  local ttl = last + ms_until(level) - now + 1 + GRACE_MS
+  -- Keep the bucket until it would be empty, measured from the caller's `now`
+  -- (not t, which may be later), and its meta, the time mark, SKEW_MS longer.
+  local ttl = leak_ttl(level, last, carry, rate, now)
   expire_in(bucket, ttl)
-  expire_in(meta, ttl)
+  expire_in(meta, ttl + SKEW_MS)
   redis.call('SADD', registry, path)
 else
-  retry_after = math.max(1, last + ms_until(level + n - capacity) - t)
+  retry_after = math.max(1, last + leak_ms_until(rate, carry, level + n - capacity) - t)
 end
 
 return { allowed, math.max(0, capacity - level), retry_after, leak_reset_ms(level, last, carry, rate, t) }

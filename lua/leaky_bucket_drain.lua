@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- sluice: leaky bucket drain, one call for a batch of buckets (the worker's
 -- job).  Contract: lua/README.md.
 --
@@ -14,8 +15,10 @@
 -- it twice at one instant removes nothing the second time.  Hot path (100,000
 -- buckets a sweep): one HMGET per bucket with nothing due; ZCARD and the
 -- writes only where something leaks.
--- An empty or absent bucket (expired, reset, drained) loses its meta and its
--- registry entry.
+-- An empty or absent bucket (expired, reset, drained) leaves the registry;
+-- its meta stays SKEW_MS as the bucket's time mark (last = the drain's t,
+-- carry 0), so a client whose clock lags Redis is served at that time and
+-- not admitted again by its own older clock.
 
 --@include lib/batch.lua
 --@include lib/leak.lua
@@ -47,12 +50,12 @@ return batch_run(nb, function(i, now)
   if m.err then return nil end
   local last, carry, t = leak_read(m, now)
   -- Nothing due with a meta: write nothing; the next call recomputes from
-  -- the same `last`.  (An absent bucket keeps its registry entry until
-  -- something is due or its meta expires with it.)
+  -- the same `last`.  (An absent or empty bucket keeps its registry entry
+  -- until something would be due or its meta expires.)
   if last and leaked(rate, carry, t - last) < 1 then return 0, 0 end
   local level = redis.pcall('ZCARD', bucket)
   if type(level) ~= 'number' then return nil end
-  local left = leak(bucket, meta, level, last, carry, rate, t)
+  local left = leak(bucket, meta, level, last, carry, rate, t, now)
   if left > 0 then return level - left, 0 end
   return level, unregister(path) -- empty or emptied
 end)

@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- sluice: reset one path, an admin write.  Contract: lua/README.md.
 --
 -- ARGV[1] registry_count R (integer >= 0), ARGV[2] path,

@@ -1,3 +1,4 @@
+#!lua
 -- sluice: sliding-window counter of N sub-windows, client-side acquire.
 -- Contract: lua/README.md.
 --

@@ -1,3 +1,4 @@
+#!lua
 -- sluice: sliding-window log, client-side acquire.  Contract: lua/README.md.
 --
 -- KEYS[1] log      sorted set of admitted requests, score = ms, member

@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- sluice: sliding-window log prune, one call for a batch of logs (the
 -- worker's job).  Contract: lua/README.md.
 --

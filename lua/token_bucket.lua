@@ -1,3 +1,4 @@
+#!lua
 -- sluice: token bucket, client-side acquire.  Contract: lua/README.md.
 --
 -- KEYS[1] bucket   hash: tokens = tokens the bucket held at `last` ('%.17g'),
@@ -13,8 +14,11 @@
 -- token_bucket_state.lua): at t the bucket holds
 -- min(capacity, tokens + rate * (t - last) / 1000).
 -- An absent bucket is full, and so is the same as a bucket that has refilled to
--- capacity: the key expires then, and the worker's reclaim deletes such buckets.
--- Only an admission writes; a rejected request takes nothing and writes nothing.
+-- capacity, but for `last`, the bucket's time mark: a caller whose now is
+-- older is served at it.  So the key expires SKEW_MS after the bucket is full
+-- (lib/skew.lua), and the worker's reclaim deletes only buckets full for that
+-- long.  Only an admission writes; a rejected request takes nothing and writes
+-- nothing.
 
 --@include lib/bucket.lua
 --@include lib/refill.lua
@@ -39,9 +43,9 @@ elseif tokens + EPS >= n then -- EPS: see lib/num.lua
   tokens0, last = tokens, t
   redis.call('HSET', bucket, 'tokens', fmt_real(tokens), 'last', fmt_int(t))
   -- Keep the bucket until it is full again (then it is the same as absent),
-  -- measured from the caller's now, + 1 ms for the expiry clock's rounding
-  -- (refills in more than 2^53 ms: never expire).
-  expire_in(bucket, t + ms_until(capacity) - now + 1)
+  -- measured from the caller's now, + 1 ms for the expiry clock's rounding,
+  -- and SKEW_MS more for its mark (refills in more than 2^53 ms: never expire).
+  expire_in(bucket, t + ms_until(capacity) - now + 1 + SKEW_MS)
   redis.call('SADD', registry, path)
 else
   retry_after = math.max(1, last + ms_until(n) - t)

@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- sluice: token bucket reclaim, one call for a batch of buckets (the worker's
 -- job).  Contract: lua/README.md.
 --
@@ -9,10 +10,13 @@
 --        buckets (N), skipped (keys of another type: untouched)}
 --
 -- A bucket that has refilled to capacity is the same as an absent one (the
--- acquire reads an absent bucket as full), so it is deleted and its path
--- leaves the registry; so does the path of an absent bucket.  "Full" uses the
--- acquire's arithmetic at t = max(now, last): tokens + rate * (t - last) / 1000
--- + EPS >= capacity.  Idempotent.  Hot path: one HMGET per bucket not yet full.
+-- acquire reads an absent bucket as full) to every client at or after its
+-- `last`, its time mark.  So a bucket that was full at now - SKEW_MS already
+-- is deleted and its path leaves the registry: any client whose clock lags
+-- Redis by up to SKEW_MS (lib/skew.lua) finds it full either way.  So does the
+-- path of an absent bucket.  "Full at b" uses the acquire's arithmetic, from
+-- last <= b: tokens + rate * (b - last) / 1000 + EPS >= capacity.
+-- Idempotent.  Hot path: one HMGET per bucket not yet full.
 
 --@include lib/batch.lua
 --@include lib/bucket.lua
@@ -34,9 +38,12 @@ return batch_run(nb, function(i, now)
   local bucket, path, capacity, rate = KEYS[1 + i], ARGV[3 * i - 1], caps[i], rates[i]
   local m = redis.pcall('HMGET', bucket, 'tokens', 'last')
   if m.err then return nil end
-  -- Absent or unreadable reads as full, as the acquire reads it.
-  local tokens0, last, t = refill_read(m, capacity, now)
-  if not refill_full(refill_at(tokens0, last, capacity, rate, t), capacity) then return 0, 0 end
+  -- Absent or unreadable reads as full, as the acquire reads it (no mark).
+  local tokens0, last, _, found = refill_read(m, capacity, now)
+  local b = now - SKEW_MS
+  if found and (last > b or not refill_full(refill_at(tokens0, last, capacity, rate, b), capacity)) then
+    return 0, 0
+  end
   local reclaimed = redis.call('DEL', bucket)
   return reclaimed, unregister(path)
 end)

@@ -680,6 +680,95 @@ START_TEST(help_and_version)
 }
 END_TEST
 
+/* maxmemory at half of what Redis uses now, nothing it may evict (0 lifts it). */
+static void redis_limit(int on)
+{
+	long long used = 0;
+	redisReply *r = test_cmd(C, "INFO memory");
+	const char *p = r->type == REDIS_REPLY_STRING ? strstr(r->str, "\r\nused_memory:") : NULL;
+
+	if (p)
+		used = atoll(p + strlen("\r\nused_memory:"));
+	freeReplyObject(r);
+	ck_assert_int_gt(used, 1);
+	freeReplyObject(test_cmd(C, "CONFIG SET maxmemory-policy noeviction"));
+	freeReplyObject(test_cmd(C, "CONFIG SET maxmemory %lld", on ? used / 2 : 0));
+}
+
+/*
+ * Redis is over maxmemory (noeviction) when the daemon starts: the rules
+ * stored before still load (read outside MULTI, which Redis refuses then),
+ * the worker drains (its scripts are allow-oom), so memory is freed; a rule
+ * change is refused with a message naming the cause; and a config rule that
+ * differs from the stored one cannot be stored, which the log says.
+ */
+START_TEST(started_at_maxmemory)
+{
+	struct daemon_proc d;
+	char *body = NULL, log[16384];
+	int64_t t0;
+	int n = 0;
+	long st;
+	cJSON *j;
+
+	redis_limit(0);
+	start_daemon(&d, R.url);
+	t0 = now_ms();
+	while (http("GET", d.port, "/v1/rules", NULL, NULL) != 200) {
+		ck_assert_msg(now_ms() - t0 < 5000, "rules not stored within 5 s");
+		sleep_ms(10);
+	}
+	ck_assert_int_eq(stop_daemon(&d), 0);
+	t0 = test_server_ms(C);
+	for (int i = 0; i < 10; i++)
+		n += (int)lb_acquire("/bucket/oom", t0);
+	ck_assert_int_eq(n, 10);
+
+	redis_limit(1);
+	start_daemon(&d, R.url);
+	/* 10 entries at 50/s: the worker drains them in 200 ms (the key's TTL is longer) */
+	t0 = now_ms();
+	for (;;) {
+		j = get_json(d.port, "/v1/worker", 200);
+		if (jint(j, "drained") == 10)
+			break;
+		cJSON_Delete(j);
+		ck_assert_msg(now_ms() - t0 < 3000, "bucket not drained at maxmemory after 3 s (see %s)", d.log);
+		sleep_ms(20);
+	}
+	ck_assert_int_eq(jint(j, "errors"), 0);
+	cJSON_Delete(j);
+	ck_assert_int_eq(test_cmd_int(C, "EXISTS sluice:{/bucket/oom}:leaky_bucket"), 0);
+	st = http("PUT", d.port, "/v1/rules/late",
+		  "{\"match\":\"/late\",\"algorithm\":\"sliding_log\",\"limit\":1,\"window_ms\":1000}", &body);
+	ck_assert_msg(st == 503 && strstr(body, "\"code\":\"redis_unavailable\"") &&
+			      strstr(body, "\"message\":\"Redis is out of memory (maxmemory): "),
+		      "PUT at maxmemory: %ld %s", st, body);
+	free(body);
+	read_log(&d, log, sizeof(log));
+	ck_assert_msg(strstr(log, "event=rules_ready rules=2"), "%s", log);
+	ck_assert_msg(!strstr(log, "job_failed") && !strstr(log, "rules_seed_failed"), "%s", log);
+	ck_assert_int_eq(stop_daemon(&d), 0);
+
+	/* a stored rule the config file disagrees with: the file's cannot be stored now */
+	redis_limit(0);
+	freeReplyObject(test_cmd(C, "HSET sluice:rules e2e-log %s",
+				 "{\"name\":\"e2e-log\",\"match\":\"/log\",\"algorithm\":\"sliding_log\",\"limit\":4,"
+				 "\"window_ms\":300}"));
+	freeReplyObject(test_cmd(C, "INCR sluice:rules:version"));
+	redis_limit(1);
+	start_daemon(&d, R.url);
+	t0 = now_ms();
+	while (!strstr(read_log(&d, log, sizeof(log)), "event=rules_seed_failed")) {
+		ck_assert_msg(now_ms() - t0 < 3000, "no rules_seed_failed within 3 s: %s", log);
+		sleep_ms(20);
+	}
+	ck_assert_msg(strstr(log, "event=rules_seed_failed reason=\"Redis is out of memory (maxmemory)\""), "%s", log);
+	ck_assert_int_eq(stop_daemon(&d), 0);
+	redis_limit(0);
+}
+END_TEST
+
 static Suite *e2e_suite(void)
 {
 	Suite *s = suite_create("e2e");
@@ -698,6 +787,7 @@ static Suite *e2e_suite(void)
 	tcase_add_test(tc, sighup_reloads_config);
 	tcase_add_test(tc, non_loopback_needs_token);
 	tcase_add_test(tc, help_and_version);
+	tcase_add_test(tc, started_at_maxmemory); /* last: it sets maxmemory on the suite's server */
 	suite_add_tcase(s, tc);
 	return s;
 }

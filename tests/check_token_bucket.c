@@ -5,6 +5,7 @@
  * tests/script_fixture.h's.
  */
 #include "tests/script_fixture.h"
+#include "tests/bucket_model.h"
 
 /* ---- token bucket ------------------------------------------------------------ */
 
@@ -57,7 +58,7 @@ START_TEST(test_tb_layout_and_default_n)
 	ck_cmd("{\"tokens\", \"3\", \"last\", \"1000\"}", "HGETALL %s", TB_KEY(p));
 	ck_reply(tb(p, "5", "2", "1", 1250), 1, 2, 0, 1250);
 	ck_cmd("{\"tokens\", \"2.5\", \"last\", \"1250\"}", "HGETALL %s", TB_KEY(p));
-	ck_pttl(TB_KEY(p), 1251);
+	ck_pttl(TB_KEY(p), 1251 + model_skew_ms()); /* full at 2500 (+1), and the mark SKEW_MS longer */
 	ck_cmd("{\"/layout\"}", "SMEMBERS %s", TB_REG);
 
 	/* No n and no now: cost 1 at Redis TIME. */
@@ -114,20 +115,23 @@ END_TEST
 
 START_TEST(test_tb_reclaim_refilled)
 {
+	long long skew = model_skew_ms();
 	char *before;
 
 	freeReplyObject(tb("A", "3", "1", "3", 0));
 	freeReplyObject(tb("B", "2", "0.16666666666666666", "2", 0));
 	before = test_snapshot(c);
-	ck_reply(tb_reclaim1("A", "3", "1", 2999), 0, 0, 1, 0);
-	ck_reply(tb_reclaim1("B", "2", "0.16666666666666666", 11999), 0, 0, 1, 0);
+	/* Full at 3000 and 12000, but not yet to a client SKEW_MS behind. */
+	ck_reply(tb_reclaim1("A", "3", "1", 3000), 0, 0, 1, 0);
+	ck_reply(tb_reclaim1("A", "3", "1", 2999 + skew), 0, 0, 1, 0);
+	ck_reply(tb_reclaim1("B", "2", "0.16666666666666666", 11999 + skew), 0, 0, 1, 0);
 	ck_snapshot_same(before);
 	free(before);
-	/* Full at 3000 (3 tokens) and at 12000 (1.9999999999999998 + epsilon). */
-	ck_reply(tb_reclaim1("A", "3", "1", 3000), 1, 1, 1, 0);
-	ck_reply(tb_reclaim1("B", "2", "0.16666666666666666", 12000), 1, 1, 1, 0);
+	/* Full at 3000 (3 tokens) and at 12000 (1.9999999999999998 + epsilon), SKEW_MS ago. */
+	ck_reply(tb_reclaim1("A", "3", "1", 3000 + skew), 1, 1, 1, 0);
+	ck_reply(tb_reclaim1("B", "2", "0.16666666666666666", 12000 + skew), 1, 1, 1, 0);
 	ck_assert_int_eq(test_cmd_int(c, "DBSIZE"), 0);
-	ck_reply(tb_reclaim1("A", "3", "1", 3000), 0, 0, 1, 0);
+	ck_reply(tb_reclaim1("A", "3", "1", 3000 + skew), 0, 0, 1, 0);
 	/* The acquire finds a full bucket, as it would have before the reclaim. */
 	ck_reply(tb("A", "3", "1", "3", 3000), 1, 0, 0, 3000);
 }
@@ -135,13 +139,16 @@ END_TEST
 
 START_TEST(test_tb_reclaim_batch)
 {
-	char *before;
+	char *before, now[24];
 
-	/* A: 2.5 tokens of 3 at 1000; B: full at 1000; C: registered, absent;
-	 * D: registered, a sorted set; E: 3 tokens, capacity lowered 5 -> 3;
-	 * F: last = 5000, ahead of the worker's 1000: 2 tokens, not full;
-	 * G: 3 tokens at 5000 and capacity lowered 5 -> 3: full at 5000 (served
-	 * at its `last`, not at the worker's older 1000). */
+	/* The worker runs at 1000 + SKEW_MS, so it judges fullness at 1000.
+	 * A: 2.5 tokens of 3 at 1000; B: full at 1000; C: registered, absent;
+	 * D: registered, a sorted set; E: 3 tokens at 1000, capacity lowered 5 -> 3:
+	 * full; F: last = 5000, after 1000: kept (2 tokens, not full);
+	 * G: 3 tokens at 5000 and capacity lowered 5 -> 3: full at its last, but
+	 * kept: a client between 1000 and 5000 is served at that mark, which an
+	 * absent bucket would not hold. */
+	snprintf(now, sizeof(now), "%lld", 1000 + model_skew_ms());
 	freeReplyObject(tb("A", "3", "1", "1", 500));
 	freeReplyObject(tb("B", "3", "1", "1", 0));
 	freeReplyObject(tb("E", "5", "1", "2", 1000));
@@ -150,16 +157,17 @@ START_TEST(test_tb_reclaim_batch)
 	freeReplyObject(test_cmd(c, "SADD %s C D", TB_REG));
 	freeReplyObject(test_cmd(c, "ZADD %s 1 x", TB_KEY("D")));
 	ck_reply(ev("token_bucket_reclaim", 8, TB_REG, TB_KEY("A"), TB_KEY("B"), TB_KEY("C"), TB_KEY("D"),
-		    TB_KEY("E"), TB_KEY("F"), TB_KEY("G"), "1000", "A", "3", "1", "B", "3", "1", "C", "3", "1", "D",
+		    TB_KEY("E"), TB_KEY("F"), TB_KEY("G"), now, "A", "3", "1", "B", "3", "1", "C", "3", "1", "D",
 		    "3", "1", "E", "3", "1", "F", "3", "1", "G", "3", "1", NULL),
-		 3, 4, 7, 1);
-	ck_assert_int_eq(test_cmd_int(c, "EXISTS %s %s %s %s", TB_KEY("B"), TB_KEY("C"), TB_KEY("E"), TB_KEY("G")), 0);
+		 2, 3, 7, 1);
+	ck_assert_int_eq(test_cmd_int(c, "EXISTS %s %s %s", TB_KEY("B"), TB_KEY("C"), TB_KEY("E")), 0);
 	ck_cmd("{\"tokens\", \"2\", \"last\", \"500\"}", "HGETALL %s", TB_KEY("A"));
 	ck_cmd("{\"tokens\", \"2\", \"last\", \"5000\"}", "HGETALL %s", TB_KEY("F"));
-	ck_cmd("{\"A\", \"D\", \"F\"}", "SORT %s ALPHA", TB_REG);
+	ck_cmd("{\"tokens\", \"3\", \"last\", \"5000\"}", "HGETALL %s", TB_KEY("G"));
+	ck_cmd("{\"A\", \"D\", \"F\", \"G\"}", "SORT %s ALPHA", TB_REG);
 	before = test_snapshot(c);
 	ck_reply(ev("token_bucket_reclaim", 8, TB_REG, TB_KEY("A"), TB_KEY("B"), TB_KEY("C"), TB_KEY("D"),
-		    TB_KEY("E"), TB_KEY("F"), TB_KEY("G"), "1000", "A", "3", "1", "B", "3", "1", "C", "3", "1", "D",
+		    TB_KEY("E"), TB_KEY("F"), TB_KEY("G"), now, "A", "3", "1", "B", "3", "1", "C", "3", "1", "D",
 		    "3", "1", "E", "3", "1", "F", "3", "1", "G", "3", "1", NULL),
 		 0, 0, 7, 1);
 	ck_snapshot_same(before);
@@ -181,8 +189,8 @@ START_TEST(test_tb_state)
 	freeReplyObject(tb(p, "3", "1", "2", 1000));
 	before = test_snapshot(c);
 	r = tb_state(p, "3", "1", "1000");
-	ck_assert_int_gt(test_elem_int(r, 4), 2001 - SLACK_MS);
-	ck_assert_int_le(test_elem_int(r, 4), 2001);
+	ck_assert_int_gt(test_elem_int(r, 4), 2001 + model_skew_ms() - SLACK_MS); /* full at 3000 (+1), + SKEW_MS */
+	ck_assert_int_le(test_elem_int(r, 4), 2001 + model_skew_ms());
 	ck_reply(r, 2, 1, 2000, 1000, test_elem_int(r, 4));
 	r = tb_state(p, "3", "1", "1500");
 	ck_reply(r, 2, 1, 1500, 1000, test_elem_int(r, 4));
@@ -267,9 +275,15 @@ static const struct algo_case algo_cases[] = {
 	    END } },
 };
 
+/* The tables' TTLs are until full (+1 ms); the key keeps SKEW_MS more for its time mark. */
 START_TEST(test_table)
 {
-	check_algo_case(&algo_cases[_i]);
+	struct algo_case ac = algo_cases[_i];
+
+	for (int i = 0; ac.steps[i].now >= 0; i++)
+		if (ac.steps[i].ttl > 0)
+			ac.steps[i].ttl += model_skew_ms();
+	check_algo_case(&ac);
 }
 END_TEST
 
@@ -306,6 +320,171 @@ START_TEST(test_bad_arguments_change_nothing)
 }
 END_TEST
 
+/* ---- the time mark: a client whose clock lags Redis (issue 8, item 3) ------- */
+
+/*
+ * A bucket the reclaim deleted reads as full.  So the reclaim, at Redis time,
+ * deletes a bucket only when it was full at now - SKEW_MS already, judged from
+ * its last: any client within the skew horizon then finds it full as well.
+ */
+START_TEST(test_tb_mark_minimal)
+{
+	const char *p = "/mark";
+	long long T = 1000000, skew = model_skew_ms();
+
+	ck_reply(tb(p, "1", "1", "1", T), 1, 0, 0, 1000);
+	ck_pttl(TB_KEY(p), 1001 + skew); /* until full (+1), then SKEW_MS more */
+	/* Full at T + 1000 by Redis time, but not for a client 5 s behind. */
+	ck_reply(tb_reclaim1(p, "1", "1", T + 5000), 0, 0, 1, 0);
+	ck_reply(tb(p, "1", "1", "1", T + 500), 0, 0, 500, 500);
+	ck_reply(tb_reclaim1(p, "1", "1", T + 999 + skew), 0, 0, 1, 0);
+	ck_cmd("{\"tokens\", \"0\", \"last\", \"1000000\"}", "HGETALL %s", TB_KEY(p));
+	ck_reply(tb_reclaim1(p, "1", "1", T + 1000 + skew), 1, 1, 1, 0);
+	ck_assert_int_eq(test_cmd_int(c, "DBSIZE"), 0);
+	/* The laggiest client of the horizon finds it full, as it would have before. */
+	ck_reply(tb(p, "1", "1", "1", T + 1000), 1, 0, 0, 1000);
+}
+END_TEST
+
+/*
+ * Issue 8, item 3 in virtual time: a client sends 20 requests per second for
+ * 12 s (at Redis times R0, R0 + 50, ..., R0 + 11950) with its clock 5 s behind
+ * Redis, to a bucket of 10 tokens refilled at 2 per second.  With `worker`,
+ * the reclaim runs at Redis time every 1000 ms (R0, R0 + 1000, ...), before the
+ * client's call of the same instant, and only while the path is registered.
+ * The bucket expires by its TTL, played out in virtual time: *k, with when it
+ * expires.  Returns the requests admitted.
+ */
+#define R0 1700000000000LL
+static long long tb_lagging_client(int worker, struct vkey *k)
+{
+	const char *p = "/skew";
+	const long long lag = 5000;
+	long long admitted = 0;
+
+	vkey_init(k, TB_KEY(p));
+	for (long long r = R0; r < R0 + 12000; r += 50) {
+		if (worker && (r - R0) % 1000 == 0 && in_set(TB_REG, p)) {
+			vkeys_before(c, k, 1, r);
+			freeReplyObject(tb_reclaim1(p, "10", "2", r));
+			vkeys_after(c, k, 1, r);
+		}
+		vkeys_before(c, k, 1, r);
+		admitted += test_script_allowed(tb(p, "10", "2", "1", r - lag), "token_bucket");
+		vkeys_after(c, k, 1, r);
+	}
+	return admitted;
+}
+
+/*
+ * 33 with the worker and without: the 10 tokens at once (R0 .. R0 + 450),
+ * then one every 500 ms (R0 + 500 .. R0 + 11500: 23), as for a client on Redis
+ * time.  Before, the reclaim found the bucket full at Redis time every second
+ * (the client's last was 5 s older) and deleted it: 132 (the issue's 133
+ * counts a 241st call, at R0 + 12000).  The last token, taken at R0 + 11500
+ * (R0 + 6500 in the client's clock), leaves none, full again 5000 ms later:
+ * the bucket's TTL, from that now, runs to R0 + 16501 (+1), and SKEW_MS more
+ * for the mark.
+ */
+static void tb_check_last_ttl(const struct vkey *k)
+{
+	ck_assert_int_le(k->expires, R0 + 16501 + model_skew_ms());
+	ck_assert_int_gt(k->expires, R0 + 16501 + model_skew_ms() - SLACK_MS);
+}
+
+START_TEST(test_tb_mark_lagging_client_with_worker)
+{
+	struct vkey k;
+
+	ck_assert_int_eq(tb_lagging_client(1, &k), 33);
+	tb_check_last_ttl(&k);
+}
+END_TEST
+
+START_TEST(test_tb_mark_lagging_client_without_worker)
+{
+	struct vkey k;
+
+	ck_assert_int_eq(tb_lagging_client(0, &k), 33);
+	tb_check_last_ttl(&k);
+}
+END_TEST
+#undef R0
+
+/* ---- the reference model, over random traces ------------------------------------ */
+
+/*
+ * The token bucket's side of a trace (tests/bucket_model.h), with what it
+ * came across; `kept` models each bucket as if the reclaim never ran.
+ */
+struct tb_trace {
+	struct tb_model m[MODEL_PATHS], kept[MODEL_PATHS];
+	long long admitted, denied, reclaimed, at_mark;
+};
+
+/* KEYS and ARGV of the acquire, or of the reclaim of one bucket. */
+static int tb_trace_args(const struct model_call *k, const char *path, const char *argv[13])
+{
+	const char *bucket = TB_KEY(path);
+	const char *reclaim_argv[] = { TB_REG, bucket, num(k->now), path, num(k->cap), k->rate };
+	const char *acq_argv[] = { bucket, TB_REG, path, num(k->cap), k->rate, num(k->n), num(k->now) };
+
+	memcpy(argv, k->job ? reclaim_argv : acq_argv, k->job ? sizeof(reclaim_argv) : sizeof(acq_argv));
+	return k->job ? TEST_N(reclaim_argv) : TEST_N(acq_argv);
+}
+
+static void tb_trace_answer(void *ctx, const struct model_call *k, long long want[4], const char *where)
+{
+	struct tb_trace *tt = ctx;
+	struct tb_model *m = &tt->m[k->path], *kept = &tt->kept[k->path];
+	double rate = strtod(k->rate, NULL);
+	long long other[4];
+
+	if (k->edited) /* see test_tb_model_traces */
+		*kept = *m;
+	if (k->job) {
+		tbm_reclaim(m, k->cap, rate, k->now, model_skew_ms(), want);
+		tt->reclaimed += want[0];
+		return;
+	}
+	tt->at_mark += m->stored && m->last > k->now;
+	tbm_acquire(m, k->cap, rate, k->n, k->now, want);
+	tbm_acquire(kept, k->cap, rate, k->n, k->now, other);
+	tt->admitted += want[0];
+	tt->denied += !want[0];
+	ck_assert_msg(memcmp(want, other, sizeof(other)) == 0,
+		      "%s: the reclaim changed the answer from {%lld, %lld, %lld, %lld} to {%lld, %lld, %lld, %lld}", where,
+		      other[0], other[1], other[2], other[3], want[0], want[1], want[2], want[3]);
+}
+
+/*
+ * 10,000 calls per seed over four buckets (tests/bucket_model.h's traces):
+ * clients' acquires of cost 1..3, in the same ms or after idle spells, at
+ * clocks lagging Redis by up to SKEW_MS (so often behind the mark), and the
+ * reclaim at Redis time at random instants (a tenth of the calls),
+ * capacities and rates varied, rule edits.  Every reply of the scripts must
+ * be the model's, to the ms.  And the reclaim must change nothing a client
+ * within the horizon sees: a second model of each bucket that is never
+ * reclaimed answers every acquire the same.  (From the bucket's last rule
+ * edit on: a lazily refilled bucket does not remember the capacity it filled
+ * up to, so under a new rule an absent bucket and a full one may differ.)
+ */
+START_TEST(test_tb_model_traces)
+{
+	struct tb_trace tt = { 0 };
+	const struct model_alg alg = { "token_bucket", "token_bucket_reclaim", 2, 10, tb_trace_args, tb_trace_answer,
+				       &tt };
+
+	model_run(c, model_seeds[_i], &alg);
+	/* Every case came up often (by seed, 4,600 to 7,100 admitted, 1,900 to
+	 * 4,400 denied, 120 to 210 buckets reclaimed, 2,200 to 2,600 calls served
+	 * at the mark). */
+	ck_assert_msg(tt.admitted > 1000 && tt.denied > 1000 && tt.reclaimed > 50 && tt.at_mark > 1000,
+		      "%lld admitted, %lld denied, %lld reclaimed, %lld at the mark", tt.admitted, tt.denied,
+		      tt.reclaimed, tt.at_mark);
+}
+END_TEST
+
 static Suite *token_bucket_suite(void)
 {
 	Suite *s = suite_create("token_bucket");
@@ -328,6 +507,14 @@ static Suite *token_bucket_suite(void)
 
 	tc = test_tcase(s, "validation", setup, teardown, 120);
 	tcase_add_loop_test(tc, test_bad_arguments_change_nothing, 0, TEST_N(bad_calls));
+
+	tc = test_tcase(s, "mark", setup, teardown, 60);
+	tcase_add_test(tc, test_tb_mark_minimal);
+	tcase_add_test(tc, test_tb_mark_lagging_client_with_worker);
+	tcase_add_test(tc, test_tb_mark_lagging_client_without_worker);
+
+	tc = test_tcase(s, "model", setup, teardown, 120);
+	tcase_add_loop_test(tc, test_tb_model_traces, 0, TEST_N(model_seeds));
 	return s;
 }
 

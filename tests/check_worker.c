@@ -18,6 +18,7 @@
 #include "core/reset.h"
 #include "core/rulestore.h"
 #include "core/shard.h"
+#include "tests/bucket_model.h"
 #include "tests/harness.h"
 #include "worker/worker.h"
 
@@ -192,7 +193,9 @@ START_TEST(drain_empty_bucket_earns_no_credit)
 	leaky_rule("b", "/b", 10, "1");
 	fill("/b", 10, "1", 2, 0);
 	ck_assert_int_eq(drain_at(w, 2000), 2); /* empty at 2 s */
-	ck_assert_int_eq(test_cmd_int(C, "EXISTS sluice:{/b}:leaky_bucket:meta"), 0);
+	ck_assert_int_eq(test_cmd_int(C, "EXISTS sluice:{/b}:leaky_bucket"), 0);
+	/* the meta stays as the time mark: last = the drain's time, carry 0 */
+	test_check_cmd(__FILE__, __LINE__, C, "{\"2000\", \"0\"}", "HMGET sluice:{/b}:leaky_bucket:meta last carry");
 	ck_assert_int_eq(test_cmd_int(C, "SISMEMBER sluice:registry:leaky_bucket /b"), 0);
 	ck_assert_int_eq(drain_at(w, 12000), 0); /* ten idle seconds */
 	fill("/b", 10, "1", 5, 12000);
@@ -233,7 +236,8 @@ START_TEST(drain_many_buckets_exact)
 	ck_assert_int_eq(drain_at(w, 1000), 0);
 	ck_assert_int_eq(drain_at(w, 3000), 200);
 	ck_assert_int_eq(test_cmd_int(C, "SCARD sluice:registry:leaky_bucket"), 0);
-	ck_assert_int_eq(test_cmd_int(C, "DBSIZE"), 3); /* only the rules hash, version and epoch remain */
+	/* only the rules hash, version and epoch remain, and each bucket's time mark (its meta, for SKEW_MS) */
+	ck_assert_int_eq(test_cmd_int(C, "DBSIZE"), 103);
 	worker_status(w, &st);
 	ck_assert_int_eq(st.job[WORKER_DRAIN].entries, 300);
 	ck_assert_int_eq(st.job[WORKER_DRAIN].emptied, 100);
@@ -557,14 +561,16 @@ START_TEST(reclaim_token_bucket)
 	struct worker *w = new_worker(500);
 	struct worker_result res;
 	struct worker_status st;
+	long long skew = model_skew_ms();
 
 	put_rule("{\"name\":\"t\",\"match\":\"/t\",\"algorithm\":\"token_bucket\",\"capacity\":5,\"rate\":1}");
 	ck_assert_int_eq(acquire("token_bucket", "token_bucket", "/t", "5", "1", "3", 0), 1); /* 2 left */
-	ck_assert_int_eq(worker_sweep(w, WORKER_PRUNE, 2999, &res), 0);
-	ck_assert_int_eq(res.entries, 0); /* 4.999 tokens: not full */
+	/* full at 3000, but kept SKEW_MS longer for a client whose clock lags */
+	ck_assert_int_eq(worker_sweep(w, WORKER_PRUNE, 2999 + skew, &res), 0);
+	ck_assert_int_eq(res.entries, 0); /* 4.999 tokens at 2999: not full */
 	ck_assert_int_eq(test_cmd_int(C, "EXISTS sluice:{/t}:token_bucket"), 1);
-	ck_assert_int_eq(worker_sweep(w, WORKER_PRUNE, 3000, &res), 0);
-	ck_assert_int_eq(res.entries, 1); /* full: the same as absent */
+	ck_assert_int_eq(worker_sweep(w, WORKER_PRUNE, 3000 + skew, &res), 0);
+	ck_assert_int_eq(res.entries, 1); /* full since SKEW_MS: the same as absent */
 	ck_assert_int_eq(res.emptied, 1);
 	ck_assert_int_eq(test_cmd_int(C, "EXISTS sluice:{/t}:token_bucket"), 0);
 	ck_assert_int_eq(test_cmd_int(C, "SCARD sluice:registry:token_bucket"), 0);
@@ -587,7 +593,7 @@ START_TEST(bad_registry_skipped)
 	ck_assert_int_eq(acquire("token_bucket", "token_bucket", "/t", "5", "1", "3", 0), 1);
 	freeReplyObject(test_cmd(C, "SET sluice:registry:sliding_log oops"));
 	do { /* the prune job: sliding_log (bad), sliding_counter, fixed_window, token_bucket */
-		rc = worker_step(w, WORKER_PRUNE, INT64_MAX, 10000, &res);
+		rc = worker_step(w, WORKER_PRUNE, INT64_MAX, 3000 + model_skew_ms(), &res); /* full since SKEW_MS */
 		reclaimed += (int)res.entries;
 	} while (++steps < 4 && !res.sweep_done);
 	ck_assert_int_eq(reclaimed, 1); /* the token bucket was still reached */
@@ -694,9 +700,9 @@ START_TEST(foreign_leaky_bucket_seed004)
 	ck_assert_int_eq(worker_sweep(w, WORKER_DRAIN, 5000, &res), 0);
 	ck_assert_int_eq(res.entries, 0); /* first sight: accounting starts now */
 	ck_assert_int_eq(test_cmd_int(C, "EXISTS %s", SEED004_META), 1);
-	/* the meta sluiced adds expires with the bucket's drain time (10 at 2/s: 5 s) + 1 s */
-	ck_assert_int_gt(test_cmd_int(C, "PTTL %s", SEED004_META), 5900);
-	ck_assert_int_le(test_cmd_int(C, "PTTL %s", SEED004_META), 6001);
+	/* the meta sluiced adds expires with the bucket's drain time (10 at 2/s: 5 s) + 1 s, + SKEW_MS */
+	ck_assert_int_gt(test_cmd_int(C, "PTTL %s", SEED004_META), 5900 + model_skew_ms());
+	ck_assert_int_le(test_cmd_int(C, "PTTL %s", SEED004_META), 6001 + model_skew_ms());
 	ck_assert_int_eq(worker_sweep(w, WORKER_DRAIN, 5499, &res), 0);
 	ck_assert_int_eq(res.entries, 0);
 	ck_assert_int_eq(worker_sweep(w, WORKER_DRAIN, 5500, &res), 0);
@@ -712,7 +718,8 @@ START_TEST(foreign_leaky_bucket_seed004)
 	ck_assert_int_eq(res.entries, 4);
 	ck_assert_int_eq(res.emptied, 1);
 	ck_assert_int_eq(test_cmd_int(C, "SCARD LeakyBucket::pathSet"), 0);
-	ck_assert_int_eq(test_cmd_int(C, "EXISTS %s", SEED004_META), 0);
+	/* the meta stays SKEW_MS as the bucket's time mark */
+	test_check_cmd(__FILE__, __LINE__, C, "{\"20000\", \"0\"}", "HMGET %s last carry", SEED004_META);
 	worker_free(w);
 	layouts_free(all, nall);
 }

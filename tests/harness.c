@@ -128,7 +128,12 @@ static int reaped(void *arg)
 
 int test_redis_start(struct test_redis *r)
 {
-	char portstr[16];
+	return test_redis_start_with(r, NULL);
+}
+
+int test_redis_start_with(struct test_redis *r, const struct test_redis_opts *o)
+{
+	char portstr[16], busstr[16], nodes[sizeof(r->dir) + 16];
 	pid_t parent = getpid();
 
 	memset(r, 0, sizeof(*r));
@@ -138,10 +143,26 @@ int test_redis_start(struct test_redis *r)
 		return -1;
 	}
 	for (int attempt = 0; attempt < 5; attempt++) {
+		int bus = o && o->cluster ? test_free_port() : 0;
+
 		r->port = test_free_port();
-		if (r->port <= 0)
+		if (r->port <= 0 || bus < 0 || bus == r->port)
 			continue;
 		snprintf(portstr, sizeof(portstr), "%d", r->port);
+		snprintf(busstr, sizeof(busstr), "%d", bus);
+		snprintf(nodes, sizeof(nodes), "%s/nodes.conf", r->dir);
+		const char *argv[] = {
+			"redis-server", "--port", portstr, "--bind", "127.0.0.1", "--save", "",
+			"--appendonly", "no", "--dir", r->dir, "--daemonize", "no",
+			"--loglevel", "warning", "--logfile", "redis.log",
+			/* last, and cut off unless asked: the bus on a port of its own, not
+			 * port + 10000, which may be taken or above 65535 */
+			"--cluster-enabled", "yes", "--cluster-config-file", nodes, "--cluster-port", busstr,
+			NULL,
+		};
+
+		if (!bus)
+			argv[TEST_N(argv) - 7] = NULL;
 		r->pid = fork();
 		if (r->pid < 0) {
 			perror("fork");
@@ -151,9 +172,7 @@ int test_redis_start(struct test_redis *r)
 			prctl(PR_SET_PDEATHSIG, SIGKILL);
 			if (getppid() != parent)
 				_exit(1);
-			execlp("redis-server", "redis-server", "--port", portstr, "--bind", "127.0.0.1",
-			       "--save", "", "--appendonly", "no", "--dir", r->dir, "--daemonize", "no",
-			       "--loglevel", "warning", "--logfile", "redis.log", (char *)NULL);
+			execvp("redis-server", (char *const *)argv);
 			fprintf(stderr, "harness: cannot exec redis-server: %s\n", strerror(errno));
 			_exit(127);
 		}
@@ -242,6 +261,40 @@ void test_redis_flush(redisContext *c)
 {
 	freeReplyObject(test_cmd(c, "FLUSHALL"));
 	freeReplyObject(test_cmd(c, "SCRIPT FLUSH"));
+}
+
+char *test_read_src(const char *rel, size_t *len)
+{
+	const char *dir = getenv("SLUICE_SRCDIR") && *getenv("SLUICE_SRCDIR") ? getenv("SLUICE_SRCDIR") : ".";
+	char path[1024];
+	FILE *fp;
+	char *buf = NULL;
+	long size;
+	int err;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, rel);
+	fp = fopen(path, "rb");
+	if (!fp)
+		return NULL;
+	if (fseek(fp, 0, SEEK_END) != 0 || (size = ftell(fp)) < 0 || fseek(fp, 0, SEEK_SET) != 0)
+		goto out;
+	buf = malloc((size_t)size + 1);
+	if (!buf)
+		goto out;
+	if (fread(buf, 1, (size_t)size, fp) != (size_t)size) {
+		free(buf);
+		buf = NULL;
+		errno = EIO;
+		goto out;
+	}
+	buf[size] = '\0';
+	if (len)
+		*len = (size_t)size;
+out:
+	err = errno;
+	fclose(fp);
+	errno = err;
+	return buf;
 }
 
 struct test_redis test_srv;

@@ -3,7 +3,8 @@
 /*
  * Test harness, written once for every suite:
  *   - a private redis-server on a free loopback port, in a temporary
- *     directory, with no persistence (test_redis_*), and the suites' fixture on
+ *     directory, with no persistence (test_redis_*; test_redis_start_with for
+ *     a cluster-enabled one), and the suites' fixture on
  *     it (test_srv, test_tcase): started from an unchecked fixture, FLUSHALL
  *     from a checked one, stopped in teardown.  The server gets
  *     PR_SET_PDEATHSIG, so it dies with the test runner even when the runner
@@ -33,8 +34,21 @@ struct test_redis {
 
 /* A loopback TCP port that was free a moment ago (bind to port 0, read it back). */
 int test_free_port(void);
+/* How test_redis_start_with starts the server; all zero: as test_redis_start. */
+struct test_redis_opts {
+	/*
+	 * Cluster-enabled (--cluster-enabled yes, its nodes.conf in the server's
+	 * temporary directory, the bus on another free port): a node of no
+	 * cluster that owns no slot.  CLUSTER KEYSLOT and key-less commands
+	 * (EVAL with no KEYS) work; commands on keys answer CLUSTERDOWN.
+	 */
+	int cluster;
+};
+
 /* Start redis-server; returns 0, or -1 after printing why on stderr. */
 int test_redis_start(struct test_redis *r);
+/* Start redis-server as `o` says (NULL: as test_redis_start); returns as test_redis_start. */
+int test_redis_start_with(struct test_redis *r, const struct test_redis_opts *o);
 /* Kill (SIGTERM, then SIGKILL after 2 s), reap, remove the directory.  Idempotent. */
 void test_redis_stop(struct test_redis *r);
 /* New connection to the test server; aborts the test process when it cannot connect. */
@@ -59,6 +73,14 @@ redisContext *test_srv_connect_flushed(void);
 /* A test case named `name` in `s` on test_srv: test_srv_start/stop around it, setup/teardown around each test. */
 TCase *test_tcase(Suite *s, const char *name, void (*setup)(void), void (*teardown)(void), int timeout_s);
 #define TEST_N(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+/*
+ * The whole file `rel` of the source tree (a path relative to the repository
+ * root: $SLUICE_SRCDIR, or "." when unset or empty), NUL-terminated; its
+ * length in *len (when len is not NULL).  NULL with errno set when it cannot
+ * be read.  The caller frees it.
+ */
+char *test_read_src(const char *rel, size_t *len);
 
 /* ---- waiting for a state -------------------------------------------------------- */
 

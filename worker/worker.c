@@ -109,7 +109,7 @@ int worker_step(struct worker *w, enum worker_job job, int64_t budget_us, int64_
 	if (now_ms >= 0)
 		snprintf(now, sizeof(now), "%lld", (long long)now_ms);
 	if ((rc = refresh_rules(w))) {
-		status_error(w, job, "rules: %s", rconn_errstr(w->conn)[0] ? rconn_errstr(w->conn) : "bad reply");
+		status_error(w, job, "rules: %s", rconn_strerror(w->conn, rc));
 	} else if (js->nlayouts == 0) {
 		r.sweep_done = 1;
 	} else {

@@ -52,7 +52,8 @@ void worker_free(struct worker *w);
  * the scripts as "now" (tests, benchmarks); -1 lets each script use Redis TIME.
  * Reloads the rules first when their version changed.
  * 0 with *res (may be NULL) filled, or a negative errno (-EIO, -EAGAIN: Redis
- * down; -EPROTO: unexpected reply); the cursor is kept so the next step resumes.
+ * down; -ENOSPC: Redis out of memory; -EPROTO: unexpected reply); the cursor
+ * is kept so the next step resumes.
  */
 int worker_step(struct worker *w, enum worker_job job, int64_t budget_us, int64_t now_ms,
 		struct worker_result *res);

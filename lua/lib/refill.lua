@@ -7,8 +7,12 @@
 -- (ms).  At t = max(now, last) it holds
 --     min(capacity, tokens + rate * (t - last) / 1000).
 -- An absent bucket, or one whose tokens or last cannot be read, is full, so
--- a bucket refilled to capacity is the same as an absent one.
+-- a bucket refilled to capacity is the same as an absent one -- to a caller
+-- at or after its last.  last is also the bucket's time mark (lib/skew.lua):
+-- a caller with an older now is served at last, so the bucket is kept (TTL,
+-- reclaim) until it has been full for SKEW_MS.
 --@include lib/time.lua
+--@include lib/skew.lua
 
 -- The bucket's HMGET tokens last at now: tokens0 (at most capacity, which
 -- may have been lowered), last, t = max(now, last) (stored time never
