@@ -389,7 +389,7 @@ static void *fw_model_new(void)
 static long long fw_call(struct trace_path *p, long long now, long long want[4])
 {
 	struct fw_model *m = p->model;
-	long long w = p->rule.window, t = max_ll(now, m->mark), k = floor_div(t, w), end = (k + 1) * w;
+	long long w = p->rule.window, t = model_max(now, m->mark), k = floor_div(t, w), end = (k + 1) * w;
 	long long count = m->mark >= 0 && floor_div(m->mark, w) == k ? m->count : 0;
 
 	if (count < p->rule.limit) {
@@ -398,14 +398,14 @@ static long long fw_call(struct trace_path *p, long long now, long long want[4])
 		want[0] = 1, want[1] = p->rule.limit - count, want[2] = 0, want[3] = end - t;
 		return end - now + 1 + SKEW_MS;
 	}
-	want[0] = 0, want[1] = max_ll(0, p->rule.limit - count), want[2] = want[3] = end - t;
+	want[0] = 0, want[1] = model_max(0, p->rule.limit - count), want[2] = want[3] = end - t;
 	return -1;
 }
 
 static long long fw_repair_at(struct trace_path *p, long long r, long long want[2])
 {
 	struct fw_model *m = p->model;
-	long long w = p->rule.window, k = floor_div(max_ll(m->mark, r - SKEW_MS), w);
+	long long w = p->rule.window, k = floor_div(model_max(m->mark, r - SKEW_MS), w);
 
 	want[0] = want[1] = 0;
 	if (p->exists && (floor_div(m->mark, w) == k || m->mark > r - SKEW_MS)) {

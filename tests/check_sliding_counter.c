@@ -404,7 +404,7 @@ static long long sc_call(struct trace_path *p, long long now, long long want[4])
 {
 	struct sc_model *m = p->model;
 	long long subs = p->rule.subs, sub = p->rule.window / subs, limit = p->rule.limit;
-	long long t = max_ll(now, m->mark), cur = floor_div(t, sub), sum = 0, need, acc = 0;
+	long long t = model_max(now, m->mark), cur = floor_div(t, sub), sum = 0, need, acc = 0;
 	size_t lo = m->n; /* the first sub-window live at t */
 
 	while (lo > 0 && m->f[lo - 1].idx > cur - subs)
@@ -423,16 +423,16 @@ static long long sc_call(struct trace_path *p, long long now, long long want[4])
 		if (m->kept < lo)
 			m->kept = lo;
 		m->mark = t;
-		want[0] = 1, want[1] = max_ll(0, limit - sum - 1), want[2] = 0;
+		want[0] = 1, want[1] = model_max(0, limit - sum - 1), want[2] = 0;
 		want[3] = (m->f[lo].idx + subs) * sub - t;
 		return (cur + subs) * sub + SKEW_MS - now;
 	}
 	/* admitted once the oldest sub-windows holding sum - limit + 1 have left */
 	need = sum - limit + 1;
-	want[0] = 0, want[1] = max_ll(0, limit - sum), want[3] = max_ll(0, (m->f[lo].idx + subs) * sub - t);
+	want[0] = 0, want[1] = model_max(0, limit - sum), want[3] = model_max(0, (m->f[lo].idx + subs) * sub - t);
 	for (size_t j = lo; acc < need; j++) {
 		acc += m->f[j].count;
-		want[2] = max_ll(1, (m->f[j].idx + subs) * sub - t);
+		want[2] = model_max(1, (m->f[j].idx + subs) * sub - t);
 	}
 	return -1;
 }
@@ -441,7 +441,7 @@ static long long sc_prune_at(struct trace_path *p, long long r, long long want[2
 {
 	struct sc_model *m = p->model;
 	long long subs = p->rule.subs, sub = p->rule.window / subs;
-	long long cur = floor_div(max_ll(m->mark, r - SKEW_MS), sub);
+	long long cur = floor_div(model_max(m->mark, r - SKEW_MS), sub);
 	size_t k = m->kept;
 
 	want[0] = want[1] = 0;
@@ -478,13 +478,13 @@ static long long sc_edge(const struct trace_path *p)
 	return m->kept < m->n ? (m->f[m->kept].idx + p->rule.subs) * (p->rule.window / p->rule.subs) : -1;
 }
 
-static void sc_rule(struct trace_rng *r, struct trace_rule *rule)
+static void sc_rule(struct model_rng *r, struct trace_rule *rule)
 {
 	static const long long subs[] = { 1, 2, 3, 4, 5, 6, 10 };
 
 	rule->limit = trace_limit(r);
-	rule->subs = subs[rng_in(r, 0, TEST_N(subs) - 1)];
-	rule->window = max_ll(1, trace_window(r) / rule->subs) * rule->subs;
+	rule->subs = subs[model_range(r, 0, TEST_N(subs) - 1)];
+	rule->window = model_max(1, trace_window(r) / rule->subs) * rule->subs;
 }
 
 static int sc_job_args(const struct trace_rule *rule, const char **argv)

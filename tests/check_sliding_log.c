@@ -426,7 +426,7 @@ static long long sl_call(struct trace_path *p, long long now, long long want[4])
 {
 	struct sl_model *m = p->model;
 	long long w = p->rule.window, limit = p->rule.limit;
-	long long t = m->n ? max_ll(now, m->s[m->n - 1]) : now;
+	long long t = m->n ? model_max(now, m->s[m->n - 1]) : now;
 	size_t lo = m->n; /* the first entry live at t */
 	long long count;
 
@@ -442,12 +442,12 @@ static long long sl_call(struct trace_path *p, long long now, long long want[4])
 		m->s[m->n++] = t;
 		if (m->kept < lo)
 			m->kept = lo;
-		want[0] = 1, want[1] = max_ll(0, limit - count - 1), want[2] = 0, want[3] = m->s[lo] + w - t;
+		want[0] = 1, want[1] = model_max(0, limit - count - 1), want[2] = 0, want[3] = m->s[lo] + w - t;
 		return t + w + SKEW_MS - now;
 	}
-	want[0] = 0, want[1] = max_ll(0, limit - count);
-	want[2] = max_ll(1, m->s[lo + (size_t)(count - limit)] + w - t); /* enough have left */
-	want[3] = max_ll(0, m->s[lo] + w - t);
+	want[0] = 0, want[1] = model_max(0, limit - count);
+	want[2] = model_max(1, m->s[lo + (size_t)(count - limit)] + w - t); /* enough have left */
+	want[3] = model_max(0, m->s[lo] + w - t);
 	return -1;
 }
 
@@ -457,7 +457,7 @@ static long long sl_prune_at(struct trace_path *p, long long r, long long want[2
 	size_t k = m->kept;
 
 	if (k < m->n) {
-		long long at = max_ll(m->s[m->n - 1], r - SKEW_MS);
+		long long at = model_max(m->s[m->n - 1], r - SKEW_MS);
 
 		while (k < m->n && m->s[k] <= at - p->rule.window)
 			k++;

@@ -20,25 +20,28 @@
  * Header-only and static, as script_fixture.h.
  */
 #include "tests/script_fixture.h"
+/* The seeded generator (model_rng), model_max and model_skew_ms of the buckets' models. */
+#include "tests/bucket_model.h"
 
 #include <stdint.h>
 
-/* The skew horizon of lua/lib/skew.lua, in ms (DESIGN.md, "Time"). */
-#ifndef SKEW_MS
-#define SKEW_MS 10000LL
-#endif
-
 #define WINDOW_TRACE static __attribute__((unused))
+
+/* The skew horizon of lua/lib/skew.lua, in ms (DESIGN.md, "Time"), read once from the embedded scripts. */
+WINDOW_TRACE long long trace_skew_ms(void)
+{
+	static long long skew = -1;
+
+	if (skew < 0)
+		skew = model_skew_ms();
+	return skew;
+}
+#define SKEW_MS trace_skew_ms()
 
 /* floor(a / b) for b > 0. */
 WINDOW_TRACE long long floor_div(long long a, long long b)
 {
 	return a / b - (a % b < 0);
-}
-
-WINDOW_TRACE long long max_ll(long long a, long long b)
-{
-	return a > b ? a : b;
 }
 
 /* ---- the skew scenario (issue 8, item 3) ---------------------------------------- */
@@ -112,45 +115,25 @@ WINDOW_TRACE void skew_check_admissions(const struct skew_run *run, long long c0
 
 /* ---- random traces against a reference model -------------------------------------- */
 
-/* splitmix64: a small, seedable generator, the same sequence on every platform. */
-struct trace_rng {
-	uint64_t s;
-};
-
-WINDOW_TRACE uint64_t rng_next(struct trace_rng *r)
-{
-	uint64_t z = (r->s += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
-/* Uniform in [lo, hi]. */
-WINDOW_TRACE long long rng_in(struct trace_rng *r, long long lo, long long hi)
-{
-	return lo + (long long)(rng_next(r) % (uint64_t)(hi - lo + 1));
-}
-
 /* A rule's limit: mostly small, so that traces hit it often. */
-WINDOW_TRACE long long trace_limit(struct trace_rng *r)
+WINDOW_TRACE long long trace_limit(struct model_rng *r)
 {
-	return rng_in(r, 0, 9) < 8 ? rng_in(r, 1, 8) : rng_in(r, 9, 40);
+	return model_range(r, 0, 9) < 8 ? model_range(r, 1, 8) : model_range(r, 9, 40);
 }
 
 /* A window in ms: shorter than, about and longer than the horizon. */
-WINDOW_TRACE long long trace_window(struct trace_rng *r)
+WINDOW_TRACE long long trace_window(struct model_rng *r)
 {
-	switch (rng_in(r, 0, 6)) {
+	switch (model_range(r, 0, 6)) {
 	case 0:
 	case 1:
-		return rng_in(r, 1, 200);
+		return model_range(r, 1, 200);
 	case 2:
 	case 3:
-		return rng_in(r, 201, 5000);
+		return model_range(r, 201, 5000);
 	case 4:
 	case 5:
-		return rng_in(r, 5001, 20000);
+		return model_range(r, 5001, 20000);
 	}
 	return 60000;
 }
@@ -160,7 +143,7 @@ struct trace_rule {
 };
 
 /* The rule of the sliding log and the fixed window: limit and window_ms. */
-WINDOW_TRACE void trace_window_rule(struct trace_rng *r, struct trace_rule *rule)
+WINDOW_TRACE void trace_window_rule(struct model_rng *r, struct trace_rule *rule)
 {
 	rule->limit = trace_limit(r);
 	rule->window = trace_window(r);
@@ -199,7 +182,7 @@ struct trace_ops {
 	const char *algo;     /* the client script, also the key's kind */
 	const char *job;      /* the worker's batch script */
 	const char *registry;
-	void (*rule)(struct trace_rng *r, struct trace_rule *rule);
+	void (*rule)(struct model_rng *r, struct trace_rule *rule);
 	int (*job_args)(const struct trace_rule *rule, const char **argv); /* returns how many */
 	void *(*model_new)(void);
 	void (*model_free)(void *model);
@@ -415,25 +398,25 @@ WINDOW_TRACE void trace_job(struct trace *tr)
 }
 
 /* Redis time moves on: mostly not at all or a few ms, now and then for longer than a window and the horizon. */
-WINDOW_TRACE long long trace_step(struct trace_rng *r)
+WINDOW_TRACE long long trace_step(struct model_rng *r)
 {
-	long long x = rng_in(r, 0, 99);
+	long long x = model_range(r, 0, 99);
 
 	if (x < 45)
 		return 0;
 	if (x < 70)
-		return rng_in(r, 1, 20);
+		return model_range(r, 1, 20);
 	if (x < 90)
-		return rng_in(r, 1, 400);
+		return model_range(r, 1, 400);
 	if (x < 98)
-		return rng_in(r, 1, 4000);
-	return rng_in(r, 1, 30000);
+		return model_range(r, 1, 4000);
+	return model_range(r, 1, 30000);
 }
 
 /* A client's now: on time, the path's usual lag, the same ms as the last call, any lag, the whole horizon. */
-WINDOW_TRACE long long trace_now(struct trace_rng *r, struct trace_path *p, long long redis_ms)
+WINDOW_TRACE long long trace_now(struct model_rng *r, struct trace_path *p, long long redis_ms)
 {
-	long long x = rng_in(r, 0, 99), now;
+	long long x = model_range(r, 0, 99), now;
 
 	if (x < 35)
 		now = redis_ms;
@@ -442,10 +425,10 @@ WINDOW_TRACE long long trace_now(struct trace_rng *r, struct trace_path *p, long
 	else if (x < 75)
 		now = p->last_now;
 	else if (x < 90)
-		now = redis_ms - rng_in(r, 0, SKEW_MS);
+		now = redis_ms - model_range(r, 0, SKEW_MS);
 	else
 		now = redis_ms - SKEW_MS;
-	now = max_ll(now, redis_ms - SKEW_MS);
+	now = model_max(now, redis_ms - SKEW_MS);
 	p->last_now = now;
 	return now;
 }
@@ -464,25 +447,25 @@ WINDOW_TRACE long long trace_now(struct trace_rng *r, struct trace_path *p, long
 WINDOW_TRACE void trace_run(const struct trace_ops *ops, uint64_t seed, int calls)
 {
 	struct trace tr = { .ops = ops, .seed = seed };
-	struct trace_rng rng = { seed };
+	struct model_rng rng = { seed };
 
 	trace_load(ops->algo, tr.sha);
 	trace_load(ops->job, tr.job_sha);
-	tr.r = 1700000000000LL + rng_in(&rng, 0, 999999);
+	tr.r = 1700000000000LL + model_range(&rng, 0, 999999);
 	for (int i = 0; i < TRACE_PATHS; i++) {
 		struct trace_path *p = &tr.paths[i];
 
 		snprintf(p->name, sizeof(p->name), "/trace/%d", i);
 		snprintf(p->key, sizeof(p->key), "%s", test_key(p->name, ops->algo));
 		ops->rule(&rng, &p->rule);
-		p->lag = rng_in(&rng, 0, SKEW_MS);
+		p->lag = model_range(&rng, 0, SKEW_MS);
 		p->last_now = tr.r;
 		p->model = ops->model_new();
 	}
 	for (int done = 0; done < calls; tr.pos++) {
-		long long x = rng_in(&rng, 0, 999), lag = rng_in(&rng, 0, 1) * SKEW_MS;
-		struct trace_path *p = &tr.paths[rng_in(&rng, 0, TRACE_PATHS - 1)];
-		long long edge = ops->edge(p) + lag - rng_in(&rng, 0, 1);
+		long long x = model_range(&rng, 0, 999), lag = model_range(&rng, 0, 1) * SKEW_MS;
+		struct trace_path *p = &tr.paths[model_range(&rng, 0, TRACE_PATHS - 1)];
+		long long edge = ops->edge(p) + lag - model_range(&rng, 0, 1);
 
 		if (x >= 970 && ops->edge(p) >= 0 && edge > tr.r)
 			tr.r = edge;
