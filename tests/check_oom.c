@@ -210,8 +210,9 @@ START_TEST(test_state_prune_and_reset_run_at_oom)
 
 		ck_reply(r, 3, 7, 500, 1000, test_elem_int(r, 4));
 	}
-	/* prune at 2200 ms: the entry of 1000 ms left the 1000 ms window, the one of 1500 ms stays */
-	ck_reply(test_script(c, "sliding_log_prune", 2, SL_REG, test_sl_key("/log/a"), "2200", "/log/a", "1000", NULL),
+	/* prune as of 2200 ms (Redis at 12200, less the 10 s skew horizon): the entry of
+	 * 1000 ms left the 1000 ms window, the one of 1500 ms stays */
+	ck_reply(test_script(c, "sliding_log_prune", 2, SL_REG, test_sl_key("/log/a"), "12200", "/log/a", "1000", NULL),
 		 1, 0, 1, 0);
 	ck_assert_int_eq(test_cmd_int(c, "ZCARD %s", test_sl_key("/log/a")), 1);
 	/* reset deletes the bucket: {registries the path left, {key, entries}, {key, entries}} */
@@ -347,8 +348,8 @@ START_TEST(test_worker_drains_at_oom)
 	ck_assert_int_eq(worker_sweep(w, WORKER_DRAIN, 2500, &r), 0);
 	ck_assert_uint_eq(r.entries, 3); /* 1.5 s x 2/s */
 	ck_assert_uint_eq(r.emptied, 0);
-	ck_assert_int_eq(worker_sweep(w, WORKER_PRUNE, 2500, &r), 0);
-	ck_assert_uint_eq(r.entries, 1); /* the log's one entry left its window */
+	ck_assert_int_eq(worker_sweep(w, WORKER_PRUNE, 12500, &r), 0);
+	ck_assert_uint_eq(r.entries, 1); /* the log's one entry left its window (as of 12500 - the 10 s horizon) */
 	ck_assert_uint_eq(r.emptied, 1);
 	ck_assert_int_eq(test_cmd_int(c, "ZCARD %s", test_lb_key("/oom/w")), 3);
 	ck_assert_int_eq(test_cmd_int(c, "EXISTS %s", test_sl_key("/log/w")), 0);
