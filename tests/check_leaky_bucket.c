@@ -572,7 +572,7 @@ static Suite *leaky_bucket_suite(void)
 	Suite *s = suite_create("leaky_bucket");
 	TCase *tc;
 
-	tc = test_tcase(s, "leaky_bucket_drain", setup, teardown, 60);
+	tc = test_tcase(s, "leaky_bucket_drain", script_setup, script_teardown, 60);
 	tcase_add_loop_test(tc, test_drain_exact, 0, TEST_N(drain_cases));
 	tcase_add_test(tc, test_drain_twice_same_instant);
 	tcase_add_test(tc, test_drain_empty_bucket_earns_no_credit);
@@ -582,7 +582,7 @@ static Suite *leaky_bucket_suite(void)
 	tcase_add_test(tc, test_drain_foreign_bucket);
 	tcase_add_test(tc, test_drain_uses_redis_time);
 
-	tc = test_tcase(s, "leaky_bucket", setup, teardown, 60);
+	tc = test_tcase(s, "leaky_bucket", script_setup, script_teardown, 60);
 	tcase_add_test(tc, test_acquire_capacity_3_rate_1);
 	tcase_add_test(tc, test_acquire_cost_n);
 	tcase_add_test(tc, test_acquire_n_over_capacity);
@@ -596,13 +596,13 @@ static Suite *leaky_bucket_suite(void)
 	tcase_add_test(tc, test_acquire_large_n);
 	tcase_add_test(tc, test_acquire_tiny_rate_never_expires);
 
-	tc = test_tcase(s, "state", setup, teardown, 60);
+	tc = test_tcase(s, "state", script_setup, script_teardown, 60);
 	tcase_add_test(tc, test_leaky_state);
 
-	tc = test_tcase(s, "tables", setup, teardown, 120);
+	tc = test_tcase(s, "tables", script_setup, script_teardown, 120);
 	tcase_add_loop_test(tc, test_table, 0, TEST_N(algo_cases));
 
-	tc = test_tcase(s, "validation", setup, teardown, 60);
+	tc = test_tcase(s, "validation", script_setup, script_teardown, 60);
 	tcase_add_loop_test(tc, test_bad_arguments_change_nothing, 0, TEST_N(bad_calls));
 	return s;
 }
