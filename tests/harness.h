@@ -13,10 +13,12 @@
  *   - waiting for a state with a deadline instead of a fixed sleep
  *     (ck_wait_until, test_poll);
  *   - the one HTTP client of the socket tests (test_http, libcurl).
- * The fixture of a family of suites is a header on top of this one:
- * tests/script_fixture.h (the script suites), tests/api_fixture.h (the admin
- * API's), tests/openapi_fixture.h (the OpenAPI document's); the last two share
- * tests/api_objects.h.
+ * The fixture of a family of suites is a module (.h and .c) on top of this
+ * one: tests/script_fixture (the script suites), tests/api_fixture (the admin
+ * API's), tests/openapi_fixture (the OpenAPI document's); the last two share
+ * tests/api_objects, and all three the test's connection, tests/conn_fixture.
+ * The Makefile puts every tests/*.c but the suites into one archive that each
+ * suite links, so a suite gets only the modules it uses.
  */
 #include <check.h>
 #include <hiredis/hiredis.h>
