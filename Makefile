@@ -50,7 +50,11 @@ LIB_SRC  := $(sort $(wildcard core/*.c core/alg/*.c scheduler/*.c worker/*.c adm
 LIB_OBJ  := $(LIB_SRC:%.c=$(B)/%.o) $(B)/gen/scripts_gen.o $(B)/gen/slottag_gen.o
 TEST_SRC := $(sort $(wildcard tests/check_*.c))
 TEST_BIN := $(TEST_SRC:tests/%.c=$(B)/tests/%)
-TEST_HARNESS := $(B)/tests/harness.o
+# Every tests/*.c that is not a suite is a module of the suites (the harness,
+# the fixtures): compiled once per flavour into an archive, so that a suite
+# links only the modules it uses (and no fixture's code runs in a suite that
+# does not use it).
+TEST_LIB_OBJ := $(patsubst tests/%.c,$(B)/tests/%.o,$(filter-out $(TEST_SRC),$(sort $(wildcard tests/*.c))))
 
 .PHONY: all test asan run bench install uninstall clean deps check-deps check-run lua check-lua
 # keep every object (the test objects are intermediates of a pattern chain)
@@ -124,7 +128,11 @@ $(B)/tests/%.o: tests/%.c | check-test-deps
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(PKG_CFLAGS) $(TEST_CFLAGS) -c $< -o $@
 
-$(B)/tests/check_%: $(B)/tests/check_%.o $(TEST_HARNESS) $(B)/daemon/options.o $(B)/libsluice.a
+$(B)/tests/libfixture.a: $(TEST_LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(B)/tests/check_%: $(B)/tests/check_%.o $(B)/tests/libfixture.a $(B)/daemon/options.o $(B)/libsluice.a
 	$(CC) $(CFLAGS) $^ $(LDFLAGS) $(TEST_LIBS) $(LDLIBS) -o $@
 
 test: deps

@@ -21,9 +21,10 @@
  *
  * Tests marked "BUG:" show defects found while writing these suites.
  *
- * Header-only and static, as tests/api_objects.h (the connection `c`, layouts,
- * target, worker `w` and `api` it adds to).  A suite uses setup/teardown as
- * its checked fixture (test_tcase).
+ * Sets up: api_setup/api_teardown are a suite's checked fixture (test_tcase):
+ * the objects of tests/api_objects.h (the connection `c`, layouts, target,
+ * worker `w` and `api`) per test.  The suite also gets `res`, the last
+ * response, and next_auth/next_if_match, all owned here.
  */
 #include "tests/api_objects.h"
 
@@ -35,143 +36,46 @@
 #define API_ECHO "{\"name\":\"api\",\"match\":\"/api/*\",\"algorithm\":\"leaky_bucket\",\"capacity\":10,\"rate\":2}"
 
 /* The last response: status, rendered text, the text parsed back, Allow. */
-static struct {
+struct last_response {
 	char what[300];    /* "METHOD path", for failure messages */
 	int status;
-	char *text;
-	cJSON *json;
+	char *text;        /* owned (freed by res_clear) */
+	cJSON *json;       /* owned; tests may edit it (take_int) */
 	const char *allow;
 	int challenge;
 	char etag[24];
-} res;
+};
+/* Set by every call_on; cleared by res_clear and the teardown. */
+extern struct last_response res;
 
-API_FIXTURE void res_clear(void)
-{
-	free(res.text);
-	cJSON_Delete(res.json);
-	memset(&res, 0, sizeof(res));
-}
-
-API_FIXTURE void setup(void)
-{
-	objects_up();
-}
-
-API_FIXTURE void teardown(void)
-{
-	res_clear();
-	objects_down();
-}
+/* Free and zero `res`. */
+void res_clear(void);
+/* objects_up / res_clear, objects_down. */
+void api_setup(void);
+void api_teardown(void);
 
 /* ---- requests --------------------------------------------------------------- */
 
 /* Authorization and If-Match headers for the next call_on (then reset), or NULL. */
-static const char *next_auth, *next_if_match;
+extern const char *next_auth, *next_if_match;
 
 /* One request to api `a`; the response lands in `res`.  Returns the status. */
-API_FIXTURE int call_on(struct api *a, const char *method, const char *path, const char *body, size_t len,
-		   const char *match, const char *cursor, const char *count)
-{
-	struct api_request rq = { 0 };
-	struct api_response rs;
-
-	res_clear();
-	snprintf(res.what, sizeof(res.what), "%s %s", method, path);
-	rq.method = method;
-	rq.path = path;
-	rq.query_match = match;
-	rq.query_cursor = cursor;
-	rq.query_count = count;
-	rq.body = body;
-	rq.body_len = len;
-	rq.authorization = next_auth;
-	rq.if_match = next_if_match;
-	next_auth = next_if_match = NULL;
-	api_handle(a, &rq, &rs);
-	res.status = rs.status;
-	res.challenge = rs.challenge;
-	memcpy(res.etag, rs.etag, sizeof(res.etag));
-	res.allow = rs.allow;
-	ck_assert_msg(rs.body != NULL || rs.text != NULL, "%s: no body (status %d)", res.what, rs.status);
-	if (rs.text) {
-		/* a body rendered before (GET /v1/rules keeps it per version) */
-		ck_assert_str_eq(rs.content_type, "application/json");
-		res.text = rs.text;
-	} else {
-		res.text = cJSON_PrintUnformatted(rs.body);
-		cJSON_Delete(rs.body);
-	}
-	ck_assert_ptr_nonnull(res.text);
-	res.json = cJSON_Parse(res.text);
-	ck_assert_msg(res.json != NULL, "%s: body is not JSON: %s", res.what, res.text);
-	return res.status;
-}
-
-API_FIXTURE int call(const char *method, const char *path, const char *body)
-{
-	return call_on(api, method, path, body, body ? strlen(body) : 0, NULL, NULL, NULL);
-}
-
-API_FIXTURE int get(const char *path)
-{
-	return call("GET", path, NULL);
-}
-
-API_FIXTURE int put(const char *path, const char *body)
-{
-	return call("PUT", path, body);
-}
-
-API_FIXTURE int list(const char *match, const char *cursor, const char *count)
-{
-	return call_on(api, "GET", "/v1/paths", NULL, 0, match, cursor, count);
-}
+int call_on(struct api *a, const char *method, const char *path, const char *body, size_t len,
+	    const char *match, const char *cursor, const char *count);
+/* call_on(api, ...) with a C string body (or NULL) and no query; and its short forms. */
+int call(const char *method, const char *path, const char *body);
+int get(const char *path);
+int put(const char *path, const char *body);
+/* GET /v1/paths with the query parameters given (NULL: absent). */
+int list(const char *match, const char *cursor, const char *count);
 
 /* Item at a dotted path ("error.code") in the last body, or NULL. */
-static cJSON *jat(const char *dotted)
-{
-	char key[128];
-	cJSON *o = res.json;
-	const char *p = dotted;
-
-	while (o && *p) {
-		size_t n = strcspn(p, ".");
-
-		ck_assert_uint_lt(n, sizeof(key));
-		memcpy(key, p, n);
-		key[n] = '\0';
-		o = cJSON_GetObjectItemCaseSensitive(o, key);
-		p += n;
-		if (*p == '.')
-			p++;
-	}
-	return o;
-}
-
-static const char *jstr(const char *dotted)
-{
-	cJSON *o = jat(dotted);
-
-	ck_assert_msg(cJSON_IsString(o), "%s: %s is not a string in %s", res.what, dotted, res.text);
-	return o->valuestring;
-}
-
-API_FIXTURE long long jint(const char *dotted)
-{
-	cJSON *o = jat(dotted);
-
-	ck_assert_msg(cJSON_IsNumber(o), "%s: %s is not a number in %s", res.what, dotted, res.text);
-	return (long long)o->valuedouble;
-}
-
+cJSON *jat(const char *dotted);
+/* The string / number at a dotted path of the last body (fails the test when it is not one). */
+const char *jstr(const char *dotted);
+long long jint(const char *dotted);
 /* Remove top-level integer `key` from the parsed body, returning it. */
-API_FIXTURE long long take_int(const char *key)
-{
-	long long v = jint(key);
-
-	cJSON_DeleteItemFromObjectCaseSensitive(res.json, key);
-	return v;
-}
+long long take_int(const char *key);
 
 /* The parsed body (after take_int edits) printed again equals `want`. */
 #define ck_json_is(want)                                                                  \
@@ -192,77 +96,20 @@ API_FIXTURE long long take_int(const char *key)
 	} while (0)
 
 /* An error body {"error":{"code","message"[,"field"]}} with nothing else, and its status. */
-API_FIXTURE void check_err(const char *file, int line, int status, const char *code, const char *field)
-{
-	cJSON *e = jat("error"), *f = jat("error.field"), *m = jat("error.message");
-
-	ck_assert_msg(res.status == status, "%s:%d: %s: status %d, want %d; body %s", file, line, res.what,
-		      res.status, status, res.text);
-	ck_assert_msg(cJSON_IsObject(e) && cJSON_GetArraySize(res.json) == 1,
-		      "%s:%d: %s: not an error body: %s", file, line, res.what, res.text);
-	ck_assert_msg(strcmp(jstr("error.code"), code) == 0, "%s:%d: %s: code %s, want %s (%s)", file, line,
-		      res.what, jstr("error.code"), code, res.text);
-	ck_assert_msg(cJSON_IsString(m) && m->valuestring[0], "%s:%d: %s: no message: %s", file, line,
-		      res.what, res.text);
-	if (field)
-		ck_assert_msg(cJSON_IsString(f) && strcmp(f->valuestring, field) == 0,
-			      "%s:%d: %s: field %s, want %s (%s)", file, line, res.what,
-			      cJSON_IsString(f) ? f->valuestring : "(none)", field, res.text);
-	else
-		ck_assert_msg(f == NULL, "%s:%d: %s: unexpected field: %s", file, line, res.what, res.text);
-	ck_assert_int_eq(cJSON_GetArraySize(e), field ? 3 : 2);
-	if (status != 405)
-		ck_assert_ptr_null(res.allow);
-}
+void check_err(const char *file, int line, int status, const char *code, const char *field);
 #define ck_err(status, code, field) check_err(__FILE__, __LINE__, (status), (code), (field))
 
 /* ---- Redis state -------------------------------------------------------------- */
 
 /* One request through the client leaky bucket script (lua/leaky_bucket.lua) at `now`; must be admitted. */
-API_FIXTURE void lb_admit(const char *path, long long capacity, const char *rate, long long now)
-{
-	ck_assert_msg(test_acquire(c, TEST_EVAL, "leaky_bucket", path, now, test_num(capacity), rate, "1", NULL) == 1,
-		      "leaky_bucket %s at %lld not admitted", path, now);
-}
-
+void lb_admit(const char *path, long long capacity, const char *rate, long long now);
 /* One request through lua/sliding_log.lua at `now`; must be admitted. */
-API_FIXTURE void sl_admit(const char *path, long long limit, long long window_ms, long long now)
-{
-	ck_assert_msg(test_acquire(c, TEST_EVAL, "sliding_log", path, now, test_num(limit), test_num(window_ms), NULL) == 1,
-		      "sliding_log %s at %lld not admitted", path, now);
-}
-
+void sl_admit(const char *path, long long limit, long long window_ms, long long now);
 /* The rules hash and version as text: "<HLEN>/<version or nil>/<HGET api or nil>". */
-
-API_FIXTURE void rules_snapshot(char *buf, size_t cap)
-{
-	long long n = test_cmd_int(c, "HLEN %s", RULES_HASH);
-	redisReply *v = test_cmd(c, "GET %s", RULES_VER);
-	redisReply *a = test_cmd(c, "HGET %s api", RULES_HASH);
-
-	snprintf(buf, cap, "%lld/%s/%s", n, v->type == REDIS_REPLY_STRING ? v->str : "nil",
-		 a->type == REDIS_REPLY_STRING ? a->str : "nil");
-	freeReplyObject(v);
-	freeReplyObject(a);
-}
-
-API_FIXTURE long long rules_version(void)
-{
-	redisReply *v = test_cmd(c, "GET %s", RULES_VER);
-	long long n = v->type == REDIS_REPLY_STRING ? atoll(v->str) : 0;
-
-	ck_assert(v->type == REDIS_REPLY_STRING || v->type == REDIS_REPLY_NIL);
-	freeReplyObject(v);
-	return n;
-}
-
-API_FIXTURE void put_ok(const char *name, const char *body)
-{
-	char url[128];
-
-	snprintf(url, sizeof(url), "/v1/rules/%s", name);
-	put(url, body);
-	ck_assert_msg(res.status == 200 || res.status == 201, "PUT %s: %d %s", url, res.status, res.text);
-}
+void rules_snapshot(char *buf, size_t cap);
+/* The stored rules version (0 when none). */
+long long rules_version(void);
+/* PUT /v1/rules/<name> with `body`; must answer 200 or 201. */
+void put_ok(const char *name, const char *body);
 
 #endif

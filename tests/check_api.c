@@ -232,17 +232,17 @@ static Suite *api_suite(void)
 	Suite *s = suite_create("api");
 	TCase *tc;
 
-	tc = test_tcase(s, "health", setup, teardown, 60);
+	tc = test_tcase(s, "health", api_setup, api_teardown, 60);
 	tcase_add_test(tc, test_healthz);
 	tcase_add_test(tc, test_readyz);
 	tcase_add_test(tc, test_readyz_redis_down);
 
-	tc = test_tcase(s, "routing", setup, teardown, 60);
+	tc = test_tcase(s, "routing", api_setup, api_teardown, 60);
 	tcase_add_loop_test(tc, test_405, 0, TEST_N(not_allowed));
 	tcase_add_loop_test(tc, test_404_routes, 0, TEST_N(unknown_routes));
 	tcase_add_test(tc, test_bad_percent_encoding);
 
-	tc = test_tcase(s, "auth", setup, teardown, 60);
+	tc = test_tcase(s, "auth", api_setup, api_teardown, 60);
 	tcase_add_test(tc, test_auth_writes);
 	tcase_add_test(tc, test_auth_reads);
 	tcase_add_test(tc, test_token_compare);

@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -36,78 +35,40 @@ static const char *binary(void)
 	return s && *s ? s : "./sluiced";
 }
 
-static void sleep_ms(long ms)
+/* The status of one request to the daemon on `port` (0 when the transfer failed). */
+static long http_status(int port, const char *method, const char *path, const char *body)
 {
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+	struct test_http_res h;
 
-	nanosleep(&ts, NULL);
+	return test_http_try(port, method, path, body, TEST_HTTP_PLAIN, &h);
 }
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-struct buf {
-	char *p;
-	size_t n;
-};
-
-static size_t collect(char *data, size_t size, size_t nmemb, void *arg)
-{
-	struct buf *b = arg;
-	size_t add = size * nmemb;
-	char *p = realloc(b->p, b->n + add + 1);
-
-	if (!p)
-		return 0;
-	memcpy(p + b->n, data, add);
-	b->p = p;
-	b->n += add;
-	b->p[b->n] = '\0';
-	return add;
-}
-
-/* HTTP request; returns the status (0 when the connection failed), *body (caller frees) if wanted. */
-static long http(const char *method, int port, const char *path, const char *body, char **out)
-{
-	CURL *h = curl_easy_init();
-	struct buf b = { 0 };
-	char url[512];
-	long status = 0;
-
-	snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", port, path);
-	curl_easy_setopt(h, CURLOPT_URL, url);
-	curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, collect);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
-	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 3000L);
-	if (body)
-		curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
-	if (curl_easy_perform(h) == CURLE_OK)
-		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-	curl_easy_cleanup(h);
-	if (out)
-		*out = b.p ? b.p : strdup("");
-	else
-		free(b.p);
-	return status;
-}
-
+/* GET `path`: its body parsed (caller frees), after asserting the status. */
 static cJSON *get_json(int port, const char *path, long want_status)
 {
-	char *body = NULL;
-	long st = http("GET", port, path, NULL, &body);
+	struct test_http_res h;
 	cJSON *j;
 
-	ck_assert_msg(st == want_status, "GET %s: %ld (%s), want %ld", path, st, body, want_status);
-	j = cJSON_Parse(body);
-	ck_assert_msg(j != NULL, "GET %s: not JSON: %s", path, body);
-	free(body);
+	test_http(port, "GET", path, NULL, TEST_HTTP_PLAIN, &h);
+	ck_assert_msg(h.status == want_status, "GET %s: %ld (%s), want %ld", path, h.status, h.body, want_status);
+	j = cJSON_Parse(h.body);
+	ck_assert_msg(j != NULL, "GET %s: not JSON: %s", path, h.body);
 	return j;
+}
+
+/* *j = GET `path` (200), freeing the document it held; returns it (to re-read a state in ck_wait_until). */
+static cJSON *refetch(cJSON **j, int port, const char *path)
+{
+	cJSON_Delete(*j);
+	*j = NULL;
+	*j = get_json(port, path, 200);
+	return *j;
+}
+
+/* How many rules a GET /v1/rules body lists. */
+static int n_rules(const cJSON *j)
+{
+	return cJSON_GetArraySize(cJSON_GetObjectItem(j, "rules"));
 }
 
 static long long jint(const cJSON *o, const char *dotted)
@@ -157,32 +118,44 @@ static void spawn_daemon(struct daemon_proc *d, const char *redis_url)
 	}
 }
 
+/* ck_wait_until condition: `d` answers /healthz with 200; it must still be running. */
+static int healthy(const struct daemon_proc *d)
+{
+	int status;
+
+	ck_assert_msg(waitpid(d->pid, &status, WNOHANG) == 0, "sluiced exited early (see %s)", d->log);
+	return http_status(d->port, "GET", "/healthz", NULL) == 200;
+}
+
 /* Start sluiced with the config; wait for /healthz. */
 static void start_daemon(struct daemon_proc *d, const char *redis_url)
 {
 	spawn_daemon(d, redis_url);
-	for (int i = 0; i < 100; i++) {
-		int status;
+	ck_wait_until(healthy(d), 5000, "sluiced did not answer /healthz");
+}
 
-		ck_assert_msg(waitpid(d->pid, &status, WNOHANG) == 0, "sluiced exited early (see %s)", d->log);
-		if (http("GET", d->port, "/healthz", NULL, NULL) == 200)
-			return;
-		sleep_ms(50);
-	}
-	ck_abort_msg("sluiced did not answer /healthz");
+/*
+ * Wait for the worker's first connect to Redis (on its first tick, a moment
+ * after /healthz and /readyz answer, which are the API's).  Until then the
+ * daemon's start (connections loading the scripts, the config's rules being
+ * stored) competes with the test for Redis.
+ */
+static void wait_worker_connected(const struct daemon_proc *d)
+{
+	cJSON *j = NULL;
+
+	ck_wait_until(cJSON_IsTrue(cJSON_GetObjectItem(refetch(&j, d->port, "/v1/worker"), "redis_up")), 3000,
+		      "the worker did not connect");
+	cJSON_Delete(j);
 }
 
 /* SIGTERM; returns the exit status; asserts it took less than a second. */
 static int stop_daemon(struct daemon_proc *d)
 {
-	int64_t t0 = now_ms();
 	int status = 0;
 
 	kill(d->pid, SIGTERM);
-	while (waitpid(d->pid, &status, WNOHANG) == 0) {
-		ck_assert_msg(now_ms() - t0 < 1000, "sluiced took over 1 s to stop");
-		sleep_ms(5);
-	}
+	ck_wait_until(waitpid(d->pid, &status, WNOHANG) != 0, 1000, "sluiced took over 1 s to stop");
 	unlink(d->config);
 	unlink(d->log);
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
@@ -246,20 +219,14 @@ START_TEST(drain_seen_through_admin_api)
 		n += (int)lb_acquire("/bucket/a", t0);
 	ck_assert_int_eq(n, 10);
 	/* 10 entries at 50/s drain in 200 ms; wait for the worker to empty the bucket */
-	t0 = now_ms();
-	for (;;) {
-		j = get_json(d.port, "/v1/paths/%2Fbucket%2Fa", 200);
-		if (jint(j, "count") == 0)
-			break;
-		cJSON_Delete(j);
-		ck_assert_msg(now_ms() - t0 < 3000, "bucket not drained after 3 s");
-		sleep_ms(20);
-	}
+	j = NULL;
+	ck_wait_until(jint(refetch(&j, d.port, "/v1/paths/%2Fbucket%2Fa"), "count") == 0, 3000,
+		      "bucket not drained after 3 s");
 	ck_assert_str_eq(cJSON_GetObjectItem(j, "rule")->valuestring, "e2e-bucket");
 	ck_assert_int_eq(jint(j, "remaining"), 10);
 	ck_assert_int_eq(jint(j, "capacity"), 10);
 	cJSON_Delete(j);
-	sleep_ms(100); /* a few more drain ticks */
+	test_sleep_ms(100); /* a few more drain ticks */
 	j = get_json(d.port, "/v1/worker", 200);
 	ck_assert_int_eq(jint(j, "drained"), 10); /* each admitted entry leaked exactly once */
 	ck_assert_int_eq(jint(j, "jobs.drain.emptied"), 1);
@@ -275,12 +242,17 @@ START_TEST(prune_and_reset_through_admin_api)
 {
 	const struct script_src *s = script_get(SCRIPT_SLIDING_LOG);
 	struct daemon_proc d;
-	char *body = NULL;
+	struct test_http_res h;
 	redisReply *r;
 	cJSON *j;
-	int64_t t0;
 
 	start_daemon(&d, R.url);
+	/*
+	 * Before the log is written: while the daemon's connections load their
+	 * scripts, the three entries would be spread in time, and a prune tick
+	 * between their expiries would prune only some of them.
+	 */
+	wait_worker_connected(&d);
 	for (int i = 0; i < 4; i++) {
 		r = test_cmd(C, "EVAL %s 2 sluice:{/log}:sliding_log sluice:registry:sliding_log /log 3 300",
 			     s->body);
@@ -297,7 +269,9 @@ START_TEST(prune_and_reset_through_admin_api)
 	 * lua/lib/skew.lua).  So that the test need not wait that long: the same
 	 * three from a client lagging by the whole horizon, whose entries leave
 	 * every such window 300 ms later; the worker prunes them then, long
-	 * before their TTL (10.3 s) ends, and unregisters the path. */
+	 * before their TTL (10.3 s) ends, unregisters the path, and then counts
+	 * the step in its status (a moment after the registry changed: the wait
+	 * is for both). */
 	freeReplyObject(test_cmd(C, "DEL sluice:{/log}:sliding_log"));
 	for (int i = 0; i < 3; i++) {
 		r = test_cmd(C, "EVAL %s 2 sluice:{/log}:sliding_log sluice:registry:sliding_log /log 3 300 %lld",
@@ -305,22 +279,20 @@ START_TEST(prune_and_reset_through_admin_api)
 		ck_assert_int_eq(r->element[0]->integer, 1);
 		freeReplyObject(r);
 	}
-	t0 = now_ms();
-	while (test_cmd_int(C, "SISMEMBER sluice:registry:sliding_log /log") == 1) {
-		ck_assert_msg(now_ms() - t0 < 3000, "log not pruned after 3 s");
-		sleep_ms(20);
-	}
+	j = NULL;
+	ck_wait_until(test_cmd_int(C, "SISMEMBER sluice:registry:sliding_log /log") != 1 &&
+			      jint(refetch(&j, d.port, "/v1/worker"), "jobs.prune.emptied") > 0,
+		      3000, "log not pruned (and counted by the worker) after 3 s");
 	ck_assert_int_eq(test_cmd_int(C, "EXISTS sluice:{/log}:sliding_log"), 0);
-	j = get_json(d.port, "/v1/worker", 200);
 	ck_assert_int_eq(jint(j, "jobs.prune.emptied"), 1);
 	ck_assert_int_eq(jint(j, "pruned"), 3);
 	cJSON_Delete(j);
 
 	/* manual reset of a bucket */
 	ck_assert_int_eq(lb_acquire("/bucket/r", -1), 1);
-	ck_assert_int_eq(http("POST", d.port, "/v1/paths/%2Fbucket%2Fr/reset", "", &body), 200);
-	j = cJSON_Parse(body);
-	free(body);
+	test_http(d.port, "POST", "/v1/paths/%2Fbucket%2Fr/reset", "", TEST_HTTP_PLAIN, &h);
+	ck_assert_int_eq(h.status, 200);
+	j = cJSON_Parse(h.body);
 	ck_assert_str_eq(cJSON_GetObjectItem(j, "path")->valuestring, "/bucket/r");
 	ck_assert_int_eq(jint(j, "registries_removed"), 1);
 	cJSON_Delete(j);
@@ -376,6 +348,34 @@ static const char *read_log(const struct daemon_proc *d, char *buf, size_t cap)
 	return buf;
 }
 
+/* ck_wait_until condition: the log of `d` (its first 4 KB) holds `what`. */
+static int log_has(const struct daemon_proc *d, const char *what)
+{
+	char buf[4096];
+
+	return strstr(read_log(d, buf, sizeof(buf)), what) != NULL;
+}
+
+/*
+ * ck_wait_until condition: GET /v1/rules of `d` answers 200 (into h).  Until
+ * then it may only refuse with 503, or also not connect (status 0) while
+ * sluiced is `starting`; then sluiced must still be running.
+ */
+static int rules_served(const struct daemon_proc *d, int starting, struct test_http_res *h)
+{
+	long st = test_http_try(d->port, "GET", "/v1/rules", NULL, TEST_HTTP_PLAIN, h);
+
+	if (st == 200)
+		return 1;
+	if (!starting) {
+		ck_assert_msg(st == 503, "GET /v1/rules: %ld %s", st, h->body);
+		return 0;
+	}
+	ck_assert_msg(st == 0 || st == 503, "GET /v1/rules: %ld %s", st, h->body);
+	ck_assert_msg(waitpid(d->pid, NULL, WNOHANG) == 0, "sluiced exited early (see %s)", d->log);
+	return 0;
+}
+
 /*
  * The config's rules are stored before the admin API answers rule requests:
  * from the moment the port answers, GET /v1/rules is refused (no connection
@@ -386,22 +386,14 @@ START_TEST(first_rules_answer_lists_config_rules)
 {
 	for (int round = 0; round < 5; round++) {
 		struct daemon_proc d;
-		int64_t t0 = now_ms();
-		char *body = NULL;
-		long st;
+		struct test_http_res h;
 		cJSON *j;
 
 		test_redis_flush(C);
 		spawn_daemon(&d, R.url);
-		while ((st = http("GET", d.port, "/v1/rules", NULL, &body)) != 200) {
-			ck_assert_msg(st == 0 || st == 503, "GET /v1/rules: %ld %s", st, body);
-			free(body);
-			ck_assert_msg(waitpid(d.pid, NULL, WNOHANG) == 0, "sluiced exited early (see %s)", d.log);
-			ck_assert_msg(now_ms() - t0 < 5000, "GET /v1/rules did not succeed within 5 s");
-			sleep_ms(1);
-		}
-		j = cJSON_Parse(body);
-		free(body);
+		/* every 1 ms: the refusals come in the short while before the rules are stored */
+		ck_wait_until_every(rules_served(&d, 1, &h), 5000, 1, "GET /v1/rules did not succeed within 5 s");
+		j = cJSON_Parse(h.body);
 		ck_assert_ptr_nonnull(j);
 		ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(j, "rules")), 2);
 		ck_assert_int_ge(jint(j, "version"), 1);
@@ -421,9 +413,8 @@ START_TEST(redis_down_at_start)
 {
 	struct test_redis r2;
 	struct daemon_proc d;
-	char *body = NULL, log[8192];
-	int64_t t0;
-	long st;
+	struct test_http_res h;
+	char log[8192];
 	cJSON *j;
 
 	ck_assert_int_eq(test_redis_start(&r2), 0);
@@ -435,27 +426,20 @@ START_TEST(redis_down_at_start)
 	j = get_json(d.port, "/v1/rules", 503);
 	ck_assert_str_eq(error_code(j), "redis_unavailable");
 	cJSON_Delete(j);
-	ck_assert_int_eq(http("PUT", d.port, "/v1/rules/late",
-			      "{\"match\":\"/late\",\"algorithm\":\"sliding_log\",\"limit\":1,\"window_ms\":1000}",
-			      NULL), 503);
-	ck_assert_int_eq(http("GET", d.port, "/v1/paths/%2Fbucket%2Fa", NULL, NULL), 503);
+	ck_assert_int_eq(http_status(d.port, "PUT", "/v1/rules/late",
+				     "{\"match\":\"/late\",\"algorithm\":\"sliding_log\",\"limit\":1,\"window_ms\":1000}"),
+			 503);
+	ck_assert_int_eq(http_status(d.port, "GET", "/v1/paths/%2Fbucket%2Fa", NULL), 503);
 	/* what needs no rules answers: liveness, metrics, the worker's status (why it waits) */
-	ck_assert_int_eq(http("GET", d.port, "/healthz", NULL, NULL), 200);
-	ck_assert_int_eq(http("GET", d.port, "/metrics", NULL, NULL), 200);
+	ck_assert_int_eq(http_status(d.port, "GET", "/healthz", NULL), 200);
+	ck_assert_int_eq(http_status(d.port, "GET", "/metrics", NULL), 200);
 	j = get_json(d.port, "/v1/worker", 200);
 	ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(j, "redis_up")));
 	cJSON_Delete(j);
 
 	redis_restart(&r2);
-	t0 = now_ms();
-	while ((st = http("GET", d.port, "/v1/rules", NULL, &body)) != 200) {
-		ck_assert_msg(st == 503, "GET /v1/rules: %ld %s", st, body);
-		free(body);
-		ck_assert_msg(now_ms() - t0 < 10000, "rules not served 10 s after Redis came back");
-		sleep_ms(20);
-	}
-	j = cJSON_Parse(body);
-	free(body);
+	ck_wait_until(rules_served(&d, 0, &h), 10000, "rules not served 10 s after Redis came back");
+	j = cJSON_Parse(h.body);
 	ck_assert_ptr_nonnull(j);
 	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(j, "rules")), 2);
 	cJSON_Delete(j);
@@ -475,54 +459,38 @@ START_TEST(redis_outage_and_recovery)
 	struct daemon_proc d;
 	char url[64];
 	cJSON *j;
-	int64_t t0;
 
 	ck_assert_int_eq(test_redis_start(&r2), 0);
 	start_daemon(&d, r2.url);
 	j = get_json(d.port, "/readyz", 200);
 	cJSON_Delete(j);
+	wait_worker_connected(&d); /* so that the reconnect below is its second connect */
 	/* Redis goes away: the daemon stays up, reports it, counts errors */
 	redis_kill(&r2);
 	j = get_json(d.port, "/readyz", 503);
 	ck_assert_str_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "error"), "code")->valuestring,
 			 "redis_unavailable");
 	cJSON_Delete(j);
-	sleep_ms(200);
-	j = get_json(d.port, "/v1/worker", 200);
+	j = NULL;
+	ck_wait_until(jint(refetch(&j, d.port, "/v1/worker"), "errors") > 0, 5000,
+		      "the worker counted no error 5 s after Redis went away");
 	ck_assert_int_gt(jint(j, "errors"), 0);
 	ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(j, "redis_up")));
 	cJSON_Delete(j);
-	ck_assert_int_eq(http("GET", d.port, "/healthz", NULL, NULL), 200);
+	ck_assert_int_eq(http_status(d.port, "GET", "/healthz", NULL), 200);
 
 	/* Redis comes back on the same port, empty: scripts reloaded, rules re-seeded not needed */
 	redis_restart(&r2);
-	t0 = now_ms();
-	while (http("GET", d.port, "/readyz", NULL, NULL) != 200) {
-		ck_assert_msg(now_ms() - t0 < 8000, "not ready again after 8 s");
-		sleep_ms(100);
-	}
-	t0 = now_ms();
-	for (;;) {
-		j = get_json(d.port, "/v1/worker", 200);
-		if (cJSON_IsTrue(cJSON_GetObjectItem(j, "redis_up")) &&
-		    cJSON_IsNull(cJSON_GetObjectItem(j, "last_error")))
-			break;
-		cJSON_Delete(j);
-		ck_assert_msg(now_ms() - t0 < 8000, "worker did not recover");
-		sleep_ms(100);
-	}
+	ck_wait_until(http_status(d.port, "GET", "/readyz", NULL) == 200, 8000, "not ready again after 8 s");
+	j = NULL;
+	ck_wait_until(cJSON_IsTrue(cJSON_GetObjectItem(refetch(&j, d.port, "/v1/worker"), "redis_up")) &&
+			      cJSON_IsNull(cJSON_GetObjectItem(j, "last_error")),
+		      8000, "worker did not recover");
 	ck_assert_int_ge(jint(j, "connects"), 2);
 	cJSON_Delete(j);
 	/* the new Redis is empty: the config's rules are stored again */
-	t0 = now_ms();
-	for (;;) {
-		j = get_json(d.port, "/v1/rules", 200);
-		if (cJSON_GetArraySize(cJSON_GetObjectItem(j, "rules")) == 2)
-			break;
-		cJSON_Delete(j);
-		ck_assert_msg(now_ms() - t0 < 3000, "rules not re-stored after the restart");
-		sleep_ms(50);
-	}
+	j = NULL;
+	ck_wait_until(n_rules(refetch(&j, d.port, "/v1/rules")) == 2, 3000, "rules not re-stored after the restart");
 	ck_assert_str_eq(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "rules"), 0), "name")->valuestring,
 			 "e2e-bucket");
 	cJSON_Delete(j);
@@ -561,37 +529,26 @@ END_TEST
 START_TEST(two_daemons_share_rules)
 {
 	struct daemon_proc a, b;
-	char *body = NULL;
 	long long version;
-	int64_t t0;
 	cJSON *j;
 
 	start_daemon(&a, R.url);
 	start_daemon(&b, R.url);
-	ck_assert_int_eq(http("PUT", a.port, "/v1/rules/shared",
-			      "{\"match\":\"/shared/*\",\"algorithm\":\"leaky_bucket\",\"capacity\":5,\"rate\":1000}",
-			      &body), 201);
-	free(body);
+	ck_assert_int_eq(http_status(a.port, "PUT", "/v1/rules/shared",
+				     "{\"match\":\"/shared/*\",\"algorithm\":\"leaky_bucket\",\"capacity\":5,\"rate\":1000}"),
+			 201);
 	j = get_json(a.port, "/v1/rules", 200);
 	version = jint(j, "version");
 	cJSON_Delete(j);
 	/* B's worker checks the version every tick (20 ms here): it must hold the rule within a few */
-	t0 = now_ms();
-	for (;;) {
-		j = get_json(b.port, "/v1/worker", 200);
-		if (jint(j, "rules.version") == version && jint(j, "rules.loaded") == 3)
-			break;
-		cJSON_Delete(j);
-		ck_assert_msg(now_ms() - t0 < 500, "B did not load the rule changed through A");
-		sleep_ms(5);
-	}
+	j = NULL;
+	ck_wait_until(jint(refetch(&j, b.port, "/v1/worker"), "rules.version") == version &&
+			      jint(j, "rules.loaded") == 3,
+		      500, "B did not load the rule changed through A");
 	cJSON_Delete(j);
 	/* and B serves it too, through its own API (which rechecks the version every 100 ms) */
-	t0 = now_ms();
-	while (http("GET", b.port, "/v1/rules/shared", NULL, NULL) != 200) {
-		ck_assert_msg(now_ms() - t0 < 500, "B's API does not serve the rule changed through A");
-		sleep_ms(10);
-	}
+	ck_wait_until(http_status(b.port, "GET", "/v1/rules/shared", NULL) == 200, 500,
+		      "B's API does not serve the rule changed through A");
 	j = get_json(b.port, "/v1/rules/shared", 200);
 	ck_assert_int_eq(jint(j, "capacity"), 5);
 	cJSON_Delete(j);
@@ -605,8 +562,7 @@ START_TEST(sighup_reloads_config)
 	struct daemon_proc d;
 	char log[4096] = "";
 	FILE *f;
-	cJSON *j;
-	int64_t t0;
+	cJSON *j = NULL;
 
 	start_daemon(&d, R.url);
 	/* a new rule in the file, and a broken file after it */
@@ -616,26 +572,15 @@ START_TEST(sighup_reloads_config)
 		R.url, d.port);
 	fclose(f);
 	kill(d.pid, SIGHUP);
-	t0 = now_ms();
-	for (;;) {
-		j = get_json(d.port, "/v1/rules", 200);
-		if (cJSON_GetArraySize(cJSON_GetObjectItem(j, "rules")) == 3)
-			break;
-		cJSON_Delete(j);
-		ck_assert_msg(now_ms() - t0 < 3000, "the reloaded rule did not appear");
-		sleep_ms(20);
-	}
+	ck_wait_until(n_rules(refetch(&j, d.port, "/v1/rules")) == 3, 3000, "the reloaded rule did not appear");
 	cJSON_Delete(j);
 	f = fopen(d.config, "w");
 	fputs("{\"drain_interval_ms\": 0", f);
 	fclose(f);
 	kill(d.pid, SIGHUP);
-	sleep_ms(200);
-	ck_assert_int_eq(http("GET", d.port, "/healthz", NULL, NULL), 200); /* still running */
-	f = fopen(d.log, "r");
-	ck_assert_ptr_nonnull(f);
-	(void)!fread(log, 1, sizeof(log) - 1, f);
-	fclose(f);
+	ck_wait_until(log_has(&d, "event=reload_failed"), 3000, "no reload_failed in the log 3 s after the SIGHUP");
+	ck_assert_int_eq(http_status(d.port, "GET", "/healthz", NULL), 200); /* still running */
+	read_log(&d, log, sizeof(log));
 	ck_assert_ptr_nonnull(strstr(log, "event=reloaded drain_interval_ms=20 prune_interval_ms=1000 rules=1"));
 	ck_assert_ptr_nonnull(strstr(log, "event=reload_failed field=\"config\""));
 	ck_assert_int_eq(stop_daemon(&d), 0);
@@ -705,19 +650,15 @@ static void redis_limit(int on)
 START_TEST(started_at_maxmemory)
 {
 	struct daemon_proc d;
-	char *body = NULL, log[16384];
+	struct test_http_res h;
+	char log[16384];
 	int64_t t0;
 	int n = 0;
-	long st;
-	cJSON *j;
+	cJSON *j = NULL;
 
 	redis_limit(0);
 	start_daemon(&d, R.url);
-	t0 = now_ms();
-	while (http("GET", d.port, "/v1/rules", NULL, NULL) != 200) {
-		ck_assert_msg(now_ms() - t0 < 5000, "rules not stored within 5 s");
-		sleep_ms(10);
-	}
+	ck_wait_until(http_status(d.port, "GET", "/v1/rules", NULL) == 200, 5000, "rules not stored within 5 s");
 	ck_assert_int_eq(stop_daemon(&d), 0);
 	t0 = test_server_ms(C);
 	for (int i = 0; i < 10; i++)
@@ -727,24 +668,17 @@ START_TEST(started_at_maxmemory)
 	redis_limit(1);
 	start_daemon(&d, R.url);
 	/* 10 entries at 50/s: the worker drains them in 200 ms (the key's TTL is longer) */
-	t0 = now_ms();
-	for (;;) {
-		j = get_json(d.port, "/v1/worker", 200);
-		if (jint(j, "drained") == 10)
-			break;
-		cJSON_Delete(j);
-		ck_assert_msg(now_ms() - t0 < 3000, "bucket not drained at maxmemory after 3 s (see %s)", d.log);
-		sleep_ms(20);
-	}
+	ck_wait_until(jint(refetch(&j, d.port, "/v1/worker"), "drained") == 10, 3000,
+		      "bucket not drained at maxmemory after 3 s (see %s)", d.log);
 	ck_assert_int_eq(jint(j, "errors"), 0);
 	cJSON_Delete(j);
 	ck_assert_int_eq(test_cmd_int(C, "EXISTS sluice:{/bucket/oom}:leaky_bucket"), 0);
-	st = http("PUT", d.port, "/v1/rules/late",
-		  "{\"match\":\"/late\",\"algorithm\":\"sliding_log\",\"limit\":1,\"window_ms\":1000}", &body);
-	ck_assert_msg(st == 503 && strstr(body, "\"code\":\"redis_unavailable\"") &&
-			      strstr(body, "\"message\":\"Redis is out of memory (maxmemory): "),
-		      "PUT at maxmemory: %ld %s", st, body);
-	free(body);
+	test_http(d.port, "PUT", "/v1/rules/late",
+		  "{\"match\":\"/late\",\"algorithm\":\"sliding_log\",\"limit\":1,\"window_ms\":1000}",
+		  TEST_HTTP_PLAIN, &h);
+	ck_assert_msg(h.status == 503 && strstr(h.body, "\"code\":\"redis_unavailable\"") &&
+			      strstr(h.body, "\"message\":\"Redis is out of memory (maxmemory): "),
+		      "PUT at maxmemory: %ld %s", h.status, h.body);
 	read_log(&d, log, sizeof(log));
 	ck_assert_msg(strstr(log, "event=rules_ready rules=2"), "%s", log);
 	ck_assert_msg(!strstr(log, "job_failed") && !strstr(log, "rules_seed_failed"), "%s", log);
@@ -758,11 +692,8 @@ START_TEST(started_at_maxmemory)
 	freeReplyObject(test_cmd(C, "INCR sluice:rules:version"));
 	redis_limit(1);
 	start_daemon(&d, R.url);
-	t0 = now_ms();
-	while (!strstr(read_log(&d, log, sizeof(log)), "event=rules_seed_failed")) {
-		ck_assert_msg(now_ms() - t0 < 3000, "no rules_seed_failed within 3 s: %s", log);
-		sleep_ms(20);
-	}
+	ck_wait_until(strstr(read_log(&d, log, sizeof(log)), "event=rules_seed_failed") != NULL, 3000,
+		      "no rules_seed_failed within 3 s: %s", log);
 	ck_assert_msg(strstr(log, "event=rules_seed_failed reason=\"Redis is out of memory (maxmemory)\""), "%s", log);
 	ck_assert_int_eq(stop_daemon(&d), 0);
 	redis_limit(0);

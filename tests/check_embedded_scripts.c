@@ -184,13 +184,13 @@ static Suite *embedded_scripts_suite(void)
 	Suite *s = suite_create("embedded_scripts");
 	TCase *tc;
 
-	tc = test_tcase(s, "embedding", setup, teardown, 60);
+	tc = test_tcase(s, "embedding", script_setup, script_teardown, 60);
 	tcase_add_test(tc, test_all_scripts_embedded_and_compile);
 	tcase_add_test(tc, test_new_scripts_embedded_and_compile);
 	tcase_add_test(tc, test_evalsha_and_noscript);
 	tcase_add_test(tc, test_embedded_scripts_are_self_contained);
 
-	tc = test_tcase(s, "state", setup, teardown, 60);
+	tc = test_tcase(s, "state", script_setup, script_teardown, 60);
 	tcase_add_test(tc, test_state_scripts_are_read_only);
 	tcase_add_test(tc, test_new_state_scripts_are_read_only);
 	return s;

@@ -489,7 +489,7 @@ static Suite *fixed_window_suite(void)
 	Suite *s = suite_create("fixed_window");
 	TCase *tc;
 
-	tc = test_tcase(s, "fixed_window", setup, teardown, 120);
+	tc = test_tcase(s, "fixed_window", script_setup, script_teardown, 120);
 	tcase_add_test(tc, test_fw_uses_redis_time);
 	tcase_add_test(tc, test_fw_state_layout);
 	tcase_add_test(tc, test_fw_past_counter_without_ttl);
@@ -498,18 +498,18 @@ static Suite *fixed_window_suite(void)
 	tcase_add_test(tc, test_fw_repair_older_now);
 	tcase_add_test(tc, test_fw_repair_uses_redis_time);
 
-	tc = test_tcase(s, "state", setup, teardown, 120);
+	tc = test_tcase(s, "state", script_setup, script_teardown, 120);
 	tcase_add_test(tc, test_fw_state);
 
-	tc = test_tcase(s, "tables", setup, teardown, 120);
+	tc = test_tcase(s, "tables", script_setup, script_teardown, 120);
 	tcase_add_loop_test(tc, test_table, 0, TEST_N(algo_cases));
 	tcase_add_test(tc, test_ttls_to_the_ms);
 
-	tc = test_tcase(s, "skew", setup, teardown, 120);
+	tc = test_tcase(s, "skew", script_setup, script_teardown, 120);
 	tcase_add_test(tc, test_fw_skew_lagging_clients);
 	tcase_add_loop_test(tc, test_fw_model_traces, 0, 4);
 
-	tc = test_tcase(s, "validation", setup, teardown, 120);
+	tc = test_tcase(s, "validation", script_setup, script_teardown, 120);
 	tcase_add_loop_test(tc, test_bad_arguments_change_nothing, 0, TEST_N(bad_calls));
 	return s;
 }

@@ -145,7 +145,7 @@ static Suite *http_suite(void)
 	Suite *s = suite_create("http");
 	TCase *tc;
 
-	tc = test_tcase(s, "server", setup, teardown, 60);
+	tc = test_tcase(s, "server", api_setup, api_teardown, 60);
 	tcase_add_test(tc, test_server_smoke);
 	return s;
 }

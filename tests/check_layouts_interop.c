@@ -280,7 +280,7 @@ static Suite *layouts_interop_suite(void)
 	Suite *s = suite_create("layouts_interop");
 	TCase *tc;
 
-	tc = test_tcase(s, "interop", setup, teardown, 120);
+	tc = test_tcase(s, "interop", script_setup, script_teardown, 120);
 	tcase_add_test(tc, test_seed001_counter_without_ttl_repaired);
 	tcase_add_test(tc, test_seed001_repaired_counter_lets_the_client_in);
 	tcase_add_test(tc, test_seed000_log_pruned);

@@ -76,7 +76,7 @@ static Suite *metrics_suite(void)
 	Suite *s = suite_create("metrics");
 	TCase *tc;
 
-	tc = test_tcase(s, "metrics", setup, teardown, 60);
+	tc = test_tcase(s, "metrics", api_setup, api_teardown, 60);
 	tcase_add_test(tc, test_metrics);
 	return s;
 }

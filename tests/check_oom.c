@@ -28,14 +28,14 @@ static void lift_limit(void)
 
 static void oom_setup(void)
 {
-	setup();
+	api_setup();
 	lift_limit(); /* a test that failed at the limit left it there */
 }
 
 static void oom_teardown(void)
 {
 	lift_limit();
-	teardown();
+	api_teardown();
 }
 
 static long long used_memory(void)

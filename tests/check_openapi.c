@@ -24,9 +24,9 @@ START_TEST(test_document_well_formed)
 	const cJSON *codes = jget(resolve(pointer("#/components/schemas/ErrorCode")), "enum");
 	static const char *const statuses[] = { "200", "201", "400", "401", "404", "405", "412", "413", "500", "503" };
 
-	if (!cJSON_IsString(jget(doc, "openapi")) || strcmp(jstr(doc, "openapi"), "3.0.3") != 0)
+	if (!cJSON_IsString(jget(doc, "openapi")) || strcmp(jget_str(doc, "openapi"), "3.0.3") != 0)
 		addf(&f, "\"openapi\" is not \"3.0.3\"");
-	if (!jstr(jget(doc, "info"), "title") || !jstr(jget(doc, "info"), "version"))
+	if (!jget_str(jget(doc, "info"), "title") || !jget_str(jget(doc, "info"), "version"))
 		addf(&f, "info.title or info.version missing");
 	if (!cJSON_IsArray(codes) || cJSON_GetArraySize(codes) == 0)
 		addf(&f, "components.schemas.ErrorCode has no enum");
@@ -44,8 +44,8 @@ START_TEST(test_document_well_formed)
 		while (top) {
 			const cJSON *node = stack[--top], *ch;
 
-			if (cJSON_IsObject(node) && jstr(node, "$ref") && !resolve(node))
-				addf(&f, "$ref %s does not resolve", jstr(node, "$ref"));
+			if (cJSON_IsObject(node) && jget_str(node, "$ref") && !resolve(node))
+				addf(&f, "$ref %s does not resolve", jget_str(node, "$ref"));
 			for (ch = node->child; ch; ch = ch->next)
 				if ((cJSON_IsObject(ch) || cJSON_IsArray(ch)) && top < 4096)
 					stack[top++] = ch;
@@ -62,16 +62,16 @@ START_TEST(test_document_well_formed)
 		int probe = strcmp(op->path, "/healthz") == 0 || strcmp(op->path, "/readyz") == 0;
 
 		snprintf(what, sizeof(what), "%s %s", op->upper, op->path);
-		if (!jstr(op->obj, "summary") || !*jstr(op->obj, "summary"))
+		if (!jget_str(op->obj, "summary") || !*jget_str(op->obj, "summary"))
 			addf(&f, "%s: no summary", what);
-		if (!jstr(op->obj, "description") || !*jstr(op->obj, "description"))
+		if (!jget_str(op->obj, "description") || !*jget_str(op->obj, "description"))
 			addf(&f, "%s: no description", what);
-		if (!jstr(op->obj, "operationId"))
+		if (!jget_str(op->obj, "operationId"))
 			addf(&f, "%s: no operationId", what);
 		for (size_t j = 0; j < i; j++)
-			if (jstr(op->obj, "operationId") && jstr(ops[j].obj, "operationId") &&
-			    strcmp(jstr(op->obj, "operationId"), jstr(ops[j].obj, "operationId")) == 0)
-				addf(&f, "%s: operationId %s used twice", what, jstr(op->obj, "operationId"));
+			if (jget_str(op->obj, "operationId") && jget_str(ops[j].obj, "operationId") &&
+			    strcmp(jget_str(op->obj, "operationId"), jget_str(ops[j].obj, "operationId")) == 0)
+				addf(&f, "%s: operationId %s used twice", what, jget_str(op->obj, "operationId"));
 		if (!cJSON_IsObject(responses) || !responses->child)
 			addf(&f, "%s: no responses", what);
 		cJSON_ArrayForEach(r, responses) {
@@ -82,7 +82,7 @@ START_TEST(test_document_well_formed)
 				known = known || strcmp(statuses[k], r->string) == 0;
 			if (!known)
 				addf(&f, "%s: response %s is no status the server answers", what, r->string);
-			if (!jstr(rr, "description"))
+			if (!jget_str(rr, "description"))
 				addf(&f, "%s: response %s has no description", what, r->string);
 			if (st < 400)
 				continue;
@@ -95,7 +95,7 @@ START_TEST(test_document_well_formed)
 			}
 			sch = jget(mt, "schema");
 			first = jget(sch, "allOf") ? cJSON_GetArrayItem(jget(sch, "allOf"), 0) : sch;
-			if (!jstr(first, "$ref") || strcmp(jstr(first, "$ref"), "#/components/schemas/Error") != 0)
+			if (!jget_str(first, "$ref") || strcmp(jget_str(first, "$ref"), "#/components/schemas/Error") != 0)
 				addf(&f, "%s: error response %s is not an Error", what, r->string);
 			codeenum = jget(jget(jget(jget(jget(cJSON_GetArrayItem(jget(sch, "allOf"), 1), "properties"), "error"),
 						  "properties"), "code"), "enum");
@@ -120,8 +120,8 @@ START_TEST(test_document_well_formed)
 			cJSON_ArrayForEach(p, jget(op->obj, "parameters")) {
 				const cJSON *pp = resolve(p);
 
-				if (jstr(pp, "in") && strcmp(jstr(pp, "in"), "path") == 0 && jstr(pp, "name") &&
-				    strcmp(jstr(pp, "name"), name) == 0) {
+				if (jget_str(pp, "in") && strcmp(jget_str(pp, "in"), "path") == 0 && jget_str(pp, "name") &&
+				    strcmp(jget_str(pp, "name"), name) == 0) {
 					found = 1;
 					if (!cJSON_IsTrue(jget(pp, "required")))
 						addf(&f, "%s: path parameter %s is not required: true", what, name);
@@ -134,11 +134,11 @@ START_TEST(test_document_well_formed)
 			const cJSON *pp = resolve(p);
 			char needle[80];
 
-			if (!pp || !jstr(pp, "name") || !jstr(pp, "in"))
+			if (!pp || !jget_str(pp, "name") || !jget_str(pp, "in"))
 				addf(&f, "%s: a parameter without name or in", what);
-			else if (strcmp(jstr(pp, "in"), "path") == 0 &&
-				 (snprintf(needle, sizeof(needle), "{%s}", jstr(pp, "name")), !strstr(op->path, needle)))
-				addf(&f, "%s: path parameter %s is not in the template", what, jstr(pp, "name"));
+			else if (strcmp(jget_str(pp, "in"), "path") == 0 &&
+				 (snprintf(needle, sizeof(needle), "{%s}", jget_str(pp, "name")), !strstr(op->path, needle)))
+				addf(&f, "%s: path parameter %s is not in the template", what, jget_str(pp, "name"));
 		}
 		/* auth: every operation but the probes can answer 401; every write can get a body too large */
 		if (!probe && !jget(responses, "401"))
@@ -297,7 +297,7 @@ static Suite *openapi_suite(void)
 	Suite *s = suite_create("openapi");
 	TCase *tc;
 
-	tc = test_tcase(s, "document", setup, teardown, 120);
+	tc = test_tcase(s, "document", openapi_setup, openapi_teardown, 120);
 	tcase_add_test(tc, test_document_well_formed);
 	tcase_add_test(tc, test_routes_match_server);
 	tcase_add_test(tc, test_error_codes_match_source);

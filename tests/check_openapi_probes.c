@@ -295,7 +295,7 @@ START_TEST(test_405_allow_matches_document)
 		}
 		for (char *q = want; *q; q++)
 			*q = (char)(*q >= 'a' && *q <= 'z' ? *q - 32 : *q);
-		call(api, &rq, &ans);
+		call_answer(api, &rq, &ans);
 		if (ans.status != 405) {
 			addf(&f, "PATCH %s: %d, want 405", path, ans.status);
 		} else {
@@ -327,7 +327,7 @@ START_TEST(test_405_allow_matches_document)
 	{
 		struct request rq = { .method = "GET", .path = "/v1/doc-no-such-route" };
 
-		call(api, &rq, &ans);
+		call_answer(api, &rq, &ans);
 		if (ans.status != 404 || !validate(jget(jget(jget(nr, "content"), "application/json"), "schema"), ans.json,
 						   "404 $", &f))
 			addf(&f, "GET %s: %d %s, want a 404 matching NoRoute", rq.path, ans.status, ans.text);
@@ -425,13 +425,13 @@ static Suite *openapi_probes_suite(void)
 	Suite *s = suite_create("openapi_probes");
 	TCase *tc;
 
-	tc = test_tcase(s, "probes", setup, teardown, 120);
+	tc = test_tcase(s, "probes", openapi_setup, openapi_teardown, 120);
 	tcase_add_test(tc, test_probe_every_operation);
 	tcase_add_loop_test(tc, test_error_probes, 0, TEST_N(eprobes));
 	tcase_add_test(tc, test_auth_matches_security);
 	tcase_add_test(tc, test_405_allow_matches_document);
 
-	tc = test_tcase(s, "http", setup, teardown, 120);
+	tc = test_tcase(s, "http", openapi_setup, openapi_teardown, 120);
 	tcase_add_test(tc, test_http_413_and_headers);
 	return s;
 }

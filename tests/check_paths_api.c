@@ -724,7 +724,7 @@ static Suite *paths_api_suite(void)
 	Suite *s = suite_create("paths_api");
 	TCase *tc;
 
-	tc = test_tcase(s, "paths", setup, teardown, 60);
+	tc = test_tcase(s, "paths", api_setup, api_teardown, 60);
 	tcase_add_test(tc, test_path_leaky_bucket);
 	tcase_add_test(tc, test_path_sliding_log);
 	tcase_add_test(tc, test_path_state_without_rule);
@@ -735,7 +735,7 @@ static Suite *paths_api_suite(void)
 	tcase_add_test(tc, test_paths_binary_safe);
 	tcase_add_test(tc, test_path_empty_hash_tag);
 
-	tc = test_tcase(s, "list", setup, teardown, 60);
+	tc = test_tcase(s, "list", api_setup, api_teardown, 60);
 	tcase_add_test(tc, test_paths_list_paging);
 	tcase_add_test(tc, test_paths_list_match);
 	tcase_add_test(tc, test_paths_list_items);
@@ -744,7 +744,7 @@ static Suite *paths_api_suite(void)
 	tcase_add_test(tc, test_bug_paths_list_cursor_out_of_range);
 	tcase_add_test(tc, test_bug_paths_list_wrong_type_key);
 
-	tc = test_tcase(s, "layouts", setup, teardown, 60);
+	tc = test_tcase(s, "layouts", api_setup, api_teardown, 60);
 	tcase_add_test(tc, test_foreign_layouts_state_and_reset);
 	tcase_add_test(tc, test_foreign_meta_state_and_reset);
 	return s;

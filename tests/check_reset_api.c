@@ -212,14 +212,14 @@ static Suite *reset_api_suite(void)
 	Suite *s = suite_create("reset_api");
 	TCase *tc;
 
-	tc = test_tcase(s, "reset", setup, teardown, 60);
+	tc = test_tcase(s, "reset", api_setup, api_teardown, 60);
 	tcase_add_test(tc, test_reset_leaky_bucket);
 	tcase_add_test(tc, test_reset_sliding_log);
 	tcase_add_test(tc, test_reset_unknown_path);
 	tcase_add_test(tc, test_bug_reset_entries_removed_counts_meta_fields);
 	tcase_add_test(tc, test_registry_of_wrong_type);
 
-	tc = test_tcase(s, "bulk_reset", setup, teardown, 60);
+	tc = test_tcase(s, "bulk_reset", api_setup, api_teardown, 60);
 	tcase_add_test(tc, test_bulk_reset);
 	tcase_add_test(tc, test_bulk_reset_errors);
 	tcase_add_test(tc, test_bulk_reset_scan_prefix_with_star);

@@ -115,11 +115,11 @@ static Suite *reset_script_suite(void)
 	Suite *s = suite_create("reset_script");
 	TCase *tc;
 
-	tc = test_tcase(s, "reset", setup, teardown, 60);
+	tc = test_tcase(s, "reset", script_setup, script_teardown, 60);
 	tcase_add_test(tc, test_reset);
 	tcase_add_test(tc, test_reset_dry_and_walked);
 
-	tc = test_tcase(s, "validation", setup, teardown, 60);
+	tc = test_tcase(s, "validation", script_setup, script_teardown, 60);
 	tcase_add_loop_test(tc, test_bad_arguments_change_nothing, 0, TEST_N(bad_calls));
 	return s;
 }

@@ -435,7 +435,7 @@ static Suite *rules_api_suite(void)
 	Suite *s = suite_create("rules_api");
 	TCase *tc;
 
-	tc = test_tcase(s, "rules", setup, teardown, 60);
+	tc = test_tcase(s, "rules", api_setup, api_teardown, 60);
 	tcase_add_test(tc, test_rules_empty);
 	tcase_add_test(tc, test_rules_crud);
 	tcase_add_test(tc, test_rules_every_algorithm);
@@ -448,7 +448,7 @@ static Suite *rules_api_suite(void)
 	tcase_add_test(tc, test_rules_epoch_after_flush);
 	tcase_add_test(tc, test_rules_store_corrupt);
 
-	tc = test_tcase(s, "etags", setup, teardown, 60);
+	tc = test_tcase(s, "etags", api_setup, api_teardown, 60);
 	tcase_add_test(tc, test_rule_etags);
 	tcase_add_test(tc, test_rules_cache);
 	return s;

@@ -551,7 +551,7 @@ static Suite *sliding_counter_suite(void)
 	Suite *s = suite_create("sliding_counter");
 	TCase *tc;
 
-	tc = test_tcase(s, "sliding_counter", setup, teardown, 120);
+	tc = test_tcase(s, "sliding_counter", script_setup, script_teardown, 120);
 	tcase_add_test(tc, test_sc_fields_removed_on_the_way);
 	tcase_add_test(tc, test_sc_many_in_one_ms);
 	tcase_add_test(tc, test_sc_one_sub_window_is_a_fixed_window);
@@ -562,17 +562,17 @@ static Suite *sliding_counter_suite(void)
 	tcase_add_test(tc, test_sc_rejection_removes_nothing);
 	tcase_add_test(tc, test_sc_prune_keeps_a_bare_mark);
 
-	tc = test_tcase(s, "state", setup, teardown, 120);
+	tc = test_tcase(s, "state", script_setup, script_teardown, 120);
 	tcase_add_test(tc, test_sc_state);
 
-	tc = test_tcase(s, "tables", setup, teardown, 120);
+	tc = test_tcase(s, "tables", script_setup, script_teardown, 120);
 	tcase_add_loop_test(tc, test_table, 0, TEST_N(algo_cases));
 
-	tc = test_tcase(s, "skew", setup, teardown, 120);
+	tc = test_tcase(s, "skew", script_setup, script_teardown, 120);
 	tcase_add_test(tc, test_sc_skew_lagging_clients);
 	tcase_add_loop_test(tc, test_sc_model_traces, 0, 4);
 
-	tc = test_tcase(s, "validation", setup, teardown, 120);
+	tc = test_tcase(s, "validation", script_setup, script_teardown, 120);
 	tcase_add_loop_test(tc, test_bad_arguments_change_nothing, 0, TEST_N(bad_calls));
 	return s;
 }

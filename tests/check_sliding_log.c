@@ -540,7 +540,7 @@ static Suite *sliding_log_suite(void)
 	Suite *s = suite_create("sliding_log");
 	TCase *tc;
 
-	tc = test_tcase(s, "sliding_log", setup, teardown, 60);
+	tc = test_tcase(s, "sliding_log", script_setup, script_teardown, 60);
 	tcase_add_test(tc, test_sliding_limit_3_window_1000);
 	tcase_add_test(tc, test_sliding_retrying_client_gets_in);
 	tcase_add_test(tc, test_sliding_older_now_is_newest);
@@ -552,22 +552,22 @@ static Suite *sliding_log_suite(void)
 	tcase_add_test(tc, test_rejection_removes_nothing);
 	tcase_add_test(tc, test_prune_batch);
 
-	tc = test_tcase(s, "state", setup, teardown, 60);
+	tc = test_tcase(s, "state", script_setup, script_teardown, 60);
 	tcase_add_test(tc, test_sliding_state);
 
-	tc = test_tcase(s, "sliding_log_units", setup, teardown, 120);
+	tc = test_tcase(s, "sliding_log_units", script_setup, script_teardown, 120);
 	tcase_add_test(tc, test_prune_unit_ms_is_the_default);
 	tcase_add_test(tc, test_prune_unit_us);
 	tcase_add_test(tc, test_prune_unit_batch);
 
-	tc = test_tcase(s, "tables", setup, teardown, 120);
+	tc = test_tcase(s, "tables", script_setup, script_teardown, 120);
 	tcase_add_loop_test(tc, test_table, 0, TEST_N(algo_cases));
 
-	tc = test_tcase(s, "skew", setup, teardown, 120);
+	tc = test_tcase(s, "skew", script_setup, script_teardown, 120);
 	tcase_add_test(tc, test_sl_skew_lagging_clients);
 	tcase_add_loop_test(tc, test_sl_model_traces, 0, 4);
 
-	tc = test_tcase(s, "validation", setup, teardown, 60);
+	tc = test_tcase(s, "validation", script_setup, script_teardown, 60);
 	tcase_add_loop_test(tc, test_bad_arguments_change_nothing, 0, TEST_N(bad_calls));
 	return s;
 }

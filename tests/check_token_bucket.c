@@ -490,7 +490,7 @@ static Suite *token_bucket_suite(void)
 	Suite *s = suite_create("token_bucket");
 	TCase *tc;
 
-	tc = test_tcase(s, "token_bucket", setup, teardown, 120);
+	tc = test_tcase(s, "token_bucket", script_setup, script_teardown, 120);
 	tcase_add_loop_test(tc, test_tb_retry_after_is_exact, 0, TEST_N(tb_retry_cases));
 	tcase_add_test(tc, test_tb_layout_and_default_n);
 	tcase_add_test(tc, test_tb_refilled_is_absent);
@@ -499,21 +499,21 @@ static Suite *token_bucket_suite(void)
 	tcase_add_test(tc, test_tb_reclaim_refilled);
 	tcase_add_test(tc, test_tb_reclaim_batch);
 
-	tc = test_tcase(s, "state", setup, teardown, 120);
+	tc = test_tcase(s, "state", script_setup, script_teardown, 120);
 	tcase_add_test(tc, test_tb_state);
 
-	tc = test_tcase(s, "tables", setup, teardown, 120);
+	tc = test_tcase(s, "tables", script_setup, script_teardown, 120);
 	tcase_add_loop_test(tc, test_table, 0, TEST_N(algo_cases));
 
-	tc = test_tcase(s, "validation", setup, teardown, 120);
+	tc = test_tcase(s, "validation", script_setup, script_teardown, 120);
 	tcase_add_loop_test(tc, test_bad_arguments_change_nothing, 0, TEST_N(bad_calls));
 
-	tc = test_tcase(s, "mark", setup, teardown, 60);
+	tc = test_tcase(s, "mark", script_setup, script_teardown, 60);
 	tcase_add_test(tc, test_tb_mark_minimal);
 	tcase_add_test(tc, test_tb_mark_lagging_client_with_worker);
 	tcase_add_test(tc, test_tb_mark_lagging_client_without_worker);
 
-	tc = test_tcase(s, "model", setup, teardown, 120);
+	tc = test_tcase(s, "model", script_setup, script_teardown, 120);
 	tcase_add_loop_test(tc, test_tb_model_traces, 0, TEST_N(model_seeds));
 	return s;
 }

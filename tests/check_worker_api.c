@@ -139,7 +139,7 @@ static Suite *worker_api_suite(void)
 	Suite *s = suite_create("worker_api");
 	TCase *tc;
 
-	tc = test_tcase(s, "worker", setup, teardown, 60);
+	tc = test_tcase(s, "worker", api_setup, api_teardown, 60);
 	tcase_add_test(tc, test_worker_status);
 	tcase_add_test(tc, test_worker_sweep_now);
 	return s;

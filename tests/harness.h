@@ -14,10 +14,12 @@
  *   - waiting for a state with a deadline instead of a fixed sleep
  *     (ck_wait_until, test_poll);
  *   - the one HTTP client of the socket tests (test_http, libcurl).
- * The fixture of a family of suites is a header on top of this one:
- * tests/script_fixture.h (the script suites), tests/api_fixture.h (the admin
- * API's), tests/openapi_fixture.h (the OpenAPI document's); the last two share
- * tests/api_objects.h.
+ * The fixture of a family of suites is a module (.h and .c) on top of this
+ * one: tests/script_fixture (the script suites), tests/api_fixture (the admin
+ * API's), tests/openapi_fixture (the OpenAPI document's); the last two share
+ * tests/api_objects, and all three the test's connection, tests/conn_fixture.
+ * The Makefile puts every .c of tests/ but the suites into one archive that each
+ * suite links, so a suite gets only the modules it uses.
  */
 #include <check.h>
 #include <hiredis/hiredis.h>
@@ -100,12 +102,14 @@ long long test_poll(int (*cond)(void *), void *arg, long timeout_ms, long every_
  * does not after timeout_ms.  Use it wherever a test waits for something to
  * happen, instead of a fixed sleep.
  */
-#define ck_wait_until(cond, timeout_ms, ...)                                               \
-	for (long long wait_start_ = test_now_ms(); !(cond);                                \
-	     test_wait_step(wait_start_, (timeout_ms), __FILE__, __LINE__, __VA_ARGS__))
-/* One step of ck_wait_until: fail once the time is up, else sleep 5 ms. */
-void test_wait_step(long long start_ms, long timeout_ms, const char *file, int line, const char *fmt, ...)
-	__attribute__((format(printf, 5, 6)));
+#define ck_wait_until(cond, timeout_ms, ...) ck_wait_until_every((cond), (timeout_ms), 5, __VA_ARGS__)
+/* ck_wait_until, evaluating `cond` every `every_ms` (1: to catch a short-lived state of a race). */
+#define ck_wait_until_every(cond, timeout_ms, every_ms, ...)                                  \
+	for (long long wait_start_ = test_now_ms(); !(cond);                                   \
+	     test_wait_step(wait_start_, (timeout_ms), (every_ms), __FILE__, __LINE__, __VA_ARGS__))
+/* One step of ck_wait_until_every: fail once the time is up, else sleep every_ms. */
+void test_wait_step(long long start_ms, long timeout_ms, long every_ms, const char *file, int line, const char *fmt,
+		    ...) __attribute__((format(printf, 6, 7)));
 
 /* ---- calling the embedded scripts -------------------------------------------------- */
 
@@ -208,6 +212,13 @@ enum {
 /* One request to 127.0.0.1:port; aborts the test when the transfer fails. */
 void test_http(int port, const char *method, const char *path, const char *body, int mode,
 	       struct test_http_res *h);
+/*
+ * test_http for a server that may not answer (not listening yet, or going
+ * away): returns the status, or 0 when the transfer failed (then h->body says
+ * why and h->status is 0).
+ */
+long test_http_try(int port, const char *method, const char *path, const char *body, int mode,
+		   struct test_http_res *h);
 
 /* Standard Check runner main: runs `s`, prints Check's summary, returns the exit code. */
 int test_run_suite(Suite *s);

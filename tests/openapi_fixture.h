@@ -13,187 +13,52 @@
  * repository root under `make test`), or $SLUICE_OPENAPI; the sources are read
  * from $SLUICE_SRCDIR (default ".").
  *
- * Header-only and static, as tests/api_objects.h (the connection `c`, layouts,
- * target, worker `w` and `api` it adds to).  A suite uses setup/teardown as
- * its checked fixture (test_tcase).
+ * Sets up: openapi_setup/openapi_teardown are a suite's checked fixture
+ * (test_tcase): the document, loaded per test into `doc`, and the objects of
+ * tests/api_objects.h (the connection `c`, layouts, target, worker `w` and
+ * `api`).  `doc` is owned here; everything a function below returns points
+ * into it unless it says the caller frees it.
  */
-#include "core/log.h"
 #include "tests/api_objects.h"
 
 #include <errno.h>
-#include <math.h>
-#include <regex.h>
-#include <stdarg.h>
-#include <strings.h>
 
 #define TOKEN "doc-token"
 #define MAX_OPS 64
 
-static cJSON *doc;
-static char doc_path[512];
+/* The parsed document, and where it was read from. */
+extern cJSON *doc;
+extern char doc_path[512];
+
+/* log level warn, doc loaded, objects_up / objects_down, doc freed. */
+void openapi_setup(void);
+void openapi_teardown(void);
 
 /* ---- failures, collected so one run shows every problem ------------------------ */
 
 struct fails {
-	char *buf;
+	char *buf; /* owned; fails_done frees it */
 	size_t len, cap;
 	int n;
 };
 
-API_FIXTURE void addf(struct fails *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-API_FIXTURE void addf(struct fails *f, const char *fmt, ...)
-{
-	char line[1024];
-	va_list ap;
-	size_t n;
-
-	if (!f)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
-	va_end(ap);
-	n = strlen(line);
-	if (f->len + n + 2 > f->cap) {
-		size_t cap = f->cap ? f->cap * 2 : 4096;
-		char *b;
-
-		while (cap < f->len + n + 2)
-			cap *= 2;
-		b = realloc(f->buf, cap);
-		ck_assert_ptr_nonnull(b);
-		f->buf = b;
-		f->cap = cap;
-	}
-	memcpy(f->buf + f->len, line, n);
-	f->len += n;
-	f->buf[f->len++] = '\n';
-	f->buf[f->len] = '\0';
-	f->n++;
-}
-
-/* Fail the test with every collected problem (Check's message is cut near 8 KB). */
-API_FIXTURE void fails_done(struct fails *f, const char *what)
-{
-	int n = f->n;
-	char *b = f->buf;
-
-	f->buf = NULL;
-	f->len = f->cap = 0;
-	f->n = 0;
-	if (n && strlen(b) > 6000) {
-		fprintf(stderr, "%s: %d problem(s):\n%s", what, n, b); /* in full */
-		strcpy(b + 5980, "\n... (cut; in full on stderr)\n");
-	}
-	ck_assert_msg(n == 0, "%s: %d problem(s):\n%s", what, n, b ? b : "");
-	free(b);
-}
+/* Add one problem line to `f` (nothing when f is NULL). */
+void addf(struct fails *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Fail the test with every collected problem (Check's message is cut near 8 KB); empties f. */
+void fails_done(struct fails *f, const char *what);
 
 /* ---- the document --------------------------------------------------------------- */
 
-API_FIXTURE char *slurp(const char *path, size_t *len)
-{
-	FILE *fp = fopen(path, "rb");
-	char *buf = NULL;
-	size_t cap = 0, n = 0;
+/* The whole file as a NUL-terminated string (caller frees), its length in *len; NULL when unreadable. */
+char *slurp(const char *path, size_t *len);
 
-	if (!fp)
-		return NULL;
-	for (;;) {
-		size_t got;
-
-		if (n + 4096 + 1 > cap) {
-			char *b;
-
-			cap = cap ? cap * 2 : 65536;
-			b = realloc(buf, cap);
-			if (!b) {
-				free(buf);
-				fclose(fp);
-				return NULL;
-			}
-			buf = b;
-		}
-		got = fread(buf + n, 1, cap - n - 1, fp);
-		n += got;
-		if (got == 0)
-			break;
-	}
-	fclose(fp);
-	buf[n] = '\0';
-	if (len)
-		*len = n;
-	return buf;
-}
-
-API_FIXTURE void doc_load(void)
-{
-	const char *env = getenv("SLUICE_OPENAPI");
-	size_t len;
-	char *text;
-
-	snprintf(doc_path, sizeof(doc_path), "%s", env && *env ? env : "docs/openapi.json");
-	text = slurp(doc_path, &len);
-	ck_assert_msg(text != NULL, "cannot read %s: %s (run from the repository root, or set SLUICE_OPENAPI)",
-		      doc_path, strerror(errno));
-	doc = cJSON_ParseWithLength(text, len);
-	ck_assert_msg(doc != NULL, "%s is not valid JSON (near byte %ld)", doc_path,
-		      cJSON_GetErrorPtr() ? (long)(cJSON_GetErrorPtr() - text) : -1L);
-	free(text);
-}
-
-API_FIXTURE const cJSON *jget(const cJSON *o, const char *key)
-{
-	return cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, key) : NULL;
-}
-
-API_FIXTURE const char *jstr(const cJSON *o, const char *key)
-{
-	const cJSON *v = jget(o, key);
-
-	return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
+/* Member `key` of object `o` (NULL when o is no object or has none); as a string, or NULL. */
+const cJSON *jget(const cJSON *o, const char *key);
+const char *jget_str(const cJSON *o, const char *key);
 /* A local JSON pointer ("#/components/schemas/Rule") in the document, or NULL. */
-API_FIXTURE const cJSON *pointer(const char *ref)
-{
-	const cJSON *n = doc;
-	const char *p = ref;
-
-	if (strncmp(p, "#/", 2) != 0)
-		return NULL;
-	p += 2;
-	while (n && *p) {
-		char seg[256];
-		size_t k = 0;
-
-		for (; *p && *p != '/'; p++) {
-			char ch = *p;
-
-			if (ch == '~' && (p[1] == '0' || p[1] == '1'))
-				ch = *++p == '0' ? '~' : '/';
-			if (k + 1 < sizeof(seg))
-				seg[k++] = ch;
-		}
-		seg[k] = '\0';
-		if (*p == '/')
-			p++;
-		n = cJSON_IsArray(n) ? cJSON_GetArrayItem(n, atoi(seg)) : jget(n, seg);
-	}
-	return n;
-}
-
+const cJSON *pointer(const char *ref);
 /* Follow $ref (chains too); NULL when one does not resolve. */
-API_FIXTURE const cJSON *resolve(const cJSON *n)
-{
-	for (int i = 0; n && i < 16; i++) {
-		const char *ref = jstr(n, "$ref");
-
-		if (!ref)
-			return n;
-		n = pointer(ref);
-	}
-	return NULL;
-}
+const cJSON *resolve(const cJSON *n);
 
 /* The documented operations: path template, lower-case method, operation object. */
 struct op {
@@ -203,273 +68,24 @@ struct op {
 	const cJSON *obj;
 };
 
-static const char *const http_methods[] = { "get", "put", "post", "delete", "options", "head", "patch", "trace" };
+/* The methods a path item may hold, lower case. */
+#define N_HTTP_METHODS 8
+extern const char *const http_methods[N_HTTP_METHODS];
 
-API_FIXTURE size_t doc_ops(struct op *out, size_t cap)
-{
-	const cJSON *paths = jget(doc, "paths"), *item;
-	size_t n = 0;
-
-	ck_assert_msg(cJSON_IsObject(paths), "%s has no \"paths\" object", doc_path);
-	cJSON_ArrayForEach(item, paths) {
-		const cJSON *pi = resolve(item);
-
-		for (size_t m = 0; m < sizeof(http_methods) / sizeof(http_methods[0]); m++) {
-			const cJSON *o = jget(pi, http_methods[m]);
-
-			if (!o)
-				continue;
-			ck_assert_uint_lt(n, cap);
-			out[n].path = item->string;
-			out[n].method = http_methods[m];
-			for (size_t i = 0; i <= strlen(http_methods[m]); i++)
-				out[n].upper[i] = (char)(http_methods[m][i] >= 'a' && http_methods[m][i] <= 'z'
-							 ? http_methods[m][i] - 32 : http_methods[m][i]);
-			out[n].obj = o;
-			n++;
-		}
-	}
-	return n;
-}
-
-API_FIXTURE const struct op *find_op(const struct op *ops, size_t n, const char *method, const char *path)
-{
-	for (size_t i = 0; i < n; i++)
-		if (strcasecmp(ops[i].method, method) == 0 && strcmp(ops[i].path, path) == 0)
-			return &ops[i];
-	return NULL;
-}
-
-/* The documented response of `op` for `status`, resolved, or NULL. */
-API_FIXTURE const cJSON *op_response(const struct op *op, int status)
-{
-	char key[8];
-
-	snprintf(key, sizeof(key), "%d", status);
-	return resolve(jget(jget(op->obj, "responses"), key));
-}
-
-API_FIXTURE void op_statuses(const struct op *op, char *buf, size_t cap)
-{
-	const cJSON *r;
-	size_t len = 0;
-
-	buf[0] = '\0';
-	cJSON_ArrayForEach(r, jget(op->obj, "responses"))
-		len += (size_t)snprintf(buf + len, len < cap ? cap - len : 0, "%s%s", len ? ", " : "", r->string);
-}
+/* The document's operations into out[0..cap); returns how many. */
+size_t doc_ops(struct op *out, size_t cap);
+/* The operation for `method` (any case) and path template `path`, or NULL. */
+const struct op *find_op(const struct op *ops, size_t n, const char *method, const char *path);
 
 /* ---- a small OpenAPI 3.0 schema validator ---------------------------------------- */
 
-static const char *const keywords[] = {
-	"type", "nullable", "enum", "required", "properties", "additionalProperties", "items", "oneOf",
-	"allOf", "anyOf", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "minLength",
-	"maxLength", "pattern", "minItems", "maxItems",
-	/* annotations: nothing to enforce */
-	"description", "title", "example", "default", "discriminator", "format", "deprecated", "externalDocs",
-};
-
-API_FIXTURE int is_keyword(const char *k)
-{
-	for (size_t i = 0; i < sizeof(keywords) / sizeof(keywords[0]); i++)
-		if (strcmp(keywords[i], k) == 0)
-			return 1;
-	return 0;
-}
-
-API_FIXTURE size_t utf8_chars(const char *s)
-{
-	size_t n = 0;
-
-	for (; *s; s++)
-		if (((unsigned char)*s & 0xC0) != 0x80)
-			n++;
-	return n;
-}
-
-API_FIXTURE int type_ok(const char *type, const cJSON *v)
-{
-	if (strcmp(type, "object") == 0)
-		return cJSON_IsObject(v);
-	if (strcmp(type, "array") == 0)
-		return cJSON_IsArray(v);
-	if (strcmp(type, "string") == 0)
-		return cJSON_IsString(v);
-	if (strcmp(type, "boolean") == 0)
-		return cJSON_IsBool(v);
-	if (strcmp(type, "number") == 0)
-		return cJSON_IsNumber(v) && isfinite(v->valuedouble);
-	if (strcmp(type, "integer") == 0)
-		return cJSON_IsNumber(v) && isfinite(v->valuedouble) && v->valuedouble == floor(v->valuedouble);
-	return 0;
-}
-
-API_FIXTURE int validate(const cJSON *schema, const cJSON *v, const char *at, struct fails *f);
-
-/* Does `v` validate against `schema` (no messages)? */
-API_FIXTURE int valid_quiet(const cJSON *schema, const cJSON *v)
-{
-	return validate(schema, v, "", NULL);
-}
-
-API_FIXTURE int validate(const cJSON *schema_in, const cJSON *v, const char *at, struct fails *f)
-{
-	const cJSON *schema = resolve(schema_in), *k, *t, *e;
-	char sub[512];
-	int ok = 1, is_null = cJSON_IsNull(v), nullable;
-
-	if (!cJSON_IsObject(schema)) {
-		addf(f, "%s: schema does not resolve (%s)", at, jstr(schema_in, "$ref") ? jstr(schema_in, "$ref") : "?");
-		return 0;
-	}
-	cJSON_ArrayForEach(k, schema)
-		if (!is_keyword(k->string)) {
-			/* never pass what is not checked */
-			addf(f, "%s: the validator does not know the schema keyword \"%s\"", at, k->string);
-			ok = 0;
-		}
-	nullable = cJSON_IsTrue(jget(schema, "nullable"));
-	if ((t = jget(schema, "type")) && !(is_null && nullable) && !type_ok(t->valuestring, v)) {
-		addf(f, "%s: not of type %s%s", at, t->valuestring, is_null ? " (null, and not nullable)" : "");
-		return 0;
-	}
-	if (is_null && !t && !nullable && !jget(schema, "enum") && !jget(schema, "oneOf") &&
-	    !jget(schema, "allOf") && !jget(schema, "anyOf")) {
-		addf(f, "%s: null where the schema is not nullable", at);
-		return 0;
-	}
-	if ((e = jget(schema, "enum"))) {
-		const cJSON *it;
-		int found = 0;
-
-		cJSON_ArrayForEach(it, e)
-			found = found || cJSON_Compare(it, v, 1);
-		if (!found) {
-			char *s = cJSON_PrintUnformatted(v);
-
-			addf(f, "%s: %s is not one of the enum", at, s ? s : "?");
-			free(s);
-			return 0;
-		}
-	}
-	if (cJSON_IsString(v)) {
-		const cJSON *mn = jget(schema, "minLength"), *mx = jget(schema, "maxLength"), *pat = jget(schema, "pattern");
-		size_t n = utf8_chars(v->valuestring);
-
-		if (mn && (double)n < mn->valuedouble)
-			addf(f, "%s: \"%s\" shorter than %g", at, v->valuestring, mn->valuedouble), ok = 0;
-		if (mx && (double)n > mx->valuedouble)
-			addf(f, "%s: string longer than %g", at, mx->valuedouble), ok = 0;
-		if (cJSON_IsString(pat)) {
-			regex_t re;
-
-			if (regcomp(&re, pat->valuestring, REG_EXTENDED | REG_NOSUB) != 0) {
-				addf(f, "%s: pattern %s does not compile", at, pat->valuestring);
-				ok = 0;
-			} else {
-				if (regexec(&re, v->valuestring, 0, NULL, 0) != 0)
-					addf(f, "%s: \"%s\" does not match %s", at, v->valuestring, pat->valuestring), ok = 0;
-				regfree(&re);
-			}
-		}
-	}
-	if (cJSON_IsNumber(v)) {
-		const cJSON *mn = jget(schema, "minimum"), *mx = jget(schema, "maximum");
-		int exmn = cJSON_IsTrue(jget(schema, "exclusiveMinimum")), exmx = cJSON_IsTrue(jget(schema, "exclusiveMaximum"));
-
-		if (mn && (exmn ? !(v->valuedouble > mn->valuedouble) : !(v->valuedouble >= mn->valuedouble)))
-			addf(f, "%s: %.17g below the minimum %.17g%s", at, v->valuedouble, mn->valuedouble,
-			     exmn ? " (exclusive)" : ""), ok = 0;
-		if (mx && (exmx ? !(v->valuedouble < mx->valuedouble) : !(v->valuedouble <= mx->valuedouble)))
-			addf(f, "%s: %.17g above the maximum %.17g%s", at, v->valuedouble, mx->valuedouble,
-			     exmx ? " (exclusive)" : ""), ok = 0;
-	}
-	if (cJSON_IsObject(v)) {
-		const cJSON *req = jget(schema, "required"), *props = jget(schema, "properties"),
-			    *addl = jget(schema, "additionalProperties"), *it;
-
-		cJSON_ArrayForEach(it, req)
-			if (cJSON_IsString(it) && !jget(v, it->valuestring))
-				addf(f, "%s: required member \"%s\" missing", at, it->valuestring), ok = 0;
-		cJSON_ArrayForEach(it, v) {
-			const cJSON *ps = jget(props, it->string);
-
-			snprintf(sub, sizeof(sub), "%s.%s", at, it->string);
-			if (ps)
-				ok = validate(ps, it, sub, f) && ok;
-			else if (cJSON_IsFalse(addl))
-				addf(f, "%s: member \"%s\" is not documented (additionalProperties false)", at, it->string), ok = 0;
-			else if (cJSON_IsObject(addl))
-				ok = validate(addl, it, sub, f) && ok;
-		}
-	}
-	if (cJSON_IsArray(v)) {
-		const cJSON *items = jget(schema, "items"), *it, *mn = jget(schema, "minItems"), *mx = jget(schema, "maxItems");
-		int i = 0;
-
-		if (mn && cJSON_GetArraySize(v) < mn->valueint)
-			addf(f, "%s: fewer than %d items", at, mn->valueint), ok = 0;
-		if (mx && cJSON_GetArraySize(v) > mx->valueint)
-			addf(f, "%s: more than %d items", at, mx->valueint), ok = 0;
-		cJSON_ArrayForEach(it, v) {
-			snprintf(sub, sizeof(sub), "%s[%d]", at, i++);
-			if (items)
-				ok = validate(items, it, sub, f) && ok;
-		}
-	}
-	if ((e = jget(schema, "allOf"))) {
-		const cJSON *it;
-
-		cJSON_ArrayForEach(it, e)
-			ok = validate(it, v, at, f) && ok;
-	}
-	if ((e = jget(schema, "anyOf"))) {
-		const cJSON *it;
-		int any = 0;
-
-		cJSON_ArrayForEach(it, e)
-			any = any || valid_quiet(it, v);
-		if (!any)
-			addf(f, "%s: matches none of anyOf", at), ok = 0;
-	}
-	if ((e = jget(schema, "oneOf"))) {
-		const cJSON *it;
-		int matches = 0, i = 0;
-
-		cJSON_ArrayForEach(it, e)
-			matches += valid_quiet(it, v);
-		if (matches != 1 && f) {
-			char *s = cJSON_PrintUnformatted(v);
-
-			addf(f, "%s: matches %d of the %d oneOf schemas (exactly one wanted): %.300s", at, matches,
-			     cJSON_GetArraySize(e), s ? s : "?");
-			free(s);
-			if (matches == 0)
-				cJSON_ArrayForEach(it, e) {
-					struct fails g = { 0 };
-					const cJSON *r = resolve(it);
-
-					validate(it, v, at, &g);
-					addf(f, "   oneOf[%d] %s: %.300s", i++, jstr(r, "title") ? jstr(r, "title") : "",
-					     g.buf ? g.buf : "");
-					free(g.buf);
-				}
-		}
-		ok = ok && matches == 1;
-	}
-	return ok;
-}
+/* Does `v` validate against `schema`?  Each problem is added to `f` (may be NULL), `at` naming where. */
+int validate(const cJSON *schema, const cJSON *v, const char *at, struct fails *f);
 
 /* ---- Redis state and requests -------------------------------------------------- */
 
-API_FIXTURE void redis_do(const char **argv, int argc)
-{
-	redisReply *r = redisCommandArgv(c, argc, argv, NULL);
-
-	ck_assert_msg(r != NULL, "redis I/O error: %s", c->errstr);
-	ck_assert_msg(r->type != REDIS_REPLY_ERROR, "%s: %s", argv[0], r->str);
-	freeReplyObject(r);
-}
+/* One command on `c`, as argv; fails the test on an error reply. */
+void redis_do(const char **argv, int argc);
 
 /* The answer of one api_handle call, the JSON body rendered and parsed back (as a client sees it). */
 struct answer {
@@ -484,12 +100,8 @@ struct answer {
 	char etag[64];
 };
 
-API_FIXTURE void answer_clear(struct answer *a)
-{
-	cJSON_Delete(a->json);
-	free(a->text);
-	memset(a, 0, sizeof(*a));
-}
+/* Free what `a` holds and zero it. */
+void answer_clear(struct answer *a);
 
 struct request {
 	const char *method;
@@ -499,64 +111,10 @@ struct request {
 	const char *auth, *if_match;
 };
 
-API_FIXTURE void call(struct api *a, const struct request *rq, struct answer *out)
-{
-	struct api_request req = { 0 };
-	struct api_response res;
-
-	memset(out, 0, sizeof(*out));
-	req.method = rq->method;
-	req.path = rq->path;
-	req.query_match = rq->match;
-	req.query_cursor = rq->cursor;
-	req.query_count = rq->count;
-	req.body = rq->body;
-	req.body_len = rq->body ? strlen(rq->body) : 0;
-	req.authorization = rq->auth;
-	req.if_match = rq->if_match;
-	api_handle(a, &req, &res);
-	out->status = res.status;
-	out->route = res.route;
-	out->allow = res.allow;
-	out->challenge = res.challenge;
-	snprintf(out->etag, sizeof(out->etag), "%s", res.etag);
-	if (res.text) {
-		out->text = res.text;
-		out->is_text = 1;
-		out->ctype = res.content_type;
-	} else if (res.body) {
-		out->text = cJSON_PrintUnformatted(res.body);
-		ck_assert_ptr_nonnull(out->text);
-		out->json = cJSON_Parse(out->text);
-		ck_assert_msg(out->json != NULL, "%s %s: body is not JSON: %s", rq->method, rq->path, out->text);
-	}
-	cJSON_Delete(res.body);
-}
-
-/* As call(); with a worker, a thread serves sweep requests meanwhile (POST /v1/worker/sweep). */
-API_FIXTURE void call_serving(struct api *a, struct worker *wk, const struct request *rq, struct answer *out)
-{
-	struct sweeps sw;
-
-	if (!wk) {
-		call(a, rq, out);
-		return;
-	}
-	sweeps_start(&sw, wk);
-	call(a, rq, out);
-	sweeps_stop(&sw);
-}
-
-/* Does a header schema's pattern (if any) accept `value`? */
-API_FIXTURE int header_value_ok(const cJSON *hdr, const char *value)
-{
-	const cJSON *schema = resolve(jget(hdr, "schema"));
-	cJSON *s = cJSON_CreateString(value);
-	int ok = schema ? valid_quiet(schema, s) : 1;
-
-	cJSON_Delete(s);
-	return ok;
-}
+/* `rq` through api_handle of `a`; the answer in `out` (answer_clear frees it). */
+void call_answer(struct api *a, const struct request *rq, struct answer *out);
+/* As call_answer(); with a worker, a thread serves sweep requests meanwhile (POST /v1/worker/sweep). */
+void call_serving(struct api *a, struct worker *wk, const struct request *rq, struct answer *out);
 
 /*
  * The answer `a` to `rq`, meant for operation `op`: reached that route (when it
@@ -564,118 +122,14 @@ API_FIXTURE int header_value_ok(const cJSON *hdr, const char *value)
  * operation documents, the documented content type, a body valid against the
  * documented schema, and exactly the documented ETag / WWW-Authenticate headers.
  */
-API_FIXTURE void check_answer(const struct op *op, const struct request *rq, const struct answer *a, struct fails *f)
-{
-	char what[400], statuses[128], at[64];
-	const cJSON *resp, *content, *headers, *msg;
-
-	snprintf(what, sizeof(what), "%s %s (for %s %s)", rq->method, rq->path, op->upper, op->path);
-	msg = jget(jget(a->json, "error"), "message");
-	if (a->status == 404 && cJSON_IsString(msg) && strcmp(msg->valuestring, "no such route") == 0)
-		addf(f, "%s: 404 \"no such route\": the documented route is not served", what);
-	if (a->status == 405)
-		addf(f, "%s: 405 (Allow: %s): the documented method is not served", what, a->allow ? a->allow : "?");
-	if (a->route >= 0) {
-		const struct api_route *r = api_route((size_t)a->route);
-
-		if (!r || strcmp(r->method, op->upper) != 0 || strcmp(r->pattern, op->path) != 0)
-			addf(f, "%s: answered by route %s %s, not the documented one", what, r ? r->method : "?",
-			     r ? r->pattern : "?");
-	}
-	resp = op_response(op, a->status);
-	if (!resp) {
-		op_statuses(op, statuses, sizeof(statuses));
-		addf(f, "%s: status %d is not documented (documented: %s); body %.300s", what, a->status, statuses,
-		     a->text ? a->text : "(none)");
-		return;
-	}
-	content = jget(resp, "content");
-	if (a->is_text) {
-		const cJSON *mt = jget(content, "text/plain");
-
-		if (!mt)
-			addf(f, "%s: a text body (%s) where %d documents no text/plain content", what, a->ctype, a->status);
-		if (!a->ctype || strncmp(a->ctype, "text/plain", 10) != 0)
-			addf(f, "%s: content type %s, documented text/plain", what, a->ctype ? a->ctype : "(none)");
-		if (mt && jget(mt, "schema")) {
-			cJSON *s = cJSON_CreateString(a->text);
-
-			if (!valid_quiet(jget(mt, "schema"), s))
-				addf(f, "%s: the text body does not match the text/plain schema of %d", what, a->status);
-			cJSON_Delete(s);
-		}
-	} else if (a->json) {
-		const cJSON *mt = jget(content, "application/json");
-
-		snprintf(at, sizeof(at), "%d $", a->status);
-		if (!mt)
-			addf(f, "%s: a JSON body where %d documents no application/json content: %.200s", what, a->status,
-			     a->text);
-		else {
-			struct fails g = { 0 };
-
-			if (!validate(jget(mt, "schema"), a->json, at, &g))
-				addf(f, "%s: the body does not match the documented schema: %.600s\n  body: %.600s", what,
-				     g.buf ? g.buf : "?", a->text);
-			free(g.buf);
-		}
-	} else if (a->status != 500) {
-		addf(f, "%s: %d without a body", what, a->status);
-	}
-	headers = jget(resp, "headers");
-	if (a->etag[0] && !jget(headers, "ETag"))
-		addf(f, "%s: sends ETag %s, undocumented for %d", what, a->etag, a->status);
-	if (!a->etag[0] && jget(headers, "ETag") && a->status < 300)
-		addf(f, "%s: %d documents an ETag header, none sent", what, a->status);
-	if (a->etag[0] && jget(headers, "ETag") && !header_value_ok(resolve(jget(headers, "ETag")), a->etag))
-		addf(f, "%s: ETag %s does not match its documented schema", what, a->etag);
-	if (a->challenge != (jget(headers, "WWW-Authenticate") != NULL))
-		addf(f, "%s: WWW-Authenticate %s, documented %s", what, a->challenge ? "sent" : "not sent",
-		     jget(headers, "WWW-Authenticate") ? "yes" : "no");
-	if (a->allow)
-		addf(f, "%s: an Allow header (%s) on %d", what, a->allow, a->status);
-}
+void check_answer(const struct op *op, const struct request *rq, const struct answer *a, struct fails *f);
 
 /* ---- probes of documented operations --------------------------------------------- */
 
 /* "/v1/rules/{name}" -> "/v1/rules/doc-rule"; {path} -> "%2Fdoc"; any other {x} -> "doc-x". */
-API_FIXTURE void fill_template(const char *tpl, char *out, size_t cap)
-{
-	size_t o = 0;
-
-	for (const char *p = tpl; *p && o + 1 < cap;) {
-		if (*p == '{') {
-			const char *end = strchr(p, '}');
-			char name[64], val[80];
-			size_t n = end ? (size_t)(end - p - 1) : 0;
-
-			ck_assert_ptr_nonnull(end);
-			snprintf(name, sizeof(name), "%.*s", (int)n, p + 1);
-			if (strcmp(name, "name") == 0)
-				snprintf(val, sizeof(val), "doc-rule");
-			else if (strcmp(name, "path") == 0)
-				snprintf(val, sizeof(val), "%%2Fdoc");
-			else
-				snprintf(val, sizeof(val), "doc-%s", name);
-			o += (size_t)snprintf(out + o, cap - o, "%s", val);
-			p = end + 1;
-		} else {
-			out[o++] = *p++;
-		}
-	}
-	out[o < cap ? o : cap - 1] = '\0';
-}
-
+void fill_template(const char *tpl, char *out, size_t cap);
 /* The operation's requestBody example as text (caller frees), or NULL when it takes no body. */
-API_FIXTURE char *example_body(const struct op *op)
-{
-	const cJSON *rb = resolve(jget(op->obj, "requestBody"));
-	const cJSON *ex = jget(jget(jget(rb, "content"), "application/json"), "example");
-
-	if (!rb)
-		return NULL;
-	return ex ? cJSON_PrintUnformatted(ex) : strdup("{}");
-}
+char *example_body(const struct op *op);
 
 /* The rule "doc-rule" of the seeded state. */
 #define RULE_BODY "{\"match\":\"/doc*\",\"algorithm\":\"leaky_bucket\",\"capacity\":20,\"rate\":5}"
@@ -686,38 +140,6 @@ API_FIXTURE char *example_body(const struct op *op)
  * algorithm governs it), a bucket at /free (no rule), a wrong-typed key at
  * /doc-bad, and a registry member that is not UTF-8.
  */
-API_FIXTURE void seed(void)
-{
-	const char *bad[] = { "SET", "sluice:{/doc-bad}:leaky_bucket", "a string" };
-	const char *addbad[] = { "SADD", LB_REG, "/doc-bad", "\xff/bin" };
-	long long t = test_server_ms(c) + HOUR_MS;
-	struct request rq = { .method = "PUT", .path = "/v1/rules/doc-rule", .body = RULE_BODY };
-	struct answer a;
-
-	test_redis_flush(c);
-	call(api, &rq, &a);
-	ck_assert_msg(a.status == 201, "seeding PUT %s: %d %s", rq.path, a.status, a.text);
-	answer_clear(&a);
-	ck_assert_int_eq(test_acquire(c, TEST_EVAL, "leaky_bucket", "/doc", t, "20", "5", "1", NULL), 1);
-	ck_assert_int_eq(test_acquire(c, TEST_EVAL, "leaky_bucket", "/doc", t + 1, "20", "5", "1", NULL), 1);
-	ck_assert_int_eq(test_acquire(c, TEST_EVAL, "leaky_bucket", "/free", t, "20", "5", "1", NULL), 1);
-	ck_assert_int_eq(test_acquire(c, TEST_EVAL, "sliding_log", "/doc-log", t, "10", "60000", NULL), 1);
-	redis_do(bad, 3);
-	redis_do(addbad, 4);
-}
-
-API_FIXTURE void setup(void)
-{
-	log_set_level(LOG_WARN);
-	doc_load();
-	objects_up();
-}
-
-API_FIXTURE void teardown(void)
-{
-	objects_down();
-	cJSON_Delete(doc);
-	doc = NULL;
-}
+void seed(void);
 
 #endif

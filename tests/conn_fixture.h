@@ -1,0 +1,21 @@
+#ifndef SLUICE_TEST_CONN_FIXTURE_H
+#define SLUICE_TEST_CONN_FIXTURE_H
+/*
+ * The running test's connection to the harness's redis-server (test_srv),
+ * shared by the script suites (tests/script_fixture.h) and the admin suites
+ * (tests/api_objects.h): conn_up in a checked fixture's setup, conn_down in
+ * its teardown.
+ */
+#include <hiredis/hiredis.h>
+
+/*
+ * The connection, owned here: set by conn_up (after FLUSHALL and SCRIPT
+ * FLUSH, so every test starts on an empty server), freed and NULL again after
+ * conn_down.  One per suite process.
+ */
+extern redisContext *c;
+
+void conn_up(void);
+void conn_down(void);
+
+#endif

@@ -1,0 +1,242 @@
+#include "tests/script_fixture.h"
+
+void script_setup(void)
+{
+	conn_up();
+}
+
+void script_teardown(void)
+{
+	conn_down();
+}
+
+const char *script_name_of_str(const char *name)
+{
+	return name;
+}
+
+const char *num(long long v)
+{
+	return test_num(v);
+}
+
+void check_pttl(const char *file, int line, const char *key, long long want)
+{
+	long long ttl = test_cmd_int(c, "PTTL %s", key);
+
+	ck_assert_msg(ttl <= want && ttl > want - SLACK_MS, "%s:%d: PTTL %s is %lld, want %lld (minus the test's time)",
+		      file, line, key, ttl, want);
+}
+
+long long zcard(const char *key)
+{
+	return test_cmd_int(c, "ZCARD %s", key);
+}
+
+int in_set(const char *set, const char *member)
+{
+	return (int)test_cmd_int(c, "SISMEMBER %s %s", set, member);
+}
+
+redisReply *lb_acquire(const char *path, const char *cap, const char *rate, const char *n, const char *now)
+{
+	return ev(SCRIPT_LEAKY_BUCKET, 3, test_lb_key(path), test_lb_meta(path), LB_REG, path, cap, rate, n,
+		  now, NULL);
+}
+
+redisReply *lb_drain1(const char *path, const char *rate, long long now)
+{
+	return ev(SCRIPT_LEAKY_BUCKET_DRAIN, 3, LB_REG, test_lb_key(path), test_lb_meta(path), num(now),
+		  path, rate, NULL);
+}
+
+redisReply *lb_state(const char *path, const char *cap, const char *rate, const char *now)
+{
+	return ev(SCRIPT_LEAKY_BUCKET_STATE, 2, test_lb_key(path), test_lb_meta(path), cap, rate, now, NULL);
+}
+
+redisReply *sl_acquire(const char *path, const char *limit, const char *window, const char *now)
+{
+	return ev(SCRIPT_SLIDING_LOG, 2, test_sl_key(path), SL_REG, path, limit, window, now, NULL);
+}
+
+redisReply *sl_prune1(const char *path, const char *window, long long now)
+{
+	return ev(SCRIPT_SLIDING_LOG_PRUNE, 2, SL_REG, test_sl_key(path), num(now), path, window, NULL);
+}
+
+redisReply *sl_state(const char *path, const char *limit, const char *window, const char *now)
+{
+	return ev(SCRIPT_SLIDING_LOG_STATE, 1, test_sl_key(path), limit, window, now, NULL);
+}
+
+redisReply *prune_unit(const char *reg, const char *key, const char *path, const char *window, long long now,
+		       const char *unit)
+{
+	return ev("sliding_log_prune", 2, reg, key, num(now), path, window, unit, NULL);
+}
+
+redisReply *acquire(enum algo al, const char *p, const char *a, const char *b, const char *s, const char *n,
+		    const char *now)
+{
+	switch (al) {
+	case FW:
+		return ev("fixed_window", 2, FW_KEY(p), FW_REG, p, a, b, now, NULL);
+	case SL:
+		return ev("sliding_log", 2, test_sl_key(p), SL_REG, p, a, b, now, NULL);
+	case SC:
+		return ev("sliding_counter", 2, SC_KEY(p), SC_REG, p, a, b, s, now, NULL);
+	case TB:
+		return ev("token_bucket", 2, TB_KEY(p), TB_REG, p, a, b, n ? n : "", now, NULL);
+	case LB:
+		return ev("leaky_bucket", 3, test_lb_key(p), test_lb_meta(p), LB_REG, p, a, b, n ? n : "", now,
+			  NULL);
+	}
+	return NULL;
+}
+
+int state_keys(enum algo al, const char *p, const char *keys[2])
+{
+	switch (al) {
+	case FW:
+		keys[0] = FW_KEY(p);
+		return 1;
+	case SL:
+		keys[0] = test_sl_key(p);
+		return 1;
+	case SC:
+		keys[0] = SC_KEY(p);
+		return 1;
+	case TB:
+		keys[0] = TB_KEY(p);
+		return 1;
+	case LB:
+		keys[0] = test_lb_key(p);
+		keys[1] = test_lb_meta(p);
+		return 2;
+	}
+	return 0;
+}
+
+static const char *registry_of(enum algo al)
+{
+	static const char *const regs[] = { FW_REG, SL_REG, SC_REG, TB_REG, LB_REG };
+
+	return regs[al];
+}
+
+redisReply *fw(const char *p, const char *limit, const char *window, long long now)
+{
+	return acquire(FW, p, limit, window, NULL, NULL, num(now));
+}
+
+redisReply *sc(const char *p, const char *limit, const char *window, const char *subs, long long now)
+{
+	return acquire(SC, p, limit, window, subs, NULL, num(now));
+}
+
+redisReply *tb(const char *p, const char *cap, const char *rate, const char *n, long long now)
+{
+	return acquire(TB, p, cap, rate, NULL, n, num(now));
+}
+
+redisReply *fw_repair1(const char *p, const char *window, long long now)
+{
+	return ev("fixed_window_repair", 2, FW_REG, FW_KEY(p), num(now), p, window, NULL);
+}
+
+redisReply *sc_prune1(const char *p, const char *window, const char *subs, long long now)
+{
+	return ev("sliding_counter_prune", 2, SC_REG, SC_KEY(p), num(now), p, window, subs, NULL);
+}
+
+redisReply *tb_reclaim1(const char *p, const char *cap, const char *rate, long long now)
+{
+	return ev("token_bucket_reclaim", 2, TB_REG, TB_KEY(p), num(now), p, cap, rate, NULL);
+}
+
+redisReply *fw_state(const char *key, const char *limit, const char *window, const char *now)
+{
+	return ev("fixed_window_state", 1, key, limit, window, now, NULL);
+}
+
+redisReply *sc_state(const char *p, const char *limit, const char *window, const char *subs, const char *now)
+{
+	return ev("sliding_counter_state", 1, SC_KEY(p), limit, window, subs, now, NULL);
+}
+
+redisReply *tb_state(const char *p, const char *cap, const char *rate, const char *now)
+{
+	return ev("token_bucket_state", 1, TB_KEY(p), cap, rate, now, NULL);
+}
+
+void check_algo_case(const struct algo_case *ac)
+{
+	const char *p = "/table", *keys[2];
+	int nk = state_keys(ac->algo, p, keys);
+
+	for (int i = 0; ac->steps[i].now >= 0; i++) {
+		const struct step *st = &ac->steps[i];
+		const char *n = st->n ? num(st->n) : NULL;
+		char where[256], *before = NULL;
+		redisReply *r;
+
+		snprintf(where, sizeof(where), "%s, step %d (now %lld)", ac->name, i, st->now);
+		if (st->want[0] == 0) {
+			/* A rejected request extends no TTL: mark the TTLs first. */
+			for (int k = 0; k < nk; k++)
+				freeReplyObject(test_cmd(c, "PEXPIRE %s %lld", keys[k], MARKER_TTL));
+			before = test_snapshot(c);
+		}
+		r = acquire(ac->algo, p, ac->a, ac->b, ac->s, n, num(st->now));
+		test_check_ints(where, 0, r, st->want, 4);
+		if (st->want[0] == 1) {
+			ck_assert_msg(in_set(registry_of(ac->algo), p), "%s: path not registered", where);
+			for (int k = 0; k < nk; k++) {
+				if (st->ttl > 0 && k == 0)
+					check_pttl(where, 0, keys[k], st->ttl);
+				/* Virtual time: keep the state from expiring in real time. */
+				freeReplyObject(test_cmd(c, "PEXPIRE %s %lld", keys[k], MARKER_TTL));
+			}
+			continue;
+		}
+		/* Fixed window and token bucket: a rejection writes nothing at all.
+		 * Sliding log and counter may drop what has left the window, the leaky
+		 * bucket apply a leak that was due: the same call again writes nothing. */
+		if (ac->algo == FW || ac->algo == TB)
+			ck_snapshot_same(before);
+		for (int k = 0; k < nk; k++)
+			if (test_cmd_int(c, "EXISTS %s", keys[k]))
+				check_pttl(where, 0, keys[k], MARKER_TTL);
+		free(before);
+		before = test_snapshot(c);
+		r = acquire(ac->algo, p, ac->a, ac->b, ac->s, n, num(st->now));
+		test_check_ints(where, 1, r, st->want, 4);
+		ck_snapshot_same(before);
+		free(before);
+	}
+}
+
+void check_bad_call(const struct bad_call *bc)
+{
+	int argc = 0;
+	char *before;
+
+	/* State at 1000 (of every algorithm, at /v and /k) that a call at 9000
+	 * would drain, count, prune, repair, reclaim or reset. */
+	freeReplyObject(lb_acquire("/v", "3", "1", "2", "1000"));
+	freeReplyObject(sl_acquire("/v", "3", "1000", "1000"));
+	freeReplyObject(fw("/v", "3", "1000", 1000));
+	freeReplyObject(test_cmd(c, "PERSIST %s", FWK));
+	freeReplyObject(sc("/v", "3", "1000", "10", 1000));
+	freeReplyObject(tb("/v", "3", "1", "1", 1000));
+	freeReplyObject(fw("/k", "3", "1000", 1000));
+	freeReplyObject(sc("/k", "3", "1000", "10", 1000));
+	freeReplyObject(tb("/k", "3", "1", "1", 1000));
+	before = test_snapshot(c);
+	while (bc->args[argc])
+		argc++;
+	ck_error(eval_argv(bc->script, 0, bc->nkeys, argc, bc->args), bc->error);
+	ck_snapshot_same(before);
+	free(before);
+}
