@@ -63,7 +63,7 @@ mib() { awk -v k="$1" 'BEGIN { printf "%.1f", k / 1024 }'; }
 
 # Run sluiced against $1 filled paths; sets RSS_HWM_KB, RSS_NOW_KB, SWEEP_US, DRAINED.
 rss_run() {
-	local n=$1 log="$TMP/sluiced.$1.log" port= json= sweeps=0 i
+	local n=$1 log="$TMP/sluiced.$1.log" port='' json='' sweeps=0 i
 	"$DRAIN_BENCH" fill --redis "$URL" --paths "$n" --age-ms 100000 >"$TMP/fill.$n.out" ||
 		die "fill of $n paths failed"
 	"$SLUICED" --redis "$URL" --listen 127.0.0.1:0 --drain-interval-ms 100 2>"$log" &
@@ -82,7 +82,9 @@ rss_run() {
 		kill -0 "$DAEMON_PID" 2>/dev/null || { cat "$log" >&2; die "sluiced died"; }
 		sleep 0.1
 	done
-	[ -n "$sweeps" ] && [ "$sweeps" -ge 3 ] || die "sluiced did not finish 3 drain sweeps of $n paths in 60 s"
+	if [ -z "$sweeps" ] || [ "$sweeps" -lt 3 ]; then
+		die "sluiced did not finish 3 drain sweeps of $n paths in 60 s"
+	fi
 	RSS_HWM_KB=$(kib_of "$DAEMON_PID" VmHWM)
 	RSS_NOW_KB=$(kib_of "$DAEMON_PID" VmRSS)
 	SWEEP_US=$(json_num "$json" drain last_sweep_us)
