@@ -25,74 +25,21 @@ BATCH=${BENCH_BATCH:-500}
 ALSO_BATCH=${BENCH_ALSO_BATCH:-100,2000}
 RSS_PATHS=${BENCH_RSS_PATHS:-"10000 100000"}
 
-for tool in redis-server redis-cli curl; do
-	command -v "$tool" >/dev/null || { echo "bench: $tool not found" >&2; exit 1; }
-done
+BENCH_NAME=bench
+# shellcheck source=bench/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+require_tools "" redis-server redis-cli curl
 for bin in "$SLUICED" "$DRAIN_BENCH"; do
-	[ -x "$bin" ] || { echo "bench: $bin is not an executable" >&2; exit 1; }
+	[ -x "$bin" ] || die "$bin is not an executable"
 done
 
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/sluice-bench.XXXXXX")
-REDIS_PID=
+bench_init sluice-bench
 DAEMON_PID=
 
-# Stop one process we started: SIGTERM, then SIGKILL after 3 s; reap it.
-stop_pid() {
-	local pid=$1 i
-	[ -n "$pid" ] || return 0
-	kill -TERM "$pid" 2>/dev/null || return 0
-	for i in $(seq 30); do
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.1
-	done
-	kill -KILL "$pid" 2>/dev/null || true
-	wait "$pid" 2>/dev/null || true
-}
-
-cleanup() {
+# shellcheck disable=SC2317 # called by cleanup (lib.sh) on exit
+stop_started() {
 	stop_pid "$DAEMON_PID"
-	stop_pid "$REDIS_PID"
-	rm -rf "$TMP"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-die() {
-	echo "bench: $*" >&2
-	exit 1
-}
-
-# 1 when something listens on 127.0.0.1:$1 or the wildcard address (state 0A in /proc/net/tcp*).
-port_busy() {
-	local hex
-	hex=$(printf '%04X' "$1")
-	grep -qiE "^ *[0-9]+: [0-9A-F]+:$hex [0-9A-F]+:[0-9A-F]+ 0A" /proc/net/tcp /proc/net/tcp6 2>/dev/null
-}
-
-start_redis() {
-	local try port i
-	for try in $(seq 20); do
-		port=$((20000 + RANDOM % 40000))
-		port_busy "$port" && continue
-		redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no \
-			--dir "$TMP" --logfile "$TMP/redis.log" --databases 1 &
-		REDIS_PID=$!
-		for i in $(seq 50); do
-			if ! kill -0 "$REDIS_PID" 2>/dev/null; then
-				break # lost the port to someone else: try another one
-			fi
-			if [ "$(redis-cli -h 127.0.0.1 -p "$port" ping 2>/dev/null)" = PONG ]; then
-				REDIS_PORT=$port
-				return 0
-			fi
-			sleep 0.1
-		done
-		stop_pid "$REDIS_PID"
-		REDIS_PID=
-	done
-	[ -f "$TMP/redis.log" ] && tail -5 "$TMP/redis.log" >&2
-	die "redis-server did not start"
 }
 
 # "key": number from the flat JSON of /v1/worker, inside the object that follows "$2": { (or top level)
@@ -116,7 +63,7 @@ mib() { awk -v k="$1" 'BEGIN { printf "%.1f", k / 1024 }'; }
 
 # Run sluiced against $1 filled paths; sets RSS_HWM_KB, RSS_NOW_KB, SWEEP_US, DRAINED.
 rss_run() {
-	local n=$1 log="$TMP/sluiced.$1.log" port= json= sweeps=0 i
+	local n=$1 log="$TMP/sluiced.$1.log" port='' json='' sweeps=0 i
 	"$DRAIN_BENCH" fill --redis "$URL" --paths "$n" --age-ms 100000 >"$TMP/fill.$n.out" ||
 		die "fill of $n paths failed"
 	"$SLUICED" --redis "$URL" --listen 127.0.0.1:0 --drain-interval-ms 100 2>"$log" &
@@ -135,7 +82,9 @@ rss_run() {
 		kill -0 "$DAEMON_PID" 2>/dev/null || { cat "$log" >&2; die "sluiced died"; }
 		sleep 0.1
 	done
-	[ -n "$sweeps" ] && [ "$sweeps" -ge 3 ] || die "sluiced did not finish 3 drain sweeps of $n paths in 60 s"
+	if [ -z "$sweeps" ] || [ "$sweeps" -lt 3 ]; then
+		die "sluiced did not finish 3 drain sweeps of $n paths in 60 s"
+	fi
 	RSS_HWM_KB=$(kib_of "$DAEMON_PID" VmHWM)
 	RSS_NOW_KB=$(kib_of "$DAEMON_PID" VmRSS)
 	SWEEP_US=$(json_num "$json" drain last_sweep_us)
@@ -159,9 +108,7 @@ start_redis
 URL="redis://127.0.0.1:$REDIS_PORT/0"
 
 echo "== sluice bench: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-echo "machine: $(nproc) CPUs, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)," \
-	"$(awk '/MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo), Linux $(uname -r)"
-echo "redis: $(redis-server --version | sed 's/^Redis server //') on 127.0.0.1:$REDIS_PORT (private, no persistence)"
+print_machine
 echo
 
 echo "== drain sweep vs one round trip per path"

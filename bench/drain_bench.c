@@ -23,9 +23,9 @@
  * sweep: one timed drain sweep at the Redis clock after `fill --age-ms 100000`
  * (exactly one entry due per bucket), for profiling with perf or callgrind.
  *
- * The state is written the way a client writes it: lua/leaky_bucket.lua with
- * an explicit now, pipelined, for a burst of one request at T0 - 4 ms and four
- * (n = 4) at T0.  Rule "bench" (every bench path): capacity 10, rate 0.01 per second.
+ * The state is written the way a client writes it: leaky_bucket.lua (the
+ * embedded build/lua/leaky_bucket.lua) with an explicit now, pipelined, for a
+ * burst of one request at T0 - 4 ms and four (n = 4) at T0.  Rule "bench" (every bench path): capacity 10, rate 0.01 per second.
  * The low rate is on purpose: the client script gives each key a TTL of "time
  * to drain at the rule's rate" in real time (here 500 s), and at 1 per second
  * the first keys would expire (5 s) before the slow baselines are done.  The

@@ -35,14 +35,11 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 PATH_ENC=%2Fapi%2Fusers
 
-die() {
-	echo "http bench: $*" >&2
-	exit 1
-}
+BENCH_NAME="http bench"
+# shellcheck source=bench/lib.sh
+. "$ROOT/bench/lib.sh"
 
-for tool in redis-server redis-cli curl wrk; do
-	command -v "$tool" >/dev/null || die "$tool not found (BENCH=1 tools/deps.sh installs it)"
-done
+require_tools " (BENCH=1 tools/deps.sh installs it)" redis-server redis-cli curl wrk
 [ -x "$NGINX" ] || die "nginx not found (BENCH=1 tools/deps.sh installs it)"
 [ -x "$SLUICED" ] || die "$SLUICED is not an executable"
 for n in $CONNS "$DURATION" "$REPEAT" "$WARMUP"; do
@@ -52,85 +49,24 @@ if [ "$REPEAT" -lt 1 ] || [ "$DURATION" -lt 1 ]; then
 	die "HTTP_BENCH_REPEAT and HTTP_BENCH_DURATION must be >= 1"
 fi
 
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/sluice-http-bench.XXXXXX")
+bench_init sluice-http-bench
 # nginx's workers run as `nobody` when the master is root: they must reach the file
 chmod 755 "$TMP"
-REDIS_PID=
 SLUICED_PID=
 declare -A NGINX_PID NGINX_PORT
 
-# Stop one process we started (and, for nginx, its workers): SIGTERM, then
-# SIGKILL after 3 s; reap it.
-stop_pid() {
-	local pid=$1 i
-	local -a kids
-	[ -n "$pid" ] || return 0
-	read -ra kids <<<"$(pgrep -P "$pid" 2>/dev/null | tr '\n' ' ')"
-	kill -TERM "$pid" 2>/dev/null || return 0
-	for i in $(seq 30); do
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.1
-	done
-	kill -KILL "$pid" "${kids[@]}" 2>/dev/null || true
-	wait "$pid" 2>/dev/null || true
-}
-
-# shellcheck disable=SC2317 # called by the EXIT trap
-cleanup() {
+# shellcheck disable=SC2317 # called by cleanup (lib.sh) on exit
+stop_started() {
 	local k
 	for k in "${!NGINX_PID[@]}"; do
 		stop_pid "${NGINX_PID[$k]}"
 	done
 	stop_pid "$SLUICED_PID"
-	stop_pid "$REDIS_PID"
-	rm -rf "$TMP"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-# 1 when something listens on 127.0.0.1:$1 or the wildcard address (state 0A in /proc/net/tcp*).
-port_busy() {
-	local hex
-	hex=$(printf '%04X' "$1")
-	grep -qiE "^ *[0-9]+: [0-9A-F]+:$hex [0-9A-F]+:[0-9A-F]+ 0A" /proc/net/tcp /proc/net/tcp6 2>/dev/null
-}
-
-# A port below the ephemeral range (32768-60999), so no client socket holds it.
-free_port() {
-	local port
-	while :; do
-		port=$((20000 + RANDOM % 12000))
-		port_busy "$port" || break
-	done
-	echo "$port"
 }
 
 # HTTP status of GET $1 ("000" when nothing answers)
 http_status() {
 	curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$1" 2>/dev/null || true
-}
-
-start_redis() {
-	local port i
-	for _ in $(seq 20); do
-		port=$(free_port)
-		redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no \
-			--dir "$TMP" --logfile "$TMP/redis.log" --databases 1 &
-		REDIS_PID=$!
-		for i in $(seq 50); do
-			kill -0 "$REDIS_PID" 2>/dev/null || break # lost the port: try another one
-			if [ "$(redis-cli -h 127.0.0.1 -p "$port" ping 2>/dev/null)" = PONG ]; then
-				REDIS_PORT=$port
-				return 0
-			fi
-			sleep 0.1
-		done
-		stop_pid "$REDIS_PID"
-		REDIS_PID=
-	done
-	tail -5 "$TMP/redis.log" >&2 2>/dev/null || true
-	die "redis-server did not start"
 }
 
 start_sluiced() {
@@ -355,9 +291,7 @@ for h in "$TMP/h.sluiced" "$TMP/h.nginx"; do
 done
 
 echo "== sluice admin API under load: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-echo "machine: $(nproc) CPUs, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)," \
-	"Linux $(uname -r); load average $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "redis: $(redis-server --version | sed 's/^Redis server //') on 127.0.0.1:$REDIS_PORT (private, no persistence)"
+print_machine
 echo "sluiced: $SLUICED on 127.0.0.1:$SLUICED_PORT (--log-level warn), 10 rules, /api/users under rule \"users\""
 echo "nginx: $("$NGINX" -v 2>&1 | sed 's/^nginx version: //'), worker_processes 1 on 127.0.0.1:${NGINX_PORT[nginx1]}," \
 	"worker_processes 2 on 127.0.0.1:${NGINX_PORT[nginx2]}"
