@@ -7,9 +7,10 @@
  *
  * A line "--@include lib/leak.lua" names a fragment by its path relative to
  * the source's folder (lua/), the same name from any file.  A fragment may
- * name others.  Every fragment a script needs is inlined once, whole, after
- * the ones it names (dependency order), all of them before the script's own
- * code; the directive lines themselves go.  A "#!lua ..." shebang on the
+ * name others.  Every fragment a script needs is inlined once, after the
+ * ones it names (dependency order), all of them before the script's own
+ * code, less the fragments' functions that nothing in the script names
+ * (prune_unused); the directive lines themselves go.  A "#!lua ..." shebang on the
  * source's first line stays the first line (Redis reads script flags only
  * there), the comment block heading the source follows, then one line saying
  * the file is generated and from what.
@@ -218,6 +219,77 @@ static int on_list(const char *const *list, int n, const char *name)
 	return 0;
 }
 
+static int word_char(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+/* 1 when `name` (n bytes) stands as a whole word in [s, e) outside [skip_a, skip_e). */
+static int used_outside(const char *s, const char *e, const char *name, size_t n, const char *skip_a,
+			const char *skip_e)
+{
+	for (const char *p = s; p + n <= e; p++) {
+		if (p >= skip_a && p < skip_e) {
+			p = skip_e - 1;
+			continue;
+		}
+		if (memcmp(p, name, n) == 0 && (p == s || !word_char(p[-1])) && (p + n == e || !word_char(p[n])))
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * Drop the fragments' top-level functions that nothing in the assembled file
+ * names: Lua defines every `local function` of a script anew at each EVAL, so
+ * an unused one costs every call (about 0.85k Redis instructions each; see
+ * BENCHMARKS.md).  A function is a line "local function NAME(" at column 0,
+ * up to the first line "end" at column 0, or that line alone when it ends in
+ * " end"; it is kept when NAME appears as a word anywhere else (comments
+ * included: a conservative test).  Repeats until nothing changes, so a
+ * function only a dropped one called goes too.  Only the fragments' part is
+ * pruned: what comes before `code_at`, the script's own code.
+ */
+static void prune_unused(struct buf *out, size_t code_at)
+{
+	static const char lf[] = "local function ";
+	int changed = 1;
+
+	while (changed) {
+		changed = 0;
+		for (size_t at = 0; at < code_at;) {
+			char *line = out->p + at, *nl = memchr(line, '\n', out->len - at), *end, *name;
+			size_t n, next = nl ? (size_t)(nl - out->p) + 1 : out->len;
+
+			if (strncmp(line, lf, sizeof(lf) - 1) != 0) {
+				at = next;
+				continue;
+			}
+			name = line + sizeof(lf) - 1;
+			for (n = 0; word_char(name[n]); n++)
+				;
+			end = out->p + next; /* one-line function: "... end" */
+			if (!(nl && nl - line >= 4 && memcmp(nl - 4, " end", 4) == 0)) {
+				char *q = strstr(out->p + next, "\nend\n");
+
+				if (strncmp(out->p + next, "end\n", 4) == 0)
+					q = out->p + next - 1;
+				if (!q || (size_t)(q - out->p) >= code_at)
+					die("lua_assemble", 0, "%.*s: no closing \"end\" at column 0", (int)n, name);
+				end = q + 5;
+			}
+			if (n == 0 || used_outside(out->p, out->p + out->len, name, n, line, end)) {
+				at = next;
+				continue;
+			}
+			memmove(line, end, out->len - (size_t)(end - out->p) + 1);
+			out->len -= (size_t)(end - line);
+			code_at -= (size_t)(end - line);
+			changed = 1;
+		}
+	}
+}
+
 static int include(struct ctx *x, const char *name, const char *from, int lineno);
 
 /*
@@ -305,7 +377,7 @@ int main(int argc, char **argv)
 	struct buf head = { 0 };
 	const char *src, *slash, *s, *line, *base;
 	char *text, *root;
-	size_t n;
+	size_t n, code_at;
 	int head_lines = 0, comments = 0;
 
 	if (argc != 2) {
@@ -343,7 +415,9 @@ int main(int argc, char **argv)
 		buf_str(&x.out, base);
 		buf_str(&x.out, " ----\n");
 	}
+	code_at = x.out.len;
 	emit_code(&x, s);
+	prune_unused(&x.out, code_at);
 
 	if (comments > 0)
 		buf_str(&head, "--\n"); /* the line below is not part of the header's last paragraph */

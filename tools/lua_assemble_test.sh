@@ -80,4 +80,13 @@ expect_error lua/indented.lua "lua/indented.lua:2: a directive must start its li
 printf -- '-- late\nreturn 1\n#!lua\n' >lua/late.lua
 expect_error lua/late.lua "lua/late.lua:3: #! can only be a script's first line (Redis reads flags from it)"
 
+# A fragment's functions that nothing names are left out (Lua would define
+# them at every call); one only a dropped function called goes too.
+printf -- '-- lib/u.lua\nlocal function used() return 1 end\nlocal function helper()\n  return 2\nend\nlocal function unused()\n  return helper()\nend\n' >lua/lib/u.lua
+printf -- '-- pruned\n--@include lib/u.lua\nreturn used()\n' >lua/pruned.lua
+"$ASM" lua/pruned.lua >out.lua 2>err.txt || fail "lua/pruned.lua refused: $(cat err.txt)"
+grep -q '^local function used() return 1 end$' out.lua || fail "lua/pruned.lua: used() was dropped"
+! grep -q 'unused\|helper' out.lua || fail "lua/pruned.lua: unused functions kept: $(cat out.lua)"
+pass=$((pass + 1))
+
 echo "check-lua: lua_assemble passed $pass checks"
