@@ -8,12 +8,15 @@
  *
  *   drain (WORKER_DRAIN): leaky buckets lose floor(rate x elapsed + carry)
  *                         entries (lua/leaky_bucket_drain.lua)
- *   prune (WORKER_PRUNE): sliding logs lose entries older than the window and
- *                         sliding counters their expired sub-windows; fixed-window
- *                         counters without a TTL get one; token buckets refilled
- *                         to capacity are deleted; empty keys leave the registry
- *                         (lua/sliding_log_prune.lua, sliding_counter_prune.lua,
- *                         fixed_window_repair.lua, token_bucket_reclaim.lua)
+ *   prune (WORKER_PRUNE): sliding logs lose the entries, and sliding counters
+ *                         the sub-windows, that have left the window of every
+ *                         client within the skew horizon (lua/lib/skew.lua);
+ *                         fixed-window counters without a TTL get one; token
+ *                         buckets full for the whole horizon are deleted; empty
+ *                         keys leave the registry (lua/sliding_log_prune.lua,
+ *                         sliding_counter_prune.lua, fixed_window_repair.lua,
+ *                         token_bucket_reclaim.lua).  Which job maintains which
+ *                         algorithm, and with what, is its table's (core/algorithm.h).
  *
  * A step stops when its time budget is spent and resumes from its cursor at
  * the next step; memory does not grow with the registry (one batch at a time).
