@@ -111,23 +111,12 @@ static redisReply *acquire_reply(int how, const char *algorithm, const char *pat
 		{ "sliding_counter", { "5", "1000", "10" } }, { "fixed_window", { "5", "1000", NULL } },
 		{ "token_bucket", { "10", "2", "1" } },
 	};
-	const char *argv[12];
-	char registry[64];
-	int argc = 0, nkeys;
-
-	snprintf(registry, sizeof(registry), "sluice:registry:%s", algorithm);
-	argv[argc++] = test_key(path, algorithm);
-	if (strcmp(algorithm, "leaky_bucket") == 0)
-		argv[argc++] = test_lb_meta(path);
-	argv[argc++] = registry;
-	nkeys = argc;
-	argv[argc++] = path;
 	for (int i = 0; i < TEST_N(params); i++)
 		if (strcmp(params[i].algorithm, algorithm) == 0)
-			for (int j = 0; j < 3 && params[i].params[j]; j++)
-				argv[argc++] = params[i].params[j];
-	argv[argc++] = test_num(now);
-	return test_script_argv(c, how, algorithm, nkeys, argc, argv, NULL);
+			return test_client_call(c, how, algorithm, path, now, params[i].params,
+						params[i].params[2] ? 3 : 2);
+	ck_abort_msg("no parameters for %s", algorithm);
+	return NULL;
 }
 
 static const char *const client_scripts[] = { "leaky_bucket", "sliding_log", "sliding_counter", "fixed_window",

@@ -450,13 +450,12 @@ redisReply *test_script(redisContext *c, const char *name, int nkeys, ...)
 	return test_script_argv(c, TEST_EVAL, name, nkeys, argc, argv, NULL);
 }
 
-long long test_acquire(redisContext *c, int how, const char *algorithm, const char *path, long long now, ...)
+redisReply *test_client_call(redisContext *c, int how, const char *algorithm, const char *path, long long now,
+			     const char *const *params, int nparams)
 {
 	const char *argv[SCRIPT_MAX_ARGS];
 	char registry[96];
 	int argc = 0, nkeys;
-	const char *a;
-	va_list ap;
 
 	snprintf(registry, sizeof(registry), "sluice:registry:%s", algorithm);
 	argv[argc++] = test_key(path, algorithm);
@@ -465,13 +464,25 @@ long long test_acquire(redisContext *c, int how, const char *algorithm, const ch
 	argv[argc++] = registry;
 	nkeys = argc;
 	argv[argc++] = path;
-	va_start(ap, now);
-	while ((a = va_arg(ap, const char *)) != NULL && argc < SCRIPT_MAX_ARGS - 1)
-		argv[argc++] = a;
-	va_end(ap);
+	for (int i = 0; i < nparams && argc < SCRIPT_MAX_ARGS - 1; i++)
+		argv[argc++] = params[i];
 	if (now >= 0)
 		argv[argc++] = test_num(now);
-	return test_script_allowed(test_script_argv(c, how, algorithm, nkeys, argc, argv, NULL), algorithm);
+	return test_script_argv(c, how, algorithm, nkeys, argc, argv, NULL);
+}
+
+long long test_acquire(redisContext *c, int how, const char *algorithm, const char *path, long long now, ...)
+{
+	const char *params[SCRIPT_MAX_ARGS];
+	int n = 0;
+	const char *a;
+	va_list ap;
+
+	va_start(ap, now);
+	while ((a = va_arg(ap, const char *)) != NULL && n < SCRIPT_MAX_ARGS)
+		params[n++] = a;
+	va_end(ap);
+	return test_script_allowed(test_client_call(c, how, algorithm, path, now, params, n), algorithm);
 }
 
 long long test_script_allowed(redisReply *r, const char *name)

@@ -143,6 +143,9 @@ long long test_script_allowed(redisReply *r, const char *name);
  * test on an error reply.
  */
 long long test_acquire(redisContext *c, int how, const char *algorithm, const char *path, long long now, ...);
+/* test_acquire's call, its reply returned (caller frees), whatever it is; `params` are the ARGV after the path. */
+redisReply *test_client_call(redisContext *c, int how, const char *algorithm, const char *path, long long now,
+			     const char *const *params, int nparams);
 
 /* Redis's clock (TIME) in ms: the clock every script and the daemon use. */
 long long test_server_ms(redisContext *c);
