@@ -55,7 +55,7 @@ void reply_redis_error(struct api_response *res, const struct rconn *conn, int r
 	} else if (rc == -ENOSPC) {
 		/* 503: Redis is there but refuses writes until memory is freed (the worker frees some) */
 		reply_fail(res, 503, "redis_unavailable",
-			   RCONN_OOM_TEXT ": it refuses writes until memory is freed or maxmemory is raised", NULL);
+			   REPLY_OOM_TEXT ": it refuses writes until memory is freed or maxmemory is raised", NULL);
 	} else if (rc == -ENOMEM) {
 		reply_fail(res, 500, "internal", "out of memory", NULL);
 	} else if (rc == -EBADMSG) {

@@ -116,20 +116,23 @@ int pathstate_list(struct rconn *c, const struct layout *l, const struct ruleset
 		   const char *const *paths, const size_t *lens, size_t n, cJSON *out)
 {
 	struct rbatch *b = rbatch_new();
+	const struct rule **rule = calloc(n + 1, sizeof(*rule)); /* each path's, matched once */
 	int rc = 0;
 
-	if (!b)
+	if (!b || !rule) {
+		rbatch_free(b);
+		free(rule);
 		return -ENOMEM;
+	}
 	for (size_t i = 0; i < n && !rc; i++) {
-		const struct rule *rule = ruleset_match(rules, paths[i], lens[i]);
-
-		rc = queue_state(b, l, rule && rule->algorithm == l->algorithm ? rule : NULL, paths[i], lens[i]);
+		rule[i] = ruleset_match(rules, paths[i], lens[i]);
+		rc = queue_state(b, l, rule[i] && rule[i]->algorithm == l->algorithm ? rule[i] : NULL, paths[i],
+				 lens[i]);
 	}
 	if (!rc && n)
 		rc = rbatch_run(c, b);
 	for (size_t i = 0; i < n && !rc; i++) {
-		const struct rule *rule = ruleset_match(rules, paths[i], lens[i]);
-		cJSON *o = state_json(l, rule, paths[i], lens[i], rbatch_reply(b, i), 1);
+		cJSON *o = state_json(l, rule[i], paths[i], lens[i], rbatch_reply(b, i), 1);
 
 		if (!o || !cJSON_AddItemToArray(out, o)) {
 			cJSON_Delete(o);
@@ -137,6 +140,7 @@ int pathstate_list(struct rconn *c, const struct layout *l, const struct ruleset
 		}
 	}
 	rbatch_free(b);
+	free(rule);
 	return rc;
 }
 

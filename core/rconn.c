@@ -88,11 +88,6 @@ uint64_t rconn_connects(const struct rconn *c)
 	return c->connects;
 }
 
-int rconn_is_oom(const redisReply *r)
-{
-	return r && r->type == REDIS_REPLY_ERROR && strncmp(r->str, "OOM ", 4) == 0;
-}
-
 const char *rconn_strerror(const struct rconn *c, int rc)
 {
 	switch (rc) {
@@ -100,7 +95,7 @@ const char *rconn_strerror(const struct rconn *c, int rc)
 	case -EAGAIN:
 		return c->err[0] ? c->err : "not connected";
 	case -ENOSPC:
-		return RCONN_OOM_TEXT;
+		return REPLY_OOM_TEXT;
 	case -EBADMSG:
 		return "Redis refused the command";
 	case -EPROTO:

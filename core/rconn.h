@@ -15,13 +15,14 @@
  * is dropped; the next call reconnects).  -ENOMEM.  A Redis error reply is not
  * an rconn error: it comes back as a reply of type REDIS_REPLY_ERROR.  The
  * modules on top return -ENOSPC when that reply is Redis's refusal at
- * maxmemory (rconn_is_oom).
+ * maxmemory (reply_is_oom, core/reply.h).
  */
 #include <hiredis/hiredis.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "core/redis_target.h"
+#include "core/reply.h"
 #include "core/scripts.h"
 
 struct rconn;
@@ -40,20 +41,8 @@ const char *rconn_errstr(const struct rconn *c);
 uint64_t rconn_connects(const struct rconn *c);
 
 /*
- * Redis over `maxmemory` with nothing it may evict (maxmemory-policy
- * noeviction) refuses, before they run, the commands flagged denyoom, the
- * scripts that declare flags but neither allow-oom nor no-writes, and every
- * command queued after MULTI (EXEC then answers EXECABORT), with the error
- * reply "OOM command not allowed when used memory > 'maxmemory'." (a script
- * without flags gets it, with " script: ..." after it, only when its first
- * write is a denyoom one).  Reads, deletes and allow-oom scripts still run.  rconn_is_oom tells that reply (1)
- * from any other; RCONN_OOM_TEXT is how sluice names it to people.
- */
-#define RCONN_OOM_TEXT "Redis is out of memory (maxmemory)"
-int rconn_is_oom(const redisReply *r);
-/*
  * One line naming error `rc` of an rconn call or of a module on top of it:
- * the connection error (rconn_errstr) for -EIO/-EAGAIN, RCONN_OOM_TEXT for
+ * the connection error (rconn_errstr) for -EIO/-EAGAIN, REPLY_OOM_TEXT for
  * -ENOSPC, "Redis refused the command" for -EBADMSG, "unexpected reply from
  * Redis" for -EPROTO, else strerror.  Valid until the next call on `c`.
  */

@@ -9,6 +9,22 @@ const char *reply_error(const redisReply *r)
 	return r && r->type == REDIS_REPLY_ERROR ? r->str : NULL;
 }
 
+int reply_is_oom(const redisReply *r)
+{
+	return reply_error(r) && strncmp(r->str, "OOM ", 4) == 0;
+}
+
+const char *reply_describe(const redisReply *r)
+{
+	return reply_is_oom(r) ? REPLY_OOM_TEXT : reply_error(r) ? reply_error(r) : "unexpected reply";
+}
+
+int reply_errno(const redisReply *r)
+{
+	return reply_is_oom(r) ? -ENOSPC : reply_error(r) ? -EBADMSG : -EPROTO;
+}
+
+/* Shape errors: an error reply is the caller's -EBADMSG, anything else -EPROTO. */
 static int shape(const redisReply *r)
 {
 	return r && r->type == REDIS_REPLY_ERROR ? -EBADMSG : -EPROTO;

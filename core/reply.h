@@ -14,6 +14,23 @@
 
 /* The text of an error reply, or NULL when `r` is not one. */
 const char *reply_error(const redisReply *r);
+/*
+ * Redis over `maxmemory` with nothing it may evict (maxmemory-policy
+ * noeviction) refuses, before they run, the commands flagged denyoom, the
+ * scripts that declare flags but neither allow-oom nor no-writes, and every
+ * command queued after MULTI (EXEC then answers EXECABORT), with the error
+ * reply "OOM command not allowed when used memory > 'maxmemory'." (a script
+ * without flags gets it, with " script: ..." after it, only when its first
+ * write is a denyoom one).  Reads, deletes and allow-oom scripts still run.
+ * reply_is_oom tells that reply (1) from any other; REPLY_OOM_TEXT is how
+ * sluice names it to people.
+ */
+#define REPLY_OOM_TEXT "Redis is out of memory (maxmemory)"
+int reply_is_oom(const redisReply *r);
+/* Why `r` is not what a caller wanted, for people: REPLY_OOM_TEXT, the error text, or "unexpected reply". */
+const char *reply_describe(const redisReply *r);
+/* The errno of such a reply: -ENOSPC (out of memory), -EBADMSG (another error reply), -EPROTO. */
+int reply_errno(const redisReply *r);
 /* An integer reply. */
 int reply_int(const redisReply *r, long long *out);
 /* A bulk or status string (binary-safe: *len bytes, NUL-terminated). */

@@ -105,7 +105,7 @@ static int queue_multi(struct rbatch *b, int exec)
 static int batch_oom(const struct rbatch *b)
 {
 	for (size_t i = 0; i < rbatch_len(b); i++)
-		if (rconn_is_oom(rbatch_reply(b, i)))
+		if (reply_is_oom(rbatch_reply(b, i)))
 			return -ENOSPC;
 	return 0;
 }
@@ -532,11 +532,11 @@ int rulestore_delete_if(struct rconn *c, const char *prefix, const char *name, c
 		if (rc || (rc = check_version(c, &k)))
 			return rc;
 	}
-	if (!(b = rbatch_new()))
-		return -ENOMEM;
-	if (queue_multi(b, 0) || rbatch_cmd(b, 3, hdel, hdell) || rbatch_cmd(b, 2, incr, incrl) ||
-	    queue_multi(b, 1)) {
+	if (!(b = rbatch_new()) || queue_multi(b, 0) || rbatch_cmd(b, 3, hdel, hdell) ||
+	    rbatch_cmd(b, 2, incr, incrl) || queue_multi(b, 1)) {
 		rc = -ENOMEM;
+		if (if_match)
+			watch_rules(c, &k, 0); /* nothing was sent: EXEC did not end the WATCH */
 		goto out;
 	}
 	if ((rc = transaction(c, b, 2, &exec)))

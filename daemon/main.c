@@ -90,7 +90,7 @@ static int seed_rules(struct rconn *c, const struct config *cfg, char *why, size
 	if (rc == -EIO || rc == -EAGAIN)
 		snprintf(why, cap, "redis unavailable: %s", *rconn_errstr(c) ? rconn_errstr(c) : "not connected");
 	else if (rc == -ENOSPC)
-		snprintf(why, cap, "%s", RCONN_OOM_TEXT);
+		snprintf(why, cap, "%s", REPLY_OOM_TEXT);
 	else if (rc == -EBADMSG)
 		snprintf(why, cap, "redis refused the rules (a key of the rule store has another type)");
 	else if (rc)

@@ -4,7 +4,7 @@
  * redis-server.  The client scripts are refused before they write anything;
  * the worker's scripts, reset and the state reads still run and free memory;
  * the rules are still read (outside MULTI, which Redis refuses then); and
- * every error that comes of it names the cause (RCONN_OOM_TEXT) in the
+ * every error that comes of it names the cause (REPLY_OOM_TEXT) in the
  * worker's last_error and the admin API's message.  State is written before
  * the limit through the client scripts at explicit times, so the counts are
  * exact.  The fixture is tests/api_fixture.h's (connection `c`, worker `w`,
@@ -362,13 +362,13 @@ START_TEST(test_worker_error_names_oom)
 	at_limit();
 	oom = test_cmd(c, "SET sluice:oom-probe %s", "x");
 	ck_assert_int_eq(oom->type, REDIS_REPLY_ERROR);
-	ck_assert_int_eq(rconn_is_oom(oom), 1);
+	ck_assert_int_eq(reply_is_oom(oom), 1);
 	lift_limit();
 	freeReplyObject(test_cmd(c, "SET sluice:oom-probe x"));
 	other = test_cmd(c, "LPUSH sluice:oom-probe x"); /* WRONGTYPE */
 	ck_assert_int_eq(other->type, REDIS_REPLY_ERROR);
-	ck_assert_int_eq(rconn_is_oom(other), 0);
-	ck_assert_int_eq(rconn_is_oom(NULL), 0);
+	ck_assert_int_eq(reply_is_oom(other), 0);
+	ck_assert_int_eq(reply_is_oom(NULL), 0);
 	freeReplyObject(oom);
 	freeReplyObject(other);
 }

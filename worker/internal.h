@@ -67,7 +67,7 @@ int job_build(struct job_batch *jb, const struct layout *l, const struct ruleset
 int job_queue(struct rbatch *b, struct job_batch *jb, const struct layout *l);
 /*
  * Fold the job script's reply {entries, emptied, _, skipped?} into *r and *ls.
- * 0, or -EPROTO with the reason in `why` (cap bytes).
+ * 0, or reply_errno() of the reply (-ENOSPC, -EBADMSG, -EPROTO) with the reason in `why`.
  */
 int job_fold(const redisReply *e, struct worker_result *r, struct worker_layout_status *ls, char *why,
 	     size_t cap);

@@ -69,9 +69,8 @@ int job_fold(const redisReply *e, struct worker_result *r, struct worker_layout_
 	long long entries, emptied, skipped;
 
 	if (reply_int_at(e, 0, &entries) || reply_int_at(e, 1, &emptied)) {
-		snprintf(why, cap, "%s",
-			 rconn_is_oom(e) ? RCONN_OOM_TEXT : reply_error(e) ? reply_error(e) : "unexpected reply");
-		return -EPROTO;
+		snprintf(why, cap, "%s", reply_describe(e));
+		return reply_errno(e);
 	}
 	r->entries += (uint64_t)entries;
 	r->emptied += (uint64_t)emptied;

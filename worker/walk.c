@@ -56,13 +56,11 @@ int walk_step(struct worker *w, enum worker_job job, int64_t start_us, int64_t b
 		int more, has_eval = 0, has_scan = 0;
 
 		if (walk_page(page, next, &members)) {
-			status_error(w, job, "SSCAN: %s",
-				     rconn_is_oom(page) ? RCONN_OOM_TEXT
-				     : reply_error(page) ? reply_error(page) : "unexpected reply");
+			status_error(w, job, "SSCAN: %s", reply_describe(page));
 			/* a registry of another type: step over its layout, so the next step
 			 * goes on with the others instead of failing on this one for good */
 			next_layout(js);
-			rc = -EPROTO;
+			rc = reply_errno(page);
 			goto out;
 		}
 		more = !walk_at_end(next);
