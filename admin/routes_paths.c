@@ -10,6 +10,7 @@
 
 #include "admin/reply.h"
 #include "admin/routes.h"
+#include "core/glob.h"
 #include "core/jsonv.h"
 #include "core/pathstate.h"
 #include "core/reset.h"
@@ -77,6 +78,11 @@ void route_paths_list(struct api *a, const struct api_request *req, struct api_r
 	char next[48];
 	int rc = 0;
 
+	if (match && !glob_valid(match, strlen(match))) {
+		reply_fail(res, 400, "invalid_query",
+			   "match is not a valid glob (a '[' that does not close, or a '\\' at the end)", "match");
+		return;
+	}
 	if (req->query_count && parse_count(req->query_count, &want)) {
 		reply_fail(res, 400, "invalid_query", "count must be an integer 1..1000", "count");
 		return;
@@ -174,6 +180,11 @@ static int parse_reset(const cJSON *body, struct api_response *res, const cJSON 
 	if (!cJSON_IsString(m) || !*m->valuestring || strlen(m->valuestring) > RULE_MATCH_MAX) {
 		reply_fail(res, 400, "invalid_body", "match must be a glob of 1..1024 bytes (\"*\" for every path)",
 			   "match");
+		return -EINVAL;
+	}
+	if (!glob_valid(m->valuestring, strlen(m->valuestring))) {
+		reply_fail(res, 400, "invalid_body",
+			   "match is not a valid glob (a '[' that does not close, or a '\\' at the end)", "match");
 		return -EINVAL;
 	}
 	if (d && !cJSON_IsBool(d)) {

@@ -1,5 +1,8 @@
 #include "core/glob.h"
 
+#include <errno.h>
+#include <string.h>
+
 /*
  * Match one bracket expression starting after '[' at pat[*pi]; on success
  * (a well-formed set) set *pi past the closing ']' and return 1 when byte c
@@ -116,4 +119,44 @@ int glob_match(const char *pat, size_t plen, const char *s, size_t slen)
 	while (pi < plen && pat[pi] == '*')
 		pi++;
 	return pi == plen;
+}
+
+int glob_to_redis(const char *pat, struct strbuf *b)
+{
+	size_t start = b->len, n = strlen(pat);
+	int rc = 0;
+
+	if (!glob_valid(pat, n))
+		return -EINVAL;
+	for (size_t i = 0; i < n && !rc; i++) {
+		if (pat[i] == '\\') {
+			rc = strbuf_add(b, pat + i, 2);
+			i++;
+		} else if (pat[i] == '[') {
+			/* a set: "[!" and "[^" both negate ('^' in Redis), a leading ']' is literal ("\]") */
+			rc = strbuf_add(b, "[", 1);
+			if (!rc && (pat[i + 1] == '!' || pat[i + 1] == '^')) {
+				rc = strbuf_add(b, "^", 1);
+				i++;
+			}
+			if (!rc && pat[i + 1] == ']') {
+				rc = strbuf_add(b, "\\]", 2);
+				i++;
+			}
+			for (i++; !rc && pat[i] != ']'; i++) {
+				size_t k = pat[i] == '\\' ? 2 : 1;
+
+				rc = strbuf_add(b, pat + i, k);
+				i += k - 1;
+			}
+			rc = rc || strbuf_add(b, "]", 1) ? -ENOMEM : 0;
+		} else {
+			rc = strbuf_add(b, pat + i, 1);
+		}
+	}
+	if (rc) {
+		strbuf_truncate(b, start);
+		return -ENOMEM;
+	}
+	return 0;
 }

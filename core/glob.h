@@ -14,6 +14,8 @@
  */
 #include <stddef.h>
 
+#include "core/strbuf.h"
+
 /*
  * 1 when `pat` is well formed: every '[' closes, no lone '\' at the end.
  * Rules refuse others; glob_match's answer for them (fnmatch's differ by
@@ -22,5 +24,13 @@
 int glob_valid(const char *pat, size_t plen);
 /* 1 when the `plen` bytes of `pat` match the `slen` bytes of `s`, else 0. */
 int glob_match(const char *pat, size_t plen, const char *s, size_t slen);
+
+/*
+ * Append to `b` the NUL-terminated glob `pat` written in Redis's MATCH
+ * dialect (SCAN/SSCAN MATCH, Redis's stringmatchlen), so that Redis selects
+ * exactly what glob_match would: "[!" becomes "[^", a set's leading ']' is
+ * escaped.  0, -EINVAL when `pat` is not glob_valid (b unchanged), -ENOMEM.
+ */
+int glob_to_redis(const char *pat, struct strbuf *b);
 
 #endif

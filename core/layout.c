@@ -1,5 +1,7 @@
 #include "core/layout.h"
 
+#include "core/glob.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -239,9 +241,11 @@ int layout_scan_glob(const struct layout *l, const char *match, struct strbuf *b
 {
 	size_t start = b->len;
 
-	if (glob_escape(b, l->key_prefix) || strbuf_add(b, match, strlen(match)) || glob_escape(b, l->key_suffix)) {
+	int rc = -ENOMEM;
+
+	if (glob_escape(b, l->key_prefix) || (rc = glob_to_redis(match, b)) || glob_escape(b, l->key_suffix)) {
 		strbuf_truncate(b, start);
-		return -ENOMEM;
+		return rc == -EINVAL ? -EINVAL : -ENOMEM;
 	}
 	return 0;
 }

@@ -1,5 +1,7 @@
 #include "core/walk.h"
 
+#include "core/glob.h"
+
 #include <errno.h>
 #include <string.h>
 
@@ -11,23 +13,28 @@ int walk_queue(struct rbatch *b, const struct layout *l, const char *cursor, con
 	int rc, n;
 
 	if (l->scan) {
-		struct strbuf *g;
-
-		rc = cmdargs_str(&a, "SCAN") || cmdargs_str(&a, cursor) || cmdargs_str(&a, "MATCH");
-		if (!rc) {
-			g = cmdargs_begin(&a);
-			rc = cmdargs_end(&a, match ? layout_scan_glob(l, match, g)
-						   : strbuf_add(g, l->scan_match, strlen(l->scan_match)));
-		}
-		rc = rc || cmdargs_str(&a, "TYPE") || cmdargs_str(&a, l->scan_type);
+		/* SCAN MATCH <key glob> TYPE <type> */
+		if ((rc = cmdargs_str(&a, "SCAN")) || (rc = cmdargs_str(&a, cursor)) || (rc = cmdargs_str(&a, "MATCH")))
+			goto out;
+		if (match)
+			rc = cmdargs_end(&a, layout_scan_glob(l, match, cmdargs_begin(&a)));
+		else
+			rc = cmdargs_str(&a, l->scan_match);
+		if (rc || (rc = cmdargs_str(&a, "TYPE")) || (rc = cmdargs_str(&a, l->scan_type)))
+			goto out;
 	} else {
-		rc = cmdargs_str(&a, "SSCAN") || cmdargs_str(&a, l->registry) || cmdargs_str(&a, cursor) ||
-		     (match && (cmdargs_str(&a, "MATCH") || cmdargs_str(&a, match)));
+		/* SSCAN <registry> [MATCH <path glob, in Redis's dialect>] */
+		if ((rc = cmdargs_str(&a, "SSCAN")) || (rc = cmdargs_str(&a, l->registry)) ||
+		    (rc = cmdargs_str(&a, cursor)))
+			goto out;
+		if (match && ((rc = cmdargs_str(&a, "MATCH")) ||
+			      (rc = cmdargs_end(&a, glob_to_redis(match, cmdargs_begin(&a))))))
+			goto out;
 	}
-	/* every step above can only fail for memory */
-	rc = rc || cmdargs_str(&a, "COUNT") || cmdargs_int(&a, (int64_t)count) ? -ENOMEM : 0;
-	if (!rc)
-		rc = (n = cmdargs_view(&a, NULL, &argv, &lens)) < 0 ? n : rbatch_cmd(b, n, argv, lens);
+	if ((rc = cmdargs_str(&a, "COUNT")) || (rc = cmdargs_int(&a, (int64_t)count)))
+		goto out;
+	rc = (n = cmdargs_view(&a, NULL, &argv, &lens)) < 0 ? n : rbatch_cmd(b, n, argv, lens);
+out:
 	cmdargs_free(&a);
 	return rc;
 }

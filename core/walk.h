@@ -18,7 +18,9 @@
 
 /*
  * Queue the page of `l` after `cursor`, about `count` paths, only those whose
- * path matches the glob `match` (NULL: all).  0 or -ENOMEM.
+ * path matches the glob `match` (NULL: all), in the rules' dialect
+ * (core/glob.h; Redis is sent its own).  0, -EINVAL for a glob that is not
+ * glob_valid, or -ENOMEM.
  */
 int walk_queue(struct rbatch *b, const struct layout *l, const char *cursor, const char *match, size_t count);
 /*

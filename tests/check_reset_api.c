@@ -180,6 +180,40 @@ START_TEST(test_bulk_reset_errors)
 }
 END_TEST
 
+/*
+ * A bulk reset and the listing match paths in the rules' glob dialect (core/glob.h),
+ * not Redis's own: "[!b]" negates, as in a rule; a malformed glob is a 400 and
+ * changes nothing.  (Redis's MATCH would read "[!b]" as '!' or 'b', and select the
+ * very path an operator meant to keep.)
+ */
+START_TEST(test_bulk_reset_glob_dialect)
+{
+	static const char *const paths[] = { "/a[b", "/ab", "/a\\", "/a!", "/ac", "/a[b]" };
+	long long t = test_server_ms(c) + HOUR_MS;
+	char *before, *after;
+
+	for (size_t i = 0; i < TEST_N(paths); i++)
+		lb_admit(paths[i], 10, "0.1", t);
+	call("POST", "/v1/reset", "{\"match\":\"/a[!b]\",\"dry_run\":true}");
+	ck_res(200, "{\"match\":\"/a[!b]\",\"dry_run\":true,\"paths\":3,\"keys\":6,\"entries\":3}");
+	call("POST", "/v1/reset", "{\"match\":\"/a[]!]\",\"dry_run\":false}"); /* a leading ']' is literal */
+	ck_res(200, "{\"match\":\"/a[]!]\",\"dry_run\":false,\"paths\":1,\"keys\":2,\"entries\":1}");
+	ck_assert_int_eq(test_cmd_int(c, "EXISTS %s", test_lb_key("/a!")), 0);
+	ck_assert_int_eq(test_cmd_int(c, "EXISTS %s", test_lb_key("/ab")), 1);
+	before = test_snapshot(c);
+	call("POST", "/v1/reset", "{\"match\":\"/a[b\",\"dry_run\":false}");
+	ck_err(400, "invalid_body", "match");
+	call("POST", "/v1/reset", "{\"match\":\"/a\\\\\",\"dry_run\":false}");
+	ck_err(400, "invalid_body", "match");
+	call_on(api, "GET", "/v1/paths", NULL, 0, "/a[b", NULL, NULL);
+	ck_err(400, "invalid_query", "match");
+	after = test_snapshot(c);
+	ck_assert_str_eq(before, after);
+	free(before);
+	free(after);
+}
+END_TEST
+
 /* A SCAN layout whose key prefix holds a glob metacharacter: the bulk reset's
  * key glob escapes it (it used to split the prebuilt glob at its first '*'). */
 START_TEST(test_bulk_reset_scan_prefix_with_star)
@@ -223,6 +257,7 @@ static Suite *reset_api_suite(void)
 	tcase_add_test(tc, test_bulk_reset);
 	tcase_add_test(tc, test_bulk_reset_errors);
 	tcase_add_test(tc, test_bulk_reset_scan_prefix_with_star);
+	tcase_add_test(tc, test_bulk_reset_glob_dialect);
 	return s;
 }
 
