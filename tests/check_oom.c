@@ -195,8 +195,14 @@ START_TEST(test_state_prune_and_reset_run_at_oom)
 	/* state (no-writes) with EVAL_RO: {level 3, remaining 7, next leak in 500 ms, last 1000 ms, PTTL} */
 	{
 		const char *argv[] = { test_lb_key("/oom/s"), test_lb_meta("/oom/s"), "10", "2", "1000" };
+		long long ttl_before = test_cmd_int(c, "PTTL %s", test_lb_key("/oom/s")), ttl_after;
 		redisReply *r = test_script_argv(c, TEST_EVAL_RO, "leaky_bucket_state", 2, 5, argv, NULL);
 
+		/* the reply's ttl_ms is the bucket's PTTL, read between the two around it */
+		ttl_after = test_cmd_int(c, "PTTL %s", test_lb_key("/oom/s"));
+		ck_assert_int_gt(ttl_after, 0);
+		ck_assert_int_le(test_elem_int(r, 4), ttl_before);
+		ck_assert_int_ge(test_elem_int(r, 4), ttl_after);
 		ck_reply(r, 3, 7, 500, 1000, test_elem_int(r, 4));
 	}
 	/* prune as of 2200 ms (Redis at 12200, less the 10 s skew horizon): the entry of
