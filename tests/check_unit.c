@@ -177,6 +177,8 @@ static const struct {
 } bad_configs[] = {
 	{ "", "config" },
 	{ "[1]", "config" },
+	{ "{\"admin\":{\"auth_reads\":true,\"auth_reads\":false}}", "admin.auth_reads" },
+	{ "{\"admin\":[]}", "admin" },
 	{ "{\"drain_interval_ms\":0}", "drain_interval_ms" },
 	{ "{\"drain_interval_ms\":1.5}", "drain_interval_ms" },
 	{ "{\"drain_interval_ms\":\"100\"}", "drain_interval_ms" },
@@ -278,6 +280,36 @@ START_TEST(config_file_missing)
 	config_defaults(&c);
 	ck_assert_int_eq(config_apply_file(&c, "/nonexistent/sluice.json", &err), -ENOENT);
 	ck_assert_str_eq(err.field, "/nonexistent/sluice.json");
+	config_free(&c);
+}
+END_TEST
+
+/* A directory, and a file over the 4 MiB a config may hold: the path is named and nothing changes. */
+START_TEST(config_file_unreadable_or_too_large)
+{
+	struct sl_error err = { 0 };
+	struct config c;
+	char dir[] = "/tmp/sluice-cfg-XXXXXX", big[64];
+	FILE *f;
+
+	config_defaults(&c);
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	ck_assert_int_eq(config_apply_file(&c, dir, &err), -EINVAL);
+	ck_assert_str_eq(err.field, dir);
+	ck_assert_str_eq(err.message, "read error");
+	snprintf(big, sizeof(big), "%s/big.json", dir);
+	ck_assert_ptr_nonnull(f = fopen(big, "w"));
+	fputc('{', f);
+	for (long i = 0; i < (4L << 20); i++)
+		fputc(' ', f);
+	fputc('}', f);
+	fclose(f);
+	ck_assert_int_eq(config_apply_file(&c, big, &err), -EINVAL);
+	ck_assert_str_eq(err.field, big);
+	ck_assert_str_eq(err.message, "larger than 4194304 bytes");
+	ck_assert_int_eq(c.drain_interval_ms, 100); /* defaults kept */
+	unlink(big);
+	rmdir(dir);
 	config_free(&c);
 }
 END_TEST
@@ -819,6 +851,7 @@ static Suite *unit_suite(void)
 	tcase_add_test(tc, config_full_file);
 	tcase_add_loop_test(tc, config_bad_changes_nothing, 0, sizeof(bad_configs) / sizeof(bad_configs[0]));
 	tcase_add_test(tc, config_file_missing);
+	tcase_add_test(tc, config_file_unreadable_or_too_large);
 	tcase_add_test(tc, config_admin_token);
 	tcase_add_test(tc, config_layouts);
 	tcase_add_test(tc, flags_override_file);
