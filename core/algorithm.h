@@ -62,7 +62,9 @@ struct alg_ops {
 	int score_units;         /* its foreign layouts may score in s or µs */
 
 	enum script_id client_script; /* the application's check */
-	enum script_id job_script;    /* the worker's batched job */
+	enum script_id job_script;    /* the worker's batched job over given keys (foreign layouts) */
+	enum script_id shard_script;  /* the worker's job over one shard's due index (sluice's own
+				       * layout: lua/lib/due.lua) */
 	enum script_id state_script;  /* the admin API's read, no writes */
 	/*
 	 * Arguments of job_script for one path, after the path itself, from rule

@@ -1,6 +1,7 @@
 #include "core/layout.h"
 
 #include "core/glob.h"
+#include "core/keys.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -55,7 +56,7 @@ int layouts_append(struct layout **v, size_t *n, const struct layout *l)
 	c.scan_match = dup_opt(l->scan_match);
 	c.scan_type = dup_opt(l->scan_type);
 	c.meta_prefix = dup_opt(l->meta_prefix);
-	if (!c.key_prefix || !c.key_suffix || !c.registry || (l->scan_match && !c.scan_match) ||
+	if (!c.key_prefix || !c.key_suffix || (l->registry && !c.registry) || (l->scan_match && !c.scan_match) ||
 	    (l->scan_type && !c.scan_type) || (l->meta_prefix && !c.meta_prefix)) {
 		layout_clear(&c);
 		return -ENOMEM;
@@ -77,11 +78,28 @@ int layout_path_of(const struct layout *l, const char *key, size_t len, const ch
 {
 	size_t p = strlen(l->key_prefix), q = strlen(l->key_suffix);
 
+	if (!l->foreign)
+		return keys_path_of(l->key_prefix, l->name, key, len, path, plen);
 	if (len <= p + q || memcmp(key, l->key_prefix, p) != 0 || memcmp(key + len - q, l->key_suffix, q) != 0)
 		return -EINVAL;
 	*path = key + p;
 	*plen = len - p - q;
 	return 0;
+}
+
+int layout_registry_key(const struct layout *l, const char *path, size_t len, struct strbuf *b)
+{
+	if (l->foreign)
+		return strbuf_add(b, l->registry, strlen(l->registry));
+	return layout_shard_registry(l, shard_of(path, len), b);
+}
+
+int layout_shard_registry(const struct layout *l, unsigned shard, struct strbuf *b)
+{
+	char word[48];
+
+	snprintf(word, sizeof(word), "registry:%s", l->name);
+	return keys_shard(b, l->key_prefix, shard, word);
 }
 
 /* Append `s` to `b` with the glob metacharacters of Redis's MATCH escaped. */
@@ -209,17 +227,11 @@ int layouts_default(const char *prefix, struct layout **out, size_t *n)
 	if (!v)
 		return -ENOMEM;
 	for (size_t i = 0; i < cnt; i++) {
-		const char *alg = algorithm_name((enum algorithm)i);
-
-		snprintf(v[i].name, sizeof(v[i].name), "%s", alg);
+		snprintf(v[i].name, sizeof(v[i].name), "%s", algorithm_name((enum algorithm)i));
 		v[i].algorithm = (enum algorithm)i;
-		if (asprintf(&v[i].key_prefix, "%s{", prefix) < 0)
-			v[i].key_prefix = NULL;
-		if (asprintf(&v[i].key_suffix, "}:%s", alg) < 0)
-			v[i].key_suffix = NULL;
-		if (asprintf(&v[i].registry, "%sregistry:%s", prefix, alg) < 0)
-			v[i].registry = NULL;
-		if (!v[i].key_prefix || !v[i].key_suffix || !v[i].registry) {
+		v[i].key_prefix = strdup(prefix);
+		v[i].key_suffix = strdup("");
+		if (!v[i].key_prefix || !v[i].key_suffix) {
 			layouts_free(v, cnt);
 			return -ENOMEM;
 		}
@@ -292,12 +304,15 @@ out:
 int layout_key(const struct layout *l, const char *path, size_t len, int meta, struct strbuf *b)
 {
 	size_t start = b->len;
+	char word[48];
 	int rc;
 
-	if (meta && l->foreign)
-		rc = foreign_meta_key(l, path, len, b);
-	else /* sluice's own meta is what its clients are told: the data key + ":meta" */
-		rc = data_key(l, path, len, b) || (meta && strbuf_add(b, ":meta", 5)) ? -ENOMEM : 0;
+	if (!l->foreign) {
+		/* key layout 2 (core/keys.h): <prefix>{k}:<algorithm>[_meta]:<path> */
+		snprintf(word, sizeof(word), "%s%s", l->name, meta ? "_meta" : "");
+		return keys_path(b, l->key_prefix, word, path, len);
+	}
+	rc = meta ? foreign_meta_key(l, path, len, b) : data_key(l, path, len, b) ? -ENOMEM : 0;
 	if (rc)
 		strbuf_truncate(b, start);
 	return rc;

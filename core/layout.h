@@ -2,15 +2,16 @@
 #define SLUICE_LAYOUT_H
 /*
  * A layout says where a limiter keeps its state: algorithm, key template
- * (data key = key_prefix + path + key_suffix) and the registry set of paths.
- * sluice's own layouts put every key of one path under one hash tag:
- *   <prefix>{<path>}:<algorithm>           data: sorted set (leaky bucket, sliding log),
- *                                          hash (sliding counter, fixed window, token bucket)
- *   <prefix>{<path>}:<algorithm>:meta      leaky bucket meta (last leak ms, carry, seq)
- *   <prefix>registry:<algorithm>           registry set of paths
- * A foreign layout's keys are its client's; sluice's bookkeeping for one of
- * them (a leaky bucket's meta) lives under sluice's prefix, in the data key's
- * own slot whatever bytes the key holds (core/slottag.h):
+ * and registry.  sluice's own layouts are key layout 2 (core/keys.h): by
+ * shard, every key of shard k tagged {k}:
+ *   <prefix>{k}:<algorithm>:<path>        data: sorted set (leaky bucket, sliding log),
+ *                                         hash (sliding counter, fixed window, token bucket)
+ *   <prefix>{k}:<algorithm>_meta:<path>   meta hash (time mark, carry, parameters, rule)
+ *   <prefix>{k}:registry:<algorithm>      the shard's due index (sorted set)
+ * A foreign layout's keys are its client's (data key = key_prefix + path +
+ * key_suffix, one registry set or SCAN); sluice's bookkeeping for one of
+ * them (a leaky bucket's meta) lives under sluice's prefix, in the data
+ * key's own slot whatever bytes the key holds (core/slottag.h):
  *   <prefix>{<tag of the data key's slot>}:<layout name>_meta:<data key>
  */
 #include <cjson/cJSON.h>
@@ -26,11 +27,15 @@ enum score_unit { UNIT_MS = 0, UNIT_S, UNIT_US };
 struct layout {
 	char name[32];           /* "leaky_bucket", ... for sluice's own */
 	enum algorithm algorithm;
-	char *key_prefix;        /* owned, e.g. "sluice:{" */
-	char *key_suffix;        /* owned, e.g. "}:leaky_bucket" */
-	char *registry;          /* owned, e.g. "sluice:registry:leaky_bucket"; for a scan
-				  * layout a name nothing writes (SREM on it is a no-op) */
-	int foreign;             /* written by another limiter (from the config's "layouts") */
+	char *key_prefix;        /* owned; sluice's own: the key prefix ("sluice:"), a
+				  * foreign one's: the key before the path */
+	char *key_suffix;        /* owned; "" for sluice's own */
+	char *registry;          /* owned; a foreign layout's registry set ("LeakyBucket::pathSet"),
+				  * for a scan layout a name nothing writes (SREM on it is a
+				  * no-op); NULL for sluice's own, which has one per shard
+				  * (layout_shard_registry) */
+	int foreign;             /* written by another limiter (from the config's "layouts");
+				  * 0: sluice's own, key layout 2, walked by its due index */
 	int scan;                /* no registry: found by SCAN MATCH scan_match TYPE scan_type */
 	char *scan_match;        /* owned; glob of the data keys (prefix*suffix, escaped) */
 	char *scan_type;         /* owned; "zset", "hash" or "string" */
@@ -70,9 +75,17 @@ int layouts_append(struct layout **v, size_t *n, const struct layout *l);
 int layouts_append_foreign(struct layout **v, size_t *n, const struct layout *l, const char *prefix);
 /*
  * The path inside data key `key` (`len` bytes) of layout `l`: *path points
- * into `key`.  0, or -EINVAL when the key is not of the layout's shape.
+ * into `key`.  0, or -EINVAL when the key is not of the layout's shape (for
+ * sluice's own: not in the path's shard).
  */
 int layout_path_of(const struct layout *l, const char *key, size_t len, const char **path, size_t *plen);
+/*
+ * Append the registry key that holds `path` (`len` bytes): a foreign
+ * layout's registry, or sluice's due index of the path's shard.  0 or -ENOMEM.
+ */
+int layout_registry_key(const struct layout *l, const char *path, size_t len, struct strbuf *b);
+/* Append sluice's own due index of shard `shard` (0..1023): <prefix>{k}:registry:<algorithm>.  0 or -ENOMEM. */
+int layout_shard_registry(const struct layout *l, unsigned shard, struct strbuf *b);
 /* "ms", "s", "us". */
 const char *score_unit_name(enum score_unit u);
 
@@ -84,8 +97,8 @@ const struct layout *layouts_find(const struct layout *v, size_t n, enum algorit
  * `meta` set, the key of the leaky bucket's meta hash instead.  The one place
  * a meta key is made (the worker's drain, the admin path state and reset all
  * come here):
- *   sluice's own layouts: the data key + ":meta", exactly what lua/README.md
- *     tells clients, whatever bytes the path holds;
+ *   sluice's own layouts: <prefix>{k}:<algorithm>_meta:<path> (core/keys.h),
+ *     exactly what lua/README.md tells clients, whatever bytes the path holds;
  *   a foreign layout: <meta_prefix>{<slottag_of(keyslot(data key))>}:<name>_meta:<data key>,
  *     in the data key's slot whatever bytes it holds ('{' and '}' included).
  * 0, -ENOMEM, or -EINVAL for the meta of a foreign layout without a

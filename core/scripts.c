@@ -19,6 +19,11 @@ static const char *const ids[SCRIPT__COUNT] = {
 	[SCRIPT_TOKEN_BUCKET] = "token_bucket",
 	[SCRIPT_TOKEN_BUCKET_RECLAIM] = "token_bucket_reclaim",
 	[SCRIPT_TOKEN_BUCKET_STATE] = "token_bucket_state",
+	[SCRIPT_LEAKY_BUCKET_DRAIN_SHARD] = "leaky_bucket_drain_shard",
+	[SCRIPT_SLIDING_LOG_PRUNE_SHARD] = "sliding_log_prune_shard",
+	[SCRIPT_SLIDING_COUNTER_PRUNE_SHARD] = "sliding_counter_prune_shard",
+	[SCRIPT_FIXED_WINDOW_REPAIR_SHARD] = "fixed_window_repair_shard",
+	[SCRIPT_TOKEN_BUCKET_RECLAIM_SHARD] = "token_bucket_reclaim_shard",
 };
 
 const char *script_name(enum script_id id)

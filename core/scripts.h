@@ -19,7 +19,7 @@ extern const size_t script_srcs_len;
 /* The scripts the daemon calls by id (rconn loads them by these names). */
 enum script_id {
 	SCRIPT_LEAKY_BUCKET = 0,   /* client acquire, also used by tests */
-	SCRIPT_LEAKY_BUCKET_DRAIN, /* worker drain, batched */
+	SCRIPT_LEAKY_BUCKET_DRAIN, /* worker drain, batched (foreign layouts) */
 	SCRIPT_LEAKY_BUCKET_STATE, /* admin read, no writes */
 	SCRIPT_SLIDING_LOG,        /* client acquire */
 	SCRIPT_SLIDING_LOG_PRUNE,  /* worker prune, batched */
@@ -34,6 +34,12 @@ enum script_id {
 	SCRIPT_TOKEN_BUCKET,       /* client acquire */
 	SCRIPT_TOKEN_BUCKET_RECLAIM, /* worker: delete full buckets, batched */
 	SCRIPT_TOKEN_BUCKET_STATE, /* admin read */
+	/* the worker's jobs over one shard's due index (sluice's own layout) */
+	SCRIPT_LEAKY_BUCKET_DRAIN_SHARD,
+	SCRIPT_SLIDING_LOG_PRUNE_SHARD,
+	SCRIPT_SLIDING_COUNTER_PRUNE_SHARD,
+	SCRIPT_FIXED_WINDOW_REPAIR_SHARD,
+	SCRIPT_TOKEN_BUCKET_RECLAIM_SHARD,
 	SCRIPT__COUNT
 };
 

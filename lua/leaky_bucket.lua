@@ -1,40 +1,56 @@
 #!lua
--- sluice: leaky bucket (meter), client-side acquire.  Contract: lua/README.md.
+-- sluice: leaky bucket (meter), client-side acquire.  Contract: lua/README.md,
+-- "Calling a client script" (DESIGN.md, "Client scripts: the calling contract").
 --
--- KEYS[1] bucket   sorted set of admitted entries, score = admission ms,
---                  member "<ms>:<seq>" (unique per request)
--- KEYS[2] meta     hash: last  = ms up to which leaks are accounted,
---                        carry = fractional leak credit in [0, 1),
---                        seq   = member counter
--- KEYS[3] registry set of paths that have state (walked by the daemon)
--- ARGV[1] path (registry member), ARGV[2] capacity (entries, integer >= 1),
--- ARGV[3] rate (entries leaked per second, > 0), ARGV[4] n (cost, default 1),
--- ARGV[5] now (ms; absent or "" = Redis TIME)
--- Reply {allowed 0|1, remaining, retry_after_ms (-1: n > capacity), reset_ms}
+-- KEYS[1] bucket   <prefix>{k}:leaky_bucket:<path>: sorted set of admitted
+--                  entries, score = admission ms, member "<ms>:<seq>"
+-- KEYS[2] meta     <prefix>{k}:leaky_bucket_meta:<path>: hash
+--                    last  = ms up to which leaks are accounted (the time mark),
+--                    carry = fractional leak credit in [0, 1), seq = member counter,
+--                    capacity, rate = the parameters last applied, rule = the rule
+--                    named ("" for explicit parameters)
+-- KEYS[3] registry <prefix>{k}:registry:leaky_bucket (due index: when the next entry leaks)
+-- KEYS[4] rules, KEYS[5] stats: the shard's; accepted, not used yet
+-- ARGV[1] path, ARGV[2] n (cost in entries, "" = 1), ARGV[3] now (ms, "" = Redis
+-- TIME), ARGV[4] rule ("" only), ARGV[5] capacity (entries, integer >= 1),
+-- ARGV[6] rate (entries leaked per second, > 0)
+-- Reply {allowed 0|1, remaining, retry_after_ms (-1: n > capacity), reset_ms, rule}
 --
 -- The leak is a meter: a non-empty bucket loses floor(rate * busy_ms / 1000)
 -- entries, oldest first, computed over the whole span since `last` and keeping
 -- the fraction in `carry`, so the result does not depend on how often (or by
 -- whom: this script, the drain, several daemons) it is applied: lib/leak.lua,
--- shared with leaky_bucket_drain.lua and leaky_bucket_state.lua.  An empty
--- bucket earns no credit.  The meta's `last` is the bucket's time mark: a
--- caller whose now is older is served at it, and it outlives the entries by
--- SKEW_MS (lib/skew.lua), so a client whose clock lags Redis is held to the
--- time the drain applied.
+-- shared with the drains and leaky_bucket_state.lua.  An empty bucket earns no
+-- credit.  The meta's `last` is the bucket's time mark: a caller whose now is
+-- older is served at it, and it outlives the entries by SKEW_MS (lib/skew.lua),
+-- so a client whose clock lags Redis is held to the time the drain applied.
 
+--@include lib/contract.lua
 --@include lib/bucket.lua
 --@include lib/leak.lua
+--@include lib/due.lua
 
 local MAX_N = 100000 -- cost of one request, in entries
 
-if #KEYS ~= 3 then return usage('leaky_bucket takes 3 KEYS (bucket, meta, registry)') end
-local bucket, meta, registry = KEYS[1], KEYS[2], KEYS[3]
--- n is capped: one sorted-set member per unit, so one call cannot fill Redis.
-local path, capacity, rate, n, now, err = arg_bucket_call(ARGV, 'entries', MAX_N)
+local path, base, k, err = contract_keys('leaky_bucket', 'capacity, rate')
 if err then return err end
+-- n is capped: one sorted-set member per unit, so one call cannot fill Redis.
+local n, now, rule
+n, now, rule, err = contract_args('leaky_bucket', 'capacity, rate', 2, MAX_N)
+if err then return err end
+local capacity, rate
+capacity, rate, err = arg_bucket(ARGV[5], ARGV[6], 'entries')
+if err then return err end
+local bucket, meta, registry = KEYS[1], KEYS[2], KEYS[3]
 
+local m = redis.call('HMGET', meta, 'last', 'carry', 'seq', 'capacity', 'rate', 'rule')
+if not m[1] then
+  -- No time mark: the path is new (or long idle), the one time its shard is checked.
+  err = contract_shard(path, k)
+  if err then return err end
+end
 local level = redis.call('ZCARD', bucket)
-local last, carry, t = leak_read(redis.call('HMGET', meta, 'last', 'carry'), now)
+local last, carry, t = leak_read(m, now)
 level, last, carry = leak(bucket, meta, level, last, carry, rate, t, now)
 
 local allowed, retry_after = 0, 0
@@ -42,14 +58,23 @@ if n > capacity then
   retry_after = -1 -- can never be admitted; nothing is stored
 elseif level + n <= capacity then
   allowed = 1
-  local seq
+  local seq = n
+  local set = { 'HSET', meta, 'seq' }
   if level == 0 then
     last, carry = t, 0
-    redis.call('HSET', meta, 'last', fmt_int(t), 'carry', '0', 'seq', fmt_int(n))
-    seq = n
+    set[4] = fmt_int(n)
+    set[5], set[6], set[7], set[8] = 'last', fmt_int(t), 'carry', '0'
   else
-    seq = redis.call('HINCRBY', meta, 'seq', n)
+    seq = (stored_int(m[3]) or 0) + n
+    set[4] = fmt_int(seq)
   end
+  -- the parameters applied, recorded when they change (the worker drains by them)
+  if m[4] ~= ARGV[5] or m[5] ~= ARGV[6] or m[6] ~= rule then
+    set[#set + 1], set[#set + 2] = 'capacity', ARGV[5]
+    set[#set + 1], set[#set + 2] = 'rate', ARGV[6]
+    set[#set + 1], set[#set + 2] = 'rule', rule
+  end
+  redis.call(unpack(set))
   -- Members t:(seq-n+1) .. t:seq.  NX and the retry loop keep them unique even
   -- if `seq` was lost while members stayed (meta deleted by hand, foreign
   -- writers); ZADD in slices because unpack() is limited to a few thousand values.
@@ -73,9 +98,10 @@ elseif level + n <= capacity then
   local ttl = leak_ttl(level, last, carry, rate, now)
   expire_in(bucket, ttl)
   expire_in(meta, ttl + SKEW_MS)
-  redis.call('SADD', registry, path)
+  -- due when the next entry leaks
+  due_register(registry, path, last + leak_ms_until(rate, carry, 1), now, base, 'leaky_bucket')
 else
   retry_after = math.max(1, last + leak_ms_until(rate, carry, level + n - capacity) - t)
 end
 
-return { allowed, math.max(0, capacity - level), retry_after, leak_reset_ms(level, last, carry, rate, t) }
+return { allowed, math.max(0, capacity - level), retry_after, leak_reset_ms(level, last, carry, rate, t), rule }

@@ -5,6 +5,7 @@
  * the worker's Redis connection never leaves that thread.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -40,9 +41,15 @@ void status_fold(struct worker *w, enum worker_job job, int rc, int64_t start_us
 		 const struct worker_layout_status lr[WORKER_MAX_LAYOUTS])
 {
 	struct worker_job_status *s = &w->st.job[job];
-	int64_t end = clock_mono_us();
+	const struct job_state *js = &w->jobs[job];
+	int64_t end = clock_mono_us(), oldest = INT64_MAX;
+	uint64_t backlog = 0;
 
+	for (size_t i = 0; i < js->ndue; i++)
+		due_backlog(&js->due[i], js->now_ms, &backlog, &oldest);
 	pthread_mutex_lock(&w->lock);
+	s->due_backlog = backlog;
+	s->oldest_due_age_ms = js->ndue == 0 ? -1 : oldest == INT64_MAX ? 0 : js->now_ms - oldest;
 	s->steps++;
 	s->paths += r->paths;
 	s->entries += r->entries;

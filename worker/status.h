@@ -39,6 +39,11 @@ struct worker_job_status {
 	int64_t max_lag_us;
 	uint64_t overruns;
 	int in_sweep;            /* 1 while a sweep is part-way (cursor not at the start) */
+	uint64_t due_backlog;    /* paths due by now that the last calls of their shards left
+				  * for later (more were due than batch_size) */
+	int64_t oldest_due_age_ms; /* ms the oldest due path known has waited past its due time
+				  * at the last step; 0 when none was due, -1 when the job has
+				  * no layout of sluice's own */
 	char last_error[160];    /* why the last step failed; "" when it succeeded */
 	/* complete sweeps by duration: sweep_hist[i] counts those <= worker_sweep_buckets[i] s */
 	uint64_t sweep_hist[WORKER_SWEEP_BUCKETS];

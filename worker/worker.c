@@ -54,6 +54,17 @@ struct worker *worker_new(const struct worker_config *cfg)
 
 		snprintf(w->st.layout[i].name, sizeof(w->st.layout[i].name), "%s", cfg->layouts[i].name);
 		w->st.layout[i].algorithm = cfg->layouts[i].algorithm;
+		if (!cfg->layouts[i].foreign) {
+			struct due_state *nd = realloc(js->due, (js->ndue + 1) * sizeof(*nd));
+
+			if (!nd) {
+				worker_free(w);
+				return NULL;
+			}
+			js->due = nd;
+			due_init(&js->due[js->ndue++], &cfg->layouts[i], i);
+			continue;
+		}
 		js->layouts[js->nlayouts] = &cfg->layouts[i];
 		js->index[js->nlayouts++] = i;
 	}
@@ -73,6 +84,8 @@ void worker_free(struct worker *w)
 {
 	if (!w)
 		return;
+	for (int j = 0; j < WORKER__JOBS; j++)
+		free(w->jobs[j].due);
 	rconn_free(w->conn);
 	rbatch_free(w->batch);
 	ruleset_clear(&w->rules);
@@ -110,14 +123,25 @@ int worker_step(struct worker *w, enum worker_job job, int64_t budget_us, int64_
 		snprintf(now, sizeof(now), "%lld", (long long)now_ms);
 	if ((rc = refresh_rules(w))) {
 		status_error(w, job, "rules: %s", rconn_strerror(w->conn, rc));
-	} else if (js->nlayouts == 0) {
-		r.sweep_done = 1;
 	} else {
+		int full = js->full, due_done;
+
+		js->full = 0;
 		if (!js->in_sweep) {
 			js->in_sweep = 1;
 			js->sweep_start_us = start;
 		}
-		rc = walk_step(w, job, start, budget_us, now, &r, lr);
+		/* sluice's own layouts by due index first (cheap), then the foreign walk */
+		due_done = rc = due_step(w, job, start, budget_us, now_ms, full, &r, lr);
+		if (rc >= 0 && js->nlayouts == 0) {
+			rc = 0;
+			r.sweep_done = due_done;
+		} else if (rc >= 0) {
+			rc = walk_step(w, job, start, budget_us, now, &r, lr);
+			r.sweep_done = r.sweep_done && due_done;
+		}
+		if (r.sweep_done)
+			js->in_sweep = 0;
 	}
 	status_fold(w, job, rc, start, &r, lr);
 	if (res)
@@ -133,6 +157,7 @@ int worker_sweep(struct worker *w, enum worker_job job, int64_t now_ms, struct w
 	if ((unsigned)job >= WORKER__JOBS)
 		return -EINVAL;
 	/* start from the top: a whole sweep, whatever a budgeted step left part-way */
+	w->jobs[job].full = 1;
 	w->jobs[job].layout = 0;
 	w->jobs[job].in_sweep = 0;
 	strcpy(w->jobs[job].cursor, "0");

@@ -33,6 +33,7 @@ const struct alg_ops alg_fixed_window = {
 	.foreign_type = "string",
 	.client_script = SCRIPT_FIXED_WINDOW,
 	.job_script = SCRIPT_FIXED_WINDOW_REPAIR,
+	.shard_script = SCRIPT_FIXED_WINDOW_REPAIR_SHARD,
 	.state_script = SCRIPT_FIXED_WINDOW_STATE,
 	.job_args = job_args,
 	.state_args = state_args,

@@ -35,6 +35,7 @@ const struct alg_ops alg_leaky_bucket = {
 	.meta = 1,
 	.client_script = SCRIPT_LEAKY_BUCKET,
 	.job_script = SCRIPT_LEAKY_BUCKET_DRAIN,
+	.shard_script = SCRIPT_LEAKY_BUCKET_DRAIN_SHARD,
 	.state_script = SCRIPT_LEAKY_BUCKET_STATE,
 	.job_args = job_args,
 	.state_args = state_args,

@@ -51,6 +51,7 @@ const struct alg_ops alg_sliding_counter = {
 	.foreign_type = "hash",
 	.client_script = SCRIPT_SLIDING_COUNTER,
 	.job_script = SCRIPT_SLIDING_COUNTER_PRUNE,
+	.shard_script = SCRIPT_SLIDING_COUNTER_PRUNE_SHARD,
 	.state_script = SCRIPT_SLIDING_COUNTER_STATE,
 	.job_args = job_args,
 	.state_args = state_args,

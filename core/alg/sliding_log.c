@@ -34,6 +34,7 @@ const struct alg_ops alg_sliding_log = {
 	.score_units = 1,
 	.client_script = SCRIPT_SLIDING_LOG,
 	.job_script = SCRIPT_SLIDING_LOG_PRUNE,
+	.shard_script = SCRIPT_SLIDING_LOG_PRUNE_SHARD,
 	.state_script = SCRIPT_SLIDING_LOG_STATE,
 	.job_args = job_args,
 	.state_args = state_args,

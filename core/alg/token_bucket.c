@@ -33,6 +33,7 @@ const struct alg_ops alg_token_bucket = {
 	.foreign_type = "hash",
 	.client_script = SCRIPT_TOKEN_BUCKET,
 	.job_script = SCRIPT_TOKEN_BUCKET_RECLAIM,
+	.shard_script = SCRIPT_TOKEN_BUCKET_RECLAIM_SHARD,
 	.state_script = SCRIPT_TOKEN_BUCKET_STATE,
 	.job_args = job_args,
 	.state_args = state_args,

@@ -1,0 +1,63 @@
+#!lua flags=allow-oom
+-- sluice: leaky bucket drain of one shard's due buckets (the worker's job for
+-- sluice's own layout).  Contract: lua/README.md.
+--
+-- KEYS[1] <prefix>{k}:registry:leaky_bucket, the shard's due index
+-- ARGV[1] now (ms; "" = Redis TIME), ARGV[2] limit (buckets per call)
+-- Reply {drained (entries removed), removed (paths that left the registry),
+--        visited, skipped, next_due (ms, -1: registry empty), backlog}
+--
+-- Each due path's bucket <prefix>{k}:leaky_bucket:<path> and meta
+-- <prefix>{k}:leaky_bucket_meta:<path> are in the registry's slot (same
+-- hash tag), so the script names them from the registry key and the path.
+-- The leak is lib/leak.lua's, at the rate the meta records (the one the
+-- client applied: DESIGN.md, "State describes itself"): exact whatever the
+-- tick, and a second run at one instant removes nothing.  A bucket that is
+-- empty, or whose keys are gone, leaves the registry; its meta stays as the
+-- time mark (SKEW_MS, lib/skew.lua).  A bucket with entries is due again when
+-- its next entry leaks.  A meta that records no rate (not written by
+-- leaky_bucket.lua) is left alone until its keys expire.
+--
+-- Hot path: HMGET of the meta, then ZREMRANGEBYRANK and HSET where entries
+-- leak; the level is never counted (a ZREMRANGEBYRANK that removes fewer
+-- than it was asked to has emptied the bucket), and the registry is
+-- rescheduled in one ZADD XX for the whole call.
+
+--@include lib/leak.lua
+--@include lib/due.lua
+
+-- A key of the wrong type (or a failed call): nil.
+local function pcall_ok(r)
+  if type(r) == 'table' and r.err then return nil end
+  return r
+end
+
+return due_run('leaky_bucket', function(path, bucket, meta, now)
+  local m = pcall_ok(redis.pcall('HMGET', meta, 'last', 'carry', 'rate'))
+  if not m then return nil, nil, true end
+  local rate = rate_arg(m[3])
+  local last, carry, t = leak_read(m, now)
+  if not last or not rate then
+    -- No mark or no rate: not a bucket of leaky_bucket.lua's making (or its
+    -- meta expired first).  Gone when the bucket is; else looked at when it
+    -- would expire.
+    local ttl = pcall_ok(redis.pcall('PTTL', bucket))
+    if not ttl then return nil, nil, true end
+    if ttl == -2 then return 0, nil end
+    if ttl == -1 then return 0, now + SKIPPED_RETRY_MS end
+    return 0, now + ttl + 1
+  end
+  local due = rate * (t - last) / 1000 + carry
+  local k = math.floor(due + EPS)
+  if k < 1 then return 0, last + leak_ms_until(rate, carry, 1) end
+  local removed = pcall_ok(redis.pcall('ZREMRANGEBYRANK', bucket, '0', fmt_int(k - 1)))
+  if not removed then return nil, nil, true end
+  if removed < k then
+    -- emptied (or already empty): the bucket is gone, the meta stays as the mark
+    if last ~= t or carry ~= 0 then leak_mark(meta, t, now) end
+    return removed, nil
+  end
+  carry = math.max(0, due - k)
+  redis.call('HSET', meta, 'last', fmt_int(t), 'carry', fmt_real(carry))
+  return removed, t + leak_ms_until(rate, carry, 1)
+end)

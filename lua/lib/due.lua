@@ -1,0 +1,109 @@
+-- lib/due.lua: the due index (DESIGN.md, "State model (key layout 2)",
+-- "Due index"): one sorted set per shard and algorithm,
+-- <prefix>{k}:registry:<algorithm>, member = path, score = the ms at which
+-- the path next needs the worker.
+--
+-- Clients add a path with ZADD LT: a new path gets its first due time, and
+-- one already there keeps the earlier of the two (so a call whose state needs
+-- the worker sooner, a shorter window say, moves it earlier; a later one
+-- changes nothing).  The worker's job for a shard (due_run) takes what is due
+-- by now, handles each path, then sets its next due time (ZADD XX) or removes
+-- it when its state is gone.  A due time that comes early costs one visit and
+-- a reschedule; one that came late would only delay memory being freed: no
+-- decision of any client depends on the worker having run.
+--@include lib/time.lua
+
+-- A registry member this long overdue (ms) has been missed by every daemon,
+-- or none runs; due_register removes a few such members whose keys are gone.
+local DEAD_AFTER_MS = 60000
+local DEAD_PER_CALL = 2
+
+-- ZADD/ZREM take at most this many members per call (unpack's limits).
+local DUE_SLICE = 500
+
+-- Register path in registry (KEYS[3] of a client script) as due at `due`
+-- ms.  When the path is new there, also drops up to DEAD_PER_CALL members
+-- overdue by DEAD_AFTER_MS whose state and meta are both gone (keys of
+-- `base`, the shard's "<prefix>{k}", and algorithm `alg`), so the registry
+-- stays bounded by the paths that have state even with no daemon running:
+-- every new member removes up to two dead ones.
+local function due_register(registry, path, due, now, base, alg)
+  if redis.call('ZADD', registry, 'LT', fmt_int(due), path) == 0 then return end
+  local dead = redis.call('ZRANGE', registry, '-inf', fmt_int(now - DEAD_AFTER_MS), 'BYSCORE',
+    'LIMIT', '0', fmt_int(DEAD_PER_CALL))
+  for _, p in ipairs(dead) do
+    if redis.call('EXISTS', base .. ':' .. alg .. ':' .. p, base .. ':' .. alg .. '_meta:' .. p) == 0 then
+      redis.call('ZREM', registry, p)
+    end
+  end
+end
+
+-- Send `cmd` (a table starting with the command, key and options) with
+-- the items of `list` appended, in slices of DUE_SLICE.
+local function due_sliced(cmd, list, per)
+  local args, head = {}, #cmd
+  for i = 1, head do args[i] = cmd[i] end
+  for i = 1, #list do
+    args[#args + 1] = list[i]
+    if #args - head >= DUE_SLICE * per or i == #list then
+      redis.call(unpack(args))
+      for j = #args, head + 1, -1 do args[j] = nil end
+    end
+  end
+end
+
+-- The worker's job over one shard's due index, for the *_shard scripts:
+--   KEYS[1] <prefix>{k}:registry:<alg>
+--   ARGV[1] now (ms; "" = Redis TIME), ARGV[2] limit (paths per call, >= 1)
+-- job(path, state_key, meta_key, t) handles one due path at now t and
+-- returns what it did (entries drained, fields pruned, ...) and its next
+-- due time in ms (nil: the path leaves the registry), or nil, nil, true
+-- when it left the path alone (a key of another type: looked at again in
+-- SKIPPED_RETRY_MS).
+-- Reply {done, removed (paths that left the registry), visited, skipped,
+--        next_due (the registry's lowest score afterwards, -1 when empty),
+--        backlog (paths still due by now: more than `limit` were due)}.
+local SKIPPED_RETRY_MS = 60000
+local function due_run(alg, job)
+  if #KEYS ~= 1 or #ARGV ~= 2 then
+    return usage(alg .. ' shard job takes KEYS registry (<prefix>{k}:registry:' .. alg .. '), ARGV now, limit')
+  end
+  local registry, suffix = KEYS[1], ':registry:' .. alg
+  local close = string.find(registry, '}', 1, true)
+  if not close or not string.find(registry, '{', 1, true) or registry:sub(close + 1) ~= suffix then
+    return fail('KEYS[1]', '<prefix>{k}' .. suffix)
+  end
+  local base = registry:sub(1, close)
+  local limit, err = arg_int(ARGV[2], 'limit')
+  if err then return err end
+  local now
+  now, err = arg_now(ARGV[1])
+  if err then return err end
+  local due = redis.call('ZRANGE', registry, '-inf', fmt_int(now), 'BYSCORE', 'LIMIT', '0', fmt_int(limit))
+  local done, skipped, resched, gone = 0, 0, {}, {}
+  local state_of, meta_of = base .. ':' .. alg .. ':', base .. ':' .. alg .. '_meta:'
+  for _, path in ipairs(due) do
+    local d, nxt, skip = job(path, state_of .. path, meta_of .. path, now)
+    if skip then
+      skipped = skipped + 1
+      nxt = now + SKIPPED_RETRY_MS
+    else
+      done = done + d
+    end
+    if nxt then
+      resched[#resched + 1] = fmt_int(math.max(nxt, now + 1))
+      resched[#resched + 1] = path
+    else
+      gone[#gone + 1] = path
+    end
+  end
+  due_sliced({ 'ZADD', registry, 'XX' }, resched, 2)
+  due_sliced({ 'ZREM', registry }, gone, 1)
+  local head = redis.call('ZRANGE', registry, '0', '0', 'WITHSCORES')
+  local next_due, backlog = -1, 0
+  if head[2] then next_due = tonumber(head[2]) end
+  if #due >= limit and next_due ~= -1 and next_due <= now then
+    backlog = redis.call('ZCOUNT', registry, '-inf', fmt_int(now))
+  end
+  return { done, #gone, #due, skipped, next_due, backlog }
+end
