@@ -148,7 +148,7 @@ void check_err(const char *file, int line, int status, const char *code, const c
 
 void lb_admit(const char *path, long long capacity, const char *rate, long long now)
 {
-	ck_assert_msg(test_acquire(c, TEST_EVAL, "leaky_bucket", path, now, test_num(capacity), rate, "1", NULL) == 1,
+	ck_assert_msg(test_acquire(c, TEST_EVAL, "leaky_bucket", path, now, test_num(capacity), rate, NULL) == 1,
 		      "leaky_bucket %s at %lld not admitted", path, now);
 }
 

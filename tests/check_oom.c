@@ -107,13 +107,13 @@ static redisReply *acquire_reply(int how, const char *algorithm, const char *pat
 		const char *algorithm;
 		const char *params[3];
 	} params[] = {
-		{ "leaky_bucket", { "10", "2", "1" } },	  { "sliding_log", { "5", "1000", NULL } },
+		{ "leaky_bucket", { "10", "2", NULL } },	  { "sliding_log", { "5", "1000", NULL } },
 		{ "sliding_counter", { "5", "1000", "10" } }, { "fixed_window", { "5", "1000", NULL } },
-		{ "token_bucket", { "10", "2", "1" } },
+		{ "token_bucket", { "10", "2", NULL } },
 	};
 	for (int i = 0; i < TEST_N(params); i++)
 		if (strcmp(params[i].algorithm, algorithm) == 0)
-			return test_client_call(c, how, algorithm, path, now, params[i].params,
+			return test_client_call(c, how, algorithm, path, "1", now, params[i].params,
 						params[i].params[2] ? 3 : 2);
 	ck_abort_msg("no parameters for %s", algorithm);
 	return NULL;

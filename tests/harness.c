@@ -1,5 +1,7 @@
 #include "tests/harness.h"
 
+#include "core/shard.h"
+
 #include "core/layout.h"
 #include "core/log.h"
 #include "core/scripts.h"
@@ -346,11 +348,32 @@ long long test_server_ms(redisContext *c)
 
 const char *test_key(const char *path, const char *kind)
 {
-	static char buf[32][256];
+	static char buf[32][320];
 	static unsigned next;
 	char *b = buf[next++ % 32];
 
-	snprintf(b, sizeof(buf[0]), "sluice:{%s}:%s", path, kind);
+	snprintf(b, sizeof(buf[0]), "sluice:{%u}:%s:%s", shard_of(path, strlen(path)), kind, path);
+	return b;
+}
+
+const char *test_registry(const char *algorithm, const char *path)
+{
+	static char buf[32][96];
+	static unsigned next;
+	char *b = buf[next++ % 32];
+
+	snprintf(b, sizeof(buf[0]), "sluice:{%u}:registry:%s", shard_of(path, strlen(path)), algorithm);
+	return b;
+}
+
+const char *test_shard_key(const char *algorithm, const char *path, const char *what)
+{
+	static char buf[32][96];
+	static unsigned next;
+	char *b = buf[next++ % 32];
+
+	(void)algorithm;
+	snprintf(b, sizeof(buf[0]), "sluice:{%u}:%s", shard_of(path, strlen(path)), what);
 	return b;
 }
 
@@ -361,7 +384,7 @@ const char *test_lb_key(const char *path)
 
 const char *test_lb_meta(const char *path)
 {
-	return test_key(path, "leaky_bucket:meta");
+	return test_key(path, "leaky_bucket_meta");
 }
 
 const char *test_sl_key(const char *path)
@@ -450,25 +473,26 @@ redisReply *test_script(redisContext *c, const char *name, int nkeys, ...)
 	return test_script_argv(c, TEST_EVAL, name, nkeys, argc, argv, NULL);
 }
 
-redisReply *test_client_call(redisContext *c, int how, const char *algorithm, const char *path, long long now,
-			     const char *const *params, int nparams)
+redisReply *test_client_call(redisContext *c, int how, const char *algorithm, const char *path, const char *n,
+			     long long now, const char *const *params, int nparams)
 {
 	const char *argv[SCRIPT_MAX_ARGS];
-	char registry[96];
-	int argc = 0, nkeys;
+	char meta[64];
+	int argc = 0;
 
-	snprintf(registry, sizeof(registry), "sluice:registry:%s", algorithm);
+	snprintf(meta, sizeof(meta), "%s_meta", algorithm);
 	argv[argc++] = test_key(path, algorithm);
-	if (strcmp(algorithm, "leaky_bucket") == 0)
-		argv[argc++] = test_lb_meta(path);
-	argv[argc++] = registry;
-	nkeys = argc;
+	argv[argc++] = test_key(path, meta);
+	argv[argc++] = test_registry(algorithm, path);
+	argv[argc++] = test_shard_key(algorithm, path, "rules");
+	argv[argc++] = test_shard_key(algorithm, path, "stats");
 	argv[argc++] = path;
-	for (int i = 0; i < nparams && argc < SCRIPT_MAX_ARGS - 1; i++)
+	argv[argc++] = n ? n : "";
+	argv[argc++] = now >= 0 ? test_num(now) : "";
+	argv[argc++] = "";
+	for (int i = 0; i < nparams && argc < SCRIPT_MAX_ARGS; i++)
 		argv[argc++] = params[i];
-	if (now >= 0)
-		argv[argc++] = test_num(now);
-	return test_script_argv(c, how, algorithm, nkeys, argc, argv, NULL);
+	return test_script_argv(c, how, algorithm, 5, argc, argv, NULL);
 }
 
 long long test_acquire(redisContext *c, int how, const char *algorithm, const char *path, long long now, ...)
@@ -482,7 +506,7 @@ long long test_acquire(redisContext *c, int how, const char *algorithm, const ch
 	while ((a = va_arg(ap, const char *)) != NULL && n < SCRIPT_MAX_ARGS)
 		params[n++] = a;
 	va_end(ap);
-	return test_script_allowed(test_client_call(c, how, algorithm, path, now, params, n), algorithm);
+	return test_script_allowed(test_client_call(c, how, algorithm, path, "", now, params, n), algorithm);
 }
 
 long long test_script_allowed(redisReply *r, const char *name)

@@ -135,29 +135,32 @@ redisReply *test_script(redisContext *c, const char *name, int nkeys, ...);
 /* Element 0 of a script's reply (`allowed` of the client scripts); fails the test on an error reply; frees r. */
 long long test_script_allowed(redisReply *r, const char *name);
 /*
- * One request through the client script of `algorithm` (lua/<algorithm>.lua,
- * sent as `how` says) for `path` in sluice's layout "sluice:": KEYS its data
- * key (and the leaky bucket's meta) and its registry; ARGV `path`, the rule's
- * parameters (and cost) given as strings up to a NULL, and `now` in ms (< 0:
- * none, the script reads Redis TIME).  Returns `allowed` (1 or 0); fails the
- * test on an error reply.
+ * One client call of sluice's script `algorithm` (lua/<algorithm>.lua) by
+ * the calling contract (lua/README.md, "Calling a client script"): KEYS
+ * the path's state, meta, its shard's registry, rules copy and stats; ARGV
+ * `path`, cost n ("" = 1), `now` in ms (< 0: "", the script reads Redis
+ * TIME), rule "" and the explicit parameters given as strings up to a NULL.
+ * Returns `allowed` (1 or 0); fails the test on an error reply.
  */
 long long test_acquire(redisContext *c, int how, const char *algorithm, const char *path, long long now, ...);
-/* test_acquire's call, its reply returned (caller frees), whatever it is; `params` are the ARGV after the path. */
-redisReply *test_client_call(redisContext *c, int how, const char *algorithm, const char *path, long long now,
-			     const char *const *params, int nparams);
+/* test_acquire's call with cost `n` (NULL: ""), its reply returned (caller frees), whatever it is;
+ * `params` are ARGV[5..]. */
+redisReply *test_client_call(redisContext *c, int how, const char *algorithm, const char *path, const char *n,
+			     long long now, const char *const *params, int nparams);
 
 /* Redis's clock (TIME) in ms: the clock every script and the daemon use. */
 long long test_server_ms(redisContext *c);
 /*
- * sluice's key names for `path` (layout "sluice:"), in one of 32 rotating
- * static buffers, so the keys of a batch can be used in one call; paths up to
- * 200 bytes.
+ * sluice's key names for `path` (key layout 2, prefix "sluice:"; C strings
+ * only), in one of 32 rotating static buffers, so the keys of a batch can be
+ * used in one call; paths up to 200 bytes.
  */
-const char *test_key(const char *path, const char *kind); /* sluice:{path}:<kind> */
-const char *test_lb_key(const char *path);   /* sluice:{path}:leaky_bucket */
-const char *test_lb_meta(const char *path);  /* sluice:{path}:leaky_bucket:meta */
-const char *test_sl_key(const char *path);   /* sluice:{path}:sliding_log */
+const char *test_key(const char *path, const char *kind); /* sluice:{k}:<kind>:<path>, k = its shard */
+const char *test_registry(const char *algorithm, const char *path); /* sluice:{k}:registry:<algorithm> */
+const char *test_shard_key(const char *algorithm, const char *path, const char *what); /* sluice:{k}:<what> */
+const char *test_lb_key(const char *path);   /* sluice:{k}:leaky_bucket:<path> */
+const char *test_lb_meta(const char *path);  /* sluice:{k}:leaky_bucket_meta:<path> */
+const char *test_sl_key(const char *path);   /* sluice:{k}:sliding_log:<path> */
 
 /*
  * sluice's default layouts (key prefix `prefix`) followed by the foreign

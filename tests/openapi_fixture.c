@@ -615,9 +615,9 @@ void seed(void)
 	call_answer(api, &rq, &a);
 	ck_assert_msg(a.status == 201, "seeding PUT %s: %d %s", rq.path, a.status, a.text);
 	answer_clear(&a);
-	ck_assert_int_eq(test_acquire(c, TEST_EVAL, "leaky_bucket", "/doc", t, "20", "5", "1", NULL), 1);
-	ck_assert_int_eq(test_acquire(c, TEST_EVAL, "leaky_bucket", "/doc", t + 1, "20", "5", "1", NULL), 1);
-	ck_assert_int_eq(test_acquire(c, TEST_EVAL, "leaky_bucket", "/free", t, "20", "5", "1", NULL), 1);
+	ck_assert_int_eq(test_acquire(c, TEST_EVAL, "leaky_bucket", "/doc", t, "20", "5", NULL), 1);
+	ck_assert_int_eq(test_acquire(c, TEST_EVAL, "leaky_bucket", "/doc", t + 1, "20", "5", NULL), 1);
+	ck_assert_int_eq(test_acquire(c, TEST_EVAL, "leaky_bucket", "/free", t, "20", "5", NULL), 1);
 	ck_assert_int_eq(test_acquire(c, TEST_EVAL, "sliding_log", "/doc-log", t, "10", "60000", NULL), 1);
 	redis_do(bad, 3);
 	redis_do(addbad, 4);

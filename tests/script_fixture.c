@@ -38,10 +38,42 @@ int in_set(const char *set, const char *member)
 	return (int)test_cmd_int(c, "SISMEMBER %s %s", set, member);
 }
 
+int in_registry(enum algo al, const char *path)
+{
+	return due_of(al, path) >= 0;
+}
+
+long long due_of(enum algo al, const char *path)
+{
+	redisReply *r = test_cmd(c, "ZSCORE %s %s", test_registry(algo_name(al), path), path);
+	long long v = r->type == REDIS_REPLY_STRING ? atoll(r->str) : -1;
+
+	ck_assert_msg(r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_NIL, "ZSCORE: %s",
+		      r->type == REDIS_REPLY_ERROR ? r->str : "not a string");
+	freeReplyObject(r);
+	return v;
+}
+
+const char *algo_name(enum algo al)
+{
+	static const char *const names[] = { "fixed_window", "sliding_log", "sliding_counter", "token_bucket",
+					     "leaky_bucket" };
+
+	return names[al];
+}
+
+redisReply *shard_job(enum algo al, const char *path, long long now)
+{
+	static const char *const jobs[] = { "fixed_window_repair_shard", "sliding_log_prune_shard",
+					    "sliding_counter_prune_shard", "token_bucket_reclaim_shard",
+					    "leaky_bucket_drain_shard" };
+
+	return ev(jobs[al], 1, test_registry(algo_name(al), path), now >= 0 ? num(now) : "", "500", NULL);
+}
+
 redisReply *lb_acquire(const char *path, const char *cap, const char *rate, const char *n, const char *now)
 {
-	return ev(SCRIPT_LEAKY_BUCKET, 3, test_lb_key(path), test_lb_meta(path), LB_REG, path, cap, rate, n,
-		  now, NULL);
+	return acquire(LB, path, cap, rate, NULL, n, now);
 }
 
 redisReply *lb_drain1(const char *path, const char *rate, long long now)
@@ -57,7 +89,7 @@ redisReply *lb_state(const char *path, const char *cap, const char *rate, const 
 
 redisReply *sl_acquire(const char *path, const char *limit, const char *window, const char *now)
 {
-	return ev(SCRIPT_SLIDING_LOG, 2, test_sl_key(path), SL_REG, path, limit, window, now, NULL);
+	return acquire(SL, path, limit, window, NULL, NULL, now);
 }
 
 redisReply *sl_prune1(const char *path, const char *window, long long now)
@@ -79,51 +111,22 @@ redisReply *prune_unit(const char *reg, const char *key, const char *path, const
 redisReply *acquire(enum algo al, const char *p, const char *a, const char *b, const char *s, const char *n,
 		    const char *now)
 {
-	switch (al) {
-	case FW:
-		return ev("fixed_window", 2, FW_KEY(p), FW_REG, p, a, b, now, NULL);
-	case SL:
-		return ev("sliding_log", 2, test_sl_key(p), SL_REG, p, a, b, now, NULL);
-	case SC:
-		return ev("sliding_counter", 2, SC_KEY(p), SC_REG, p, a, b, s, now, NULL);
-	case TB:
-		return ev("token_bucket", 2, TB_KEY(p), TB_REG, p, a, b, n ? n : "", now, NULL);
-	case LB:
-		return ev("leaky_bucket", 3, test_lb_key(p), test_lb_meta(p), LB_REG, p, a, b, n ? n : "", now,
-			  NULL);
-	}
-	return NULL;
+	const char *params[3] = { a, b, s };
+	int np = al == SC ? 3 : 2;
+
+	return test_client_call(c, TEST_EVAL, algo_name(al), p, n, now ? atoll(now) : -1, params, np);
 }
 
 int state_keys(enum algo al, const char *p, const char *keys[2])
 {
-	switch (al) {
-	case FW:
-		keys[0] = FW_KEY(p);
-		return 1;
-	case SL:
-		keys[0] = test_sl_key(p);
-		return 1;
-	case SC:
-		keys[0] = SC_KEY(p);
-		return 1;
-	case TB:
-		keys[0] = TB_KEY(p);
-		return 1;
-	case LB:
-		keys[0] = test_lb_key(p);
-		keys[1] = test_lb_meta(p);
-		return 2;
-	}
-	return 0;
+	char meta[48];
+
+	snprintf(meta, sizeof(meta), "%s_meta", algo_name(al));
+	keys[0] = test_key(p, algo_name(al));
+	keys[1] = test_key(p, meta);
+	return 2;
 }
 
-static const char *registry_of(enum algo al)
-{
-	static const char *const regs[] = { FW_REG, SL_REG, SC_REG, TB_REG, LB_REG };
-
-	return regs[al];
-}
 
 redisReply *fw(const char *p, const char *limit, const char *window, long long now)
 {
@@ -191,7 +194,7 @@ void check_algo_case(const struct algo_case *ac)
 		r = acquire(ac->algo, p, ac->a, ac->b, ac->s, n, num(st->now));
 		test_check_ints(where, 0, r, st->want, 4);
 		if (st->want[0] == 1) {
-			ck_assert_msg(in_set(registry_of(ac->algo), p), "%s: path not registered", where);
+			ck_assert_msg(in_registry(ac->algo, p), "%s: path not registered", where);
 			for (int k = 0; k < nk; k++) {
 				if (st->ttl > 0 && k == 0)
 					check_pttl(where, 0, keys[k], st->ttl);

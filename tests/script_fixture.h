@@ -24,6 +24,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Registry sets for the batch scripts (the jobs of foreign layouts, which
+ * take their keys as given); sluice's own registries are per shard:
+ * test_registry(), in_registry(), due_of(). */
 #define FW_REG "sluice:registry:fixed_window"
 #define SC_REG "sluice:registry:sliding_counter"
 #define TB_REG "sluice:registry:token_bucket"
@@ -95,14 +98,25 @@ redisReply *prune_unit(const char *reg, const char *key, const char *path, const
 
 enum algo { FW, SL, SC, TB, LB };
 
+/* "fixed_window", ...: the algorithm's name in keys and script names. */
+const char *algo_name(enum algo al);
+/* The path is in its shard's due index of algorithm al. */
+int in_registry(enum algo al, const char *path);
+/* Its due time there (ms), or -1 when it is not registered. */
+long long due_of(enum algo al, const char *path);
+/* The algorithm's worker job over the due index of path's shard, at now (ms; < 0: Redis TIME),
+ * up to 500 paths: reply {done, removed, visited, skipped, next_due, backlog}. */
+redisReply *shard_job(enum algo al, const char *path, long long now);
+
 /*
- * One client call.  a, b, s are the rule's parameters: FW and SL (limit,
+ * One client call by the calling contract (five KEYS; ARGV path, n, now,
+ * rule "", parameters).  a, b, s are the parameters: FW and SL (limit,
  * window_ms), SC (limit, window_ms, sub_windows), TB and LB (capacity, rate);
- * n is the cost (TB, LB; NULL leaves it out); now is ms, NULL for Redis TIME.
+ * n is the cost (NULL: ""); now is ms, NULL for Redis TIME.
  */
 redisReply *acquire(enum algo al, const char *p, const char *a, const char *b, const char *s, const char *n,
 		    const char *now);
-/* The keys that hold one path's state (at most 2); returns how many. */
+/* The keys that hold one path's state: its state key and its meta; returns 2. */
 int state_keys(enum algo al, const char *p, const char *keys[2]);
 
 redisReply *fw(const char *p, const char *limit, const char *window, long long now);
