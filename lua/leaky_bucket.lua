@@ -10,7 +10,8 @@
 --                    capacity, rate = the parameters last applied, rule = the rule
 --                    named ("" for explicit parameters)
 -- KEYS[3] registry <prefix>{k}:registry:leaky_bucket (due index: when the next entry leaks)
--- KEYS[4] rules, KEYS[5] stats: the shard's; accepted, not used yet
+-- KEYS[4] rules: the shard's rules copy (read: max_clock_skew_ms, lib/skew.lua)
+-- KEYS[5] stats: the shard's decision counters; accepted, not used yet
 -- ARGV[1] path, ARGV[2] n (cost in entries, "" = 1), ARGV[3] now (ms, "" = Redis
 -- TIME), ARGV[4] rule ("" only), ARGV[5] capacity (entries, integer >= 1),
 -- ARGV[6] rate (entries leaked per second, > 0)
@@ -34,6 +35,7 @@ local MAX_N = 100000 -- cost of one request, in entries
 
 local path, base, k, err = contract_keys('leaky_bucket', 'capacity, rate')
 if err then return err end
+SKEW_MS = skew_read(KEYS[4])
 -- n is capped: one sorted-set member per unit, so one call cannot fill Redis.
 local n, now, rule
 n, now, rule, err = contract_args('leaky_bucket', 'capacity, rate', 2, MAX_N)

@@ -12,6 +12,7 @@
 -- a reschedule; one that came late would only delay memory being freed: no
 -- decision of any client depends on the worker having run.
 --@include lib/time.lua
+--@include lib/skew.lua
 
 -- A registry member this long overdue (ms) has been missed by every daemon,
 -- or none runs; due_register removes a few such members whose keys are gone.
@@ -53,7 +54,8 @@ local function due_sliced(cmd, list, per)
 end
 
 -- The worker's job over one shard's due index, for the *_shard scripts:
---   KEYS[1] <prefix>{k}:registry:<alg>
+--   KEYS[1] <prefix>{k}:registry:<alg> (the shard's other keys, its paths'
+--           state and meta and its rules copy, share its hash tag)
 --   ARGV[1] now (ms; "" = Redis TIME), ARGV[2] limit (paths per call, >= 1)
 -- job(path, state_key, meta_key, t) handles one due path at now t and
 -- returns what it did (entries drained, fields pruned, ...) and its next
@@ -74,6 +76,7 @@ local function due_run(alg, job)
     return fail('KEYS[1]', '<prefix>{k}' .. suffix)
   end
   local base = registry:sub(1, close)
+  SKEW_MS = skew_read(base .. ':rules')
   local limit, err = arg_int(ARGV[2], 'limit')
   if err then return err end
   local now

@@ -8,7 +8,18 @@
 -- allows, with or without the daemon.  The worker never acts ahead of a
 -- path's own timeline except by real time (the leak); what it deletes as
 -- "empty" or "full" is what any client within the horizon would see as such.
--- (sluiced's max_clock_skew_ms; 10000 ms until the shard's rules copy of key
--- layout 2 carries the configured value to the client scripts.)
+--
+-- SKEW_MS is sluiced's max_clock_skew_ms (config, default 10000): the daemon
+-- writes it into every shard's rules copy, field max_clock_skew_ms, and each
+-- script sets SKEW_MS from there first thing (skew_read); a shard whose copy
+-- has none (no daemon yet) uses the default.  Every fragment's function reads
+-- the one SKEW_MS, so the assignment reaches them all.
+--@include lib/num.lua
 
 local SKEW_MS = 10000
+
+-- The skew horizon (ms) in the shard's rules copy `rules` (a hash), else
+-- the default.  Whole ms from 0 to 2^53 - 1.
+local function skew_read(rules)
+  return stored_int(redis.call('HGET', rules, 'max_clock_skew_ms')) or SKEW_MS
+end
