@@ -4,7 +4,7 @@
 #   make test       unit, integration and end-to-end suites (real redis-server)
 #   make asan       the same suites built with ASan + UBSan (objects in build/asan)
 #   make run        private redis-server + example config + sluiced in the foreground
-#   make bench      drain-sweep, memory, HTTP and Lua shard benchmarks (figures, not pass/fail)
+#   make bench      due-driven ticks, sweep, prune, client scripts, daemon idle/RSS, HTTP and Lua shard benchmarks (figures, not pass/fail; BENCHMARKS.md)
 #   make lua        assemble the Lua scripts into build/lua/ (lua/README.md)
 #   make install    PREFIX=/usr/local DESTDIR= : binary, Lua scripts, example config
 #   make deps       install the Debian packages, or name the command to run

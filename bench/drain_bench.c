@@ -1,40 +1,57 @@
 /*
- * drain_bench: how fast sluice's worker drains leaky buckets, against the
- * seed article's way (004, `leakWater`: one round trip per path per tick).
+ * drain_bench: the benchmarks of key layout 2 (issue 8, "Benchmark") that
+ * need the worker's own code or a tight client loop.  bench/bench.sh runs
+ * them on a private redis-server and prints the summary.
  *
- *   drain_bench bench --redis URL [--paths N] [--repeat R] [--batch-size B]
- *                     [--also-batch B1,B2,...]
- *   drain_bench fill  --redis URL [--paths N] [--age-ms A]
- *   drain_bench sweep --redis URL [--paths N] [--batch-size B]
+ *   drain_bench ticks  --redis URL [--sizes 10000,100000,1000000] [--due 10000]
+ *                      [--algs leaky_bucket,sliding_log] [--repeat R] [--batch-size B]
+ *   drain_bench sweep  --redis URL [--paths 100000] [--repeat R] [--batch-size B] [--depth D]
+ *   drain_bench prune  --redis URL [--paths 100000] [--repeat R] [--batch-size B] [--depth D]
+ *   drain_bench client --redis URL [--calls 20000] [--repeat R]
+ *   drain_bench fill   --redis URL --paths N [--prefix P] [--due-in-ms MS]
+ *   drain_bench keys   ALGORITHM PATH [--prefix P]
  *
- * bench: for each of R rounds, three fresh identical fills of N buckets, each
- * followed by one timed pass that drains exactly one entry from every bucket:
- *   sweep     worker_sweep(WORKER_DRAIN) of libsluice (SSCAN + pipelined EVALSHA
- *             of leaky_bucket_drain.lua, B paths per call)
- *   evalsha   SSCAN the registry, then per path ONE synchronous EVALSHA of the
- *             same leaky_bucket_drain.lua with one bucket (same work, same script)
- *   zrem      SSCAN the registry, then per path ONE synchronous
- *             ZREMRANGEBYSCORE key 0 <cutoff> (the seed's literal command)
- * and prints the median and minimum of each, keys per second, and the ratios.
- * The drained count is checked (N each time): a wrong count exits 1.
+ * ticks: the worker's step (worker_step of libsluice, the due-driven walk of
+ *   worker/due.c) over N registered paths of which `due` are due, for each
+ *   size: cost should follow the work due, not the registry.  A fresh
+ *   worker first takes one step just before the due time (it learns every
+ *   shard's next due time, as the daemon does in its first tick), then the
+ *   timed step at the due time.  Wall time (CLOCK_MONOTONIC) and Redis CPU
+ *   (INFO cpu, used_cpu_sys + used_cpu_user) of that step; the due paths are
+ *   restored between rounds and the sizes alternate within a round.
+ * sweep: 100,000 leaky buckets, each with one entry due: one full drain
+ *   sweep (worker_sweep) against the same work done by one EVALSHA of the
+ *   same shard job per bucket (limit 1: it drains the shard's first due
+ *   bucket), pipelined `depth` (128) deep.  Redis CPU per drained bucket.
+ * prune: 100,000 sliding logs of 20 entries, 5 of them expired: one prune
+ *   sweep against one ZREMRANGEBYSCORE per log on the same keys, pipelined
+ *   `depth` deep.
+ * client: Redis's own time per call (INFO commandstats, usec_per_call of
+ *   evalsha) of each client script, admitted calls on one path whose state
+ *   exists (the applications' hot path) and calls on a new path each time,
+ *   beside seed 000's sliding-log script and an empty script with the same
+ *   KEYS and ARGV, in the same run.
+ * fill: leaky buckets for the daemon runs of bench.sh (5 entries each,
+ *   capacity 10, rate 0.001/s, all due `due-in-ms` from now, Redis clock).
+ * keys: print the five KEYS of a client call for PATH, one a line.
  *
- * fill: FLUSHDB, store the rule and fill N buckets as of now - A ms (Redis
- * clock), for the daemon's memory run (bench.sh).
- * sweep: one timed drain sweep at the Redis clock after `fill --age-ms 100000`
- * (exactly one entry due per bucket), for profiling with perf or callgrind.
+ * Filling: a path's state is what the client script writes.  The script
+ * itself makes a template path (its calls at chosen, explicit `now`s); the
+ * template's state and meta are copied to every path with DUMP / RESTORE
+ * (with their TTLs) and the path is added to its shard's registry at the
+ * template's score, pipelined.  Then three sample paths are checked: their
+ * copied state is dropped and made again by the script itself, and must be
+ * byte for byte the same (DUMP), with the same registry score and TTLs
+ * within 2 s.  Same data as calling the script per path, several times
+ * faster (no Lua per path).
  *
- * The state is written the way a client writes it: leaky_bucket.lua (the
- * embedded build/lua/leaky_bucket.lua) with an explicit now, pipelined, for a
- * burst of one request at T0 - 4 ms and four (n = 4) at T0.  Rule "bench" (every bench path): capacity 10, rate 0.01 per second.
- * The low rate is on purpose: the client script gives each key a TTL of "time
- * to drain at the rule's rate" in real time (here 500 s), and at 1 per second
- * the first keys would expire (5 s) before the slow baselines are done.  The
- * drain is then asked for now = T0 + 100 s, where exactly one entry is due
- * per bucket (floor(0.01 x 100.004) = 1); the seed's ZREMRANGEBYSCORE gets
- * cutoff T0 - 4, which removes that same oldest entry.
- *
- * Only the sluice key layout and the bench's private Redis are touched
- * (FLUSHDB before every fill).  Exit 0, 1 on an error, 2 on a bad flag.
+ * Every figure is measured against a baseline in the same run; nothing
+ * passes or fails on speed.  Exit 0; 1 on a real error (Redis refuses
+ * something, a count of drained/pruned entries is not the one the state
+ * implies); 2 on a bad flag; 3 when a script this mode needs is not on the
+ * layout-2 calling contract yet or its shard job is a placeholder (the
+ * message says which).  Only the bench's private Redis is touched, and each
+ * mode starts with FLUSHDB.
  */
 #include <errno.h>
 #include <hiredis/hiredis.h>
@@ -45,36 +62,43 @@
 #include <string.h>
 #include <time.h>
 
-#include "core/config.h"
-#include "core/error.h"
+#include "core/algorithm.h"
+#include "core/keys.h"
 #include "core/layout.h"
-#include "core/rconn.h"
-#include "core/rules.h"
-#include "core/rulestore.h"
+#include "core/redis_target.h"
 #include "core/scripts.h"
+#include "core/shard.h"
 #include "worker/worker.h"
 
-#define PREFIX "sluice:"
-#define RULE_JSON \
-	"{\"name\":\"bench\",\"match\":\"/bench/*\",\"algorithm\":\"leaky_bucket\",\"capacity\":10,\"rate\":0.01}"
-#define RULE_RATE 0.01
-#define DUE_AFTER_MS 100000 /* one entry due per bucket at this rate */
-#define FILL_PIPELINE 1000  /* commands per pipeline while filling */
-#define SCAN_COUNT 1000     /* SSCAN COUNT of the baselines (generous to them) */
 #define MAX_ROUNDS 50
-#define MAX_BATCHES 16
+#define MAX_SIZES 8
+#define FILL_PIPELINE 1000     /* paths per pipeline while filling (3 commands each) */
+#define FAR_MS 100000000LL     /* "due far in the future": ~28 h after the due paths */
+#define TTL_SLACK_MS 2000      /* a sample's TTLs against the template's */
+#define EXIT_NOT_READY 3
 
-enum pass { PASS_SWEEP, PASS_EVALSHA, PASS_ZREM, PASS__N };
+/* seed 000's Lua script (shared/seeds/000, "Lua脚本优化"): the same commands and
+ * conversions, in our words: drop scores <= now - window, count, refuse at the
+ * threshold, else add now as member and score.  KEYS[1] key; ARGV now window threshold. */
+static const char SEED000_LUA[] =
+	"local now, window, limit = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])\n"
+	"redis.call('ZREMRANGEBYSCORE', KEYS[1], 0, now - window)\n"
+	"if redis.call('ZCARD', KEYS[1]) >= limit then\n"
+	"  return tostring(0)\n"
+	"end\n"
+	"redis.call('ZADD', KEYS[1], tostring(now), now)\n"
+	"return tostring(1)\n";
+/* the floor: a script that takes the contract's 5 KEYS and 6 ARGV and answers a reply of its shape */
+static const char FLOOR_LUA[] = "return { 1, 0, 0, 0, '' }\n";
 
 struct bench {
 	struct redis_target target;
-	struct rconn *conn;           /* fill, checks, rules */
-	redisContext *raw;            /* the baselines' plain synchronous client */
-	struct layout *layouts;
-	size_t nlayouts;
-	const struct layout *lb;      /* leaky_bucket layout */
-	size_t paths;
-	int64_t t0;                   /* ms: time of the last fill's second request */
+	const char *url;
+	redisContext *c;
+	size_t batch;    /* the worker's batch_size */
+	int depth;       /* pipeline depth of the per-bucket / per-log baselines */
+	int rounds;
+	int queued;      /* commands appended and not read yet */
 };
 
 static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
@@ -90,7 +114,21 @@ static void die(const char *fmt, ...)
 	exit(1);
 }
 
-static double now_s(void)
+static void not_ready(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void not_ready(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("drain_bench: not measured: ", stdout);
+	va_start(ap, fmt);
+	vfprintf(stdout, fmt, ap);
+	va_end(ap);
+	fputc('\n', stdout);
+	fflush(stdout);
+	exit(EXIT_NOT_READY);
+}
+
+static double mono_s(void)
 {
 	struct timespec ts;
 
@@ -98,31 +136,79 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* A plain command through rconn, printf-free: NULL-terminated list of strings. */
-static redisReply *cmd(struct bench *b, const char *first, ...)
+static int64_t wall_ms(void)
 {
-	const char *argv[16];
-	size_t lens[16];
-	int argc = 0, rc;
-	redisReply *r = NULL;
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---- Redis, plain hiredis ------------------------------------------------- */
+
+static void check_ctx(struct bench *b, const char *what)
+{
+	if (b->c->err)
+		die("%s: %s", what, b->c->errstr);
+}
+
+/* One command; an error reply is returned to the caller (who frees the reply). */
+static redisReply *cmdv(struct bench *b, int argc, const char **argv, const size_t *lens)
+{
+	redisReply *r = redisCommandArgv(b->c, argc, argv, lens);
+
+	if (!r)
+		die("%s: %s", argv[0], b->c->errstr);
+	return r;
+}
+
+/* A printf-style command (no binary arguments) that must not fail. */
+static redisReply *cmdf(struct bench *b, const char *fmt, ...)
+{
+	redisReply *r;
 	va_list ap;
 
-	va_start(ap, first);
-	for (const char *s = first; s && argc < 16; s = va_arg(ap, const char *)) {
-		argv[argc] = s;
-		lens[argc++] = strlen(s);
-	}
+	va_start(ap, fmt);
+	r = redisvCommand(b->c, fmt, ap);
 	va_end(ap);
-	if ((rc = rconn_command(b->conn, argc, argv, lens, &r)))
-		die("%s: %s (%s)", first, strerror(-rc), rconn_errstr(b->conn));
+	if (!r)
+		die("%s: %s", fmt, b->c->errstr);
 	if (r->type == REDIS_REPLY_ERROR)
-		die("%s: %s", first, r->str);
+		die("%s: %s", fmt, r->str);
 	return r;
+}
+
+static void pipe_push(struct bench *b, int argc, const char **argv, const size_t *lens)
+{
+	if (redisAppendCommandArgv(b->c, argc, argv, lens) != REDIS_OK)
+		die("%s: %s", argv[0], b->c->errstr);
+	b->queued++;
+}
+
+/* Read every queued reply, each handed to fn (may be NULL) before it is freed. */
+static void pipe_flush(struct bench *b, void (*fn)(redisReply *r, void *ctx), void *ctx)
+{
+	while (b->queued > 0) {
+		void *rv = NULL;
+
+		if (redisGetReply(b->c, &rv) != REDIS_OK || !rv)
+			die("pipeline: %s", b->c->errstr);
+		b->queued--;
+		if (fn)
+			fn(rv, ctx);
+		freeReplyObject(rv);
+	}
+}
+
+static void reply_ok(redisReply *r, void *ctx)
+{
+	if (r->type == REDIS_REPLY_ERROR)
+		die("%s: %s", (const char *)ctx, r->str);
 }
 
 static int64_t redis_time_ms(struct bench *b)
 {
-	redisReply *r = cmd(b, "TIME", NULL);
+	redisReply *r = cmdf(b, "TIME");
 	int64_t ms;
 
 	if (r->type != REDIS_REPLY_ARRAY || r->elements != 2)
@@ -132,341 +218,489 @@ static int64_t redis_time_ms(struct bench *b)
 	return ms;
 }
 
-static void build_keys(const struct layout *l, const char *path, size_t plen, struct strbuf *kb,
-		       size_t *klen, size_t *mlen)
+/* Redis's CPU time so far, s (INFO cpu: used_cpu_sys + used_cpu_user, all its threads). */
+static double redis_cpu_s(struct bench *b)
 {
-	kb->len = 0;
-	if (layout_key(l, path, plen, 0, kb))
-		die("out of memory");
-	*klen = kb->len;
-	if (layout_key(l, path, plen, 1, kb))
-		die("out of memory");
-	*mlen = kb->len - *klen;
+	redisReply *r = cmdf(b, "INFO cpu");
+	const char *s, *u;
+	double v;
+
+	if (r->type != REDIS_REPLY_STRING || !(s = strstr(r->str, "used_cpu_sys:")) ||
+	    !(u = strstr(r->str, "used_cpu_user:")))
+		die("INFO cpu: no used_cpu_sys / used_cpu_user");
+	v = strtod(s + 13, NULL) + strtod(u + 14, NULL);
+	freeReplyObject(r);
+	return v;
 }
 
-/* Run and check a fill pipeline: every acquire must be admitted. */
-static void fill_flush(struct bench *b, struct rbatch *batch)
+/* usec_per_call and calls of `cmd` in INFO commandstats (0 when it was not called). */
+static double cmd_usec_per_call(struct bench *b, const char *cmd, long long *calls)
 {
-	int rc;
+	redisReply *r = cmdf(b, "INFO commandstats");
+	char want[80];
+	const char *p;
+	double v = 0;
 
-	if (!rbatch_len(batch))
-		return;
-	if ((rc = rbatch_run(b->conn, batch)))
-		die("fill: %s (%s)", strerror(-rc), rconn_errstr(b->conn));
-	for (size_t i = 0; i < rbatch_len(batch); i++) {
-		const redisReply *r = rbatch_reply(batch, i);
+	*calls = 0;
+	snprintf(want, sizeof(want), "cmdstat_%s:", cmd);
+	if ((p = strstr(r->str, want))) {
+		const char *c = strstr(p, "calls="), *u = strstr(p, "usec_per_call=");
 
-		if (!r || r->type != REDIS_REPLY_ARRAY || r->elements < 1 ||
-		    r->element[0]->type != REDIS_REPLY_INTEGER || r->element[0]->integer != 1)
-			die("fill: acquire %zu not admitted (%s)", i,
-			    r && r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+		if (c)
+			*calls = strtoll(c + 6, NULL, 10);
+		if (u)
+			v = strtod(u + 14, NULL);
 	}
-	rbatch_clear(batch);
+	freeReplyObject(r);
+	return v;
 }
 
 /*
- * FLUSHDB, store the rule, and fill b->paths buckets: one request at t0 - 4,
- * four at t0.  Returns the seconds the fill took.
+ * One line: Redis's own time in commands since CONFIG RESETSTAT (INFO
+ * commandstats; a script's time includes the commands it calls, which
+ * follow).
  */
-static double fill(struct bench *b, int64_t t0)
+static void stats_print(struct bench *b)
 {
-	struct rbatch *batch = rbatch_new();
-	struct strbuf kb = { 0 };
-	struct sl_error err = { 0 };
-	struct rule *rule = NULL;
-	char path[64], when[2][24];
-	double start;
-	int rc;
+	static const char *const top[] = { "evalsha", "zremrangebyscore", "time", "mget", "get", "ping" };
+	redisReply *r = cmdf(b, "INFO commandstats");
+	int nested = 0;
 
-	if (!batch)
-		die("out of memory");
-	freeReplyObject(cmd(b, "FLUSHDB", NULL));
-	if (rule_from_text(RULE_JSON, strlen(RULE_JSON), NULL, &rule, &err))
-		die("rule: %s: %s", err.field, err.message);
-	if ((rc = rulestore_put(b->conn, PREFIX, rule, NULL, NULL)))
-		die("rulestore_put: %s", strerror(-rc));
-	rule_free(rule);
-	snprintf(when[0], sizeof(when[0]), "%lld", (long long)(t0 - 4));
-	snprintf(when[1], sizeof(when[1]), "%lld", (long long)t0);
+	printf("      in commands:");
+	for (int pass = 0; pass < 2; pass++) {
+		char *copy = strdup(r->str), *save = NULL;
 
-	start = now_s();
-	for (size_t i = 0; i < b->paths; i++) {
-		size_t plen = (size_t)snprintf(path, sizeof(path), "/bench/%zu", i), klen, mlen;
+		if (!copy)
+			die("out of memory");
+		for (char *line = strtok_r(copy, "\r\n", &save); line; line = strtok_r(NULL, "\r\n", &save)) {
+			char name[64];
+			long long calls, usec;
+			int is_top = 0;
 
-		build_keys(b->lb, path, plen, &kb, &klen, &mlen);
-		for (int j = 0; j < 2; j++) {
-			/* KEYS bucket meta registry; ARGV path capacity rate n now */
-			const char *argv[8] = { kb.p, kb.p + klen, b->lb->registry, path, "10", "0.01",
-						j ? "4" : "1", when[j] };
-			size_t lens[8] = { klen, mlen, strlen(b->lb->registry), plen, 2, 4, 1, strlen(when[j]) };
-
-			if (rbatch_eval(batch, SCRIPT_LEAKY_BUCKET, 3, 8, argv, lens))
-				die("out of memory");
+			if (sscanf(line, "cmdstat_%63[^:]:calls=%lld,usec=%lld", name, &calls, &usec) != 3 ||
+			    !strcmp(name, "info") || !strcmp(name, "config|resetstat"))
+				continue;
+			for (size_t i = 0; i < sizeof(top) / sizeof(top[0]); i++)
+				is_top |= !strcmp(name, top[i]);
+			if (pass == 0 && is_top)
+				printf(" %s %lld x %.3f s;", name, calls, (double)usec / 1e6);
+			else if (pass == 1 && !is_top)
+				printf("%s %s %lld x %.3f s", nested++ ? "," : " inside scripts:", name, calls,
+				       (double)usec / 1e6);
 		}
-		if (rbatch_len(batch) >= FILL_PIPELINE)
-			fill_flush(b, batch);
+		free(copy);
 	}
-	fill_flush(b, batch);
-	start = now_s() - start;
-	rbatch_free(batch);
-	strbuf_free(&kb);
-	b->t0 = t0;
-	return start;
-}
-
-/* A few buckets must hold exactly `want` entries, and the registry all paths. */
-static void check_sample(struct bench *b, long long want, const char *what)
-{
-	size_t idx[3] = { 0, b->paths / 2, b->paths - 1 };
-	struct strbuf kb = { 0 };
-	char path[64];
-	redisReply *r;
-
-	r = cmd(b, "SCARD", b->lb->registry, NULL);
-	if (r->type != REDIS_REPLY_INTEGER || (size_t)r->integer != b->paths)
-		die("%s: registry holds %lld paths, expected %zu", what, r->integer, b->paths);
+	printf("\n");
 	freeReplyObject(r);
-	for (int i = 0; i < 3; i++) {
-		size_t plen = (size_t)snprintf(path, sizeof(path), "/bench/%zu", idx[i]), klen, mlen;
-
-		build_keys(b->lb, path, plen, &kb, &klen, &mlen);
-		kb.p[klen] = '\0'; /* data key only */
-		r = cmd(b, "ZCARD", kb.p, NULL);
-		if (r->type != REDIS_REPLY_INTEGER || r->integer != want)
-			die("%s: %s holds %lld entries, expected %lld", what, path, r->integer, want);
-		freeReplyObject(r);
-	}
-	strbuf_free(&kb);
 }
 
-/* ---- Redis-side accounting (INFO commandstats) ---------------------------- */
+static void script_load(struct bench *b, const char *body, size_t len, char sha[41])
+{
+	const char *argv[3] = { "SCRIPT", "LOAD", body };
+	size_t lens[3] = { 6, 4, len };
+	redisReply *r = cmdv(b, 3, argv, lens);
 
-struct cmdstat {
-	char name[64];
-	long long calls, usec;
+	if (r->type != REDIS_REPLY_STRING || r->len != 40)
+		die("SCRIPT LOAD: %s", r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+	memcpy(sha, r->str, 41);
+	freeReplyObject(r);
+}
+
+static void script_load_id(struct bench *b, enum script_id id, char sha[41])
+{
+	const struct script_src *s = script_get(id);
+
+	if (!s)
+		die("script %s is not embedded", script_name(id));
+	script_load(b, s->body, s->len, sha);
+}
+
+/* ---- keys of layout 2 ------------------------------------------------------ */
+
+enum { K_STATE, K_META, K_REGISTRY, K_RULES, K_STATS, K__N };
+
+/* The five KEYS of a client call for one path (core/keys.h), in one buffer. */
+struct pkeys {
+	struct strbuf buf;
+	size_t off[K__N], len[K__N];
+	const char *p[K__N]; /* valid until the next pkeys_make */
 };
 
-static void stats_reset(struct bench *b)
+static void pkeys_make(struct pkeys *k, const char *prefix, const char *alg, const char *path, size_t plen)
 {
-	freeReplyObject(cmd(b, "CONFIG", "RESETSTAT", NULL));
+	unsigned shard = shard_of(path, plen);
+	char word[64];
+	int rc = 0;
+
+	k->buf.len = 0;
+	for (int i = 0; i < K__N && !rc; i++) {
+		k->off[i] = k->buf.len;
+		switch (i) {
+		case K_STATE:
+			rc = keys_path(&k->buf, prefix, alg, path, plen);
+			break;
+		case K_META:
+			snprintf(word, sizeof(word), "%s_meta", alg);
+			rc = keys_path(&k->buf, prefix, word, path, plen);
+			break;
+		case K_REGISTRY:
+			snprintf(word, sizeof(word), "registry:%s", alg);
+			rc = keys_shard(&k->buf, prefix, shard, word);
+			break;
+		case K_RULES:
+			rc = keys_shard(&k->buf, prefix, shard, "rules");
+			break;
+		default:
+			rc = keys_shard(&k->buf, prefix, shard, "stats");
+			break;
+		}
+		k->len[i] = k->buf.len - k->off[i];
+	}
+	if (rc)
+		die("out of memory");
+	for (int i = 0; i < K__N; i++)
+		k->p[i] = k->buf.p + k->off[i];
 }
 
-/* Fill up to `cap` entries of `out` from INFO commandstats; returns how many. */
-static size_t stats_read(struct bench *b, struct cmdstat *out, size_t cap)
+/* ---- the client scripts ------------------------------------------------------ */
+
+/* The parameters (ARGV[5..]) an algorithm's client script takes, in order. */
+static int alg_nparams(enum algorithm a)
 {
-	redisReply *r = cmd(b, "INFO", "commandstats", NULL);
-	size_t n = 0;
+	unsigned f = algorithm_get(a)->fields;
+	int n = 0;
 
-	for (char *line = strtok(r->str, "\r\n"); line && n < cap; line = strtok(NULL, "\r\n")) {
-		char name[64];
-		long long calls, usec;
-
-		if (sscanf(line, "cmdstat_%63[^:]:calls=%lld,usec=%lld", name, &calls, &usec) != 3)
-			continue;
-		if (!strcmp(name, "info") || !strcmp(name, "config|resetstat"))
-			continue;
-		snprintf(out[n].name, sizeof(out[n].name), "%s", name);
-		out[n].calls = calls;
-		out[n].usec = usec;
+	for (; f; f &= f - 1)
 		n++;
-	}
-	freeReplyObject(r);
 	return n;
 }
 
-static int top_level(const char *name)
-{
-	static const char *const top[] = { "evalsha", "sscan", "zremrangebyscore", "get", "mget", "multi",
-					   "exec", "hgetall", "ping" };
+struct call {
+	const char *n;   /* cost, "" = 1 */
+	int64_t now;     /* ms */
+};
 
-	for (size_t i = 0; i < sizeof(top) / sizeof(top[0]); i++)
-		if (!strcmp(name, top[i]))
-			return 1;
-	return 0;
+/* What one algorithm's client script is called with to make a path's state. */
+struct tmpl {
+	enum algorithm alg;
+	const char *params[3];
+	struct call calls[2];
+	int ncalls;
+	/* made by tmpl_make: */
+	redisReply *dump[2];   /* DUMP of state, meta (nil: no such key) */
+	long long pttl[2];     /* their PTTLs (-1: none) */
+	long long due;         /* registry score */
+};
+
+/* Queue one client call of t's algorithm for `path` (ARGV path, n, now, "" rule, params). */
+static void client_push(struct bench *b, const char *sha, const char *prefix, enum algorithm a, struct pkeys *k,
+			const char *path, size_t plen, const char *n, int64_t now, const char *const *params)
+{
+	const char *argv[16];
+	size_t lens[16];
+	char nows[24];
+	int argc = 0, np = alg_nparams(a);
+
+	pkeys_make(k, prefix, algorithm_name(a), path, plen);
+	snprintf(nows, sizeof(nows), "%lld", (long long)now);
+	argv[argc] = "EVALSHA", lens[argc++] = 7;
+	argv[argc] = sha, lens[argc++] = 40;
+	argv[argc] = "5", lens[argc++] = 1;
+	for (int i = 0; i < K__N; i++)
+		argv[argc] = k->p[i], lens[argc++] = k->len[i];
+	argv[argc] = path, lens[argc++] = plen;
+	argv[argc] = n, lens[argc++] = strlen(n);
+	argv[argc] = nows, lens[argc++] = strlen(nows);
+	argv[argc] = "", lens[argc++] = 0;
+	for (int i = 0; i < np; i++)
+		argv[argc] = params[i], lens[argc++] = strlen(params[i]);
+	pipe_push(b, argc, argv, lens);
+}
+
+/* The reply of a client call must be an admission; else exit (3 for a script not on the contract). */
+static void admitted(redisReply *r, void *ctx)
+{
+	const char *alg = ctx;
+
+	if (r->type == REDIS_REPLY_ERROR) {
+		if (strstr(r->str, "takes 5 KEYS") || strstr(r->str, "KEYS"))
+			not_ready("%s.lua is not on the layout-2 calling contract in this tree: %s", alg, r->str);
+		die("%s.lua: %s", alg, r->str);
+	}
+	if (r->type != REDIS_REPLY_ARRAY || r->elements < 1 || r->element[0]->type != REDIS_REPLY_INTEGER)
+		not_ready("%s.lua does not answer {allowed, ...} (not on the layout-2 contract in this tree?)", alg);
+	if (r->element[0]->integer != 1)
+		die("%s.lua: the bench's call was not admitted", alg);
+}
+
+static void run_calls(struct bench *b, const char *sha, const char *prefix, const struct tmpl *t, struct pkeys *k,
+		      const char *path, size_t plen)
+{
+	for (int i = 0; i < t->ncalls; i++) {
+		client_push(b, sha, prefix, t->alg, k, path, plen, t->calls[i].n, t->calls[i].now, t->params);
+		pipe_flush(b, admitted, (void *)algorithm_name(t->alg));
+	}
+}
+
+/* DUMP state and meta, their PTTLs and the registry score of the path whose keys are in k. */
+static void snapshot(struct bench *b, const struct pkeys *k, const char *path, size_t plen, redisReply *dump[2],
+		     long long pttl[2], long long *due)
+{
+	for (int i = 0; i < 2; i++) {
+		const char *argv[2] = { "DUMP", k->p[i] };
+		size_t lens[2] = { 4, k->len[i] };
+		redisReply *r;
+
+		dump[i] = cmdv(b, 2, argv, lens);
+		if (dump[i]->type != REDIS_REPLY_STRING && dump[i]->type != REDIS_REPLY_NIL)
+			die("DUMP: unexpected reply");
+		argv[0] = "PTTL";
+		r = cmdv(b, 2, argv, lens);
+		pttl[i] = r->type == REDIS_REPLY_INTEGER ? r->integer : -2;
+		freeReplyObject(r);
+	}
+	{
+		const char *argv[3] = { "ZSCORE", k->p[K_REGISTRY], path };
+		size_t lens[3] = { 6, k->len[K_REGISTRY], plen };
+		redisReply *r = cmdv(b, 3, argv, lens);
+
+		if (r->type != REDIS_REPLY_STRING)
+			die("the client script did not register %.*s in its shard's due index", (int)plen, path);
+		*due = strtoll(r->str, NULL, 10);
+		freeReplyObject(r);
+	}
+}
+
+static void forget(struct bench *b, const struct pkeys *k, const char *path, size_t plen)
+{
+	const char *del[3] = { "DEL", k->p[K_STATE], k->p[K_META] };
+	size_t dlen[3] = { 3, k->len[K_STATE], k->len[K_META] };
+	const char *zrem[3] = { "ZREM", k->p[K_REGISTRY], path };
+	size_t zlen[3] = { 4, k->len[K_REGISTRY], plen };
+
+	pipe_push(b, 3, del, dlen);
+	pipe_push(b, 3, zrem, zlen);
+	pipe_flush(b, reply_ok, "DEL/ZREM");
+}
+
+/* Make t's state with the client script on a scratch path, keep it (DUMP), then remove it. */
+static void tmpl_make(struct bench *b, const char *sha, struct tmpl *t)
+{
+	static const char path[] = "/bench/template";
+	struct pkeys k = { 0 };
+
+	run_calls(b, sha, "tmpl:", t, &k, path, sizeof(path) - 1);
+	snapshot(b, &k, path, sizeof(path) - 1, t->dump, t->pttl, &t->due);
+	if (t->dump[0]->type == REDIS_REPLY_NIL)
+		die("%s.lua wrote no state key", algorithm_name(t->alg));
+	forget(b, &k, path, sizeof(path) - 1);
+	strbuf_free(&k.buf);
+}
+
+static void tmpl_free(struct tmpl *t)
+{
+	for (int i = 0; i < 2; i++) {
+		freeReplyObject(t->dump[i]);
+		t->dump[i] = NULL;
+	}
+}
+
+/* Queue the copy of t's state for `path`: RESTORE state and meta (REPLACE, with their TTLs). */
+static void copy_push(struct bench *b, const char *prefix, const struct tmpl *t, struct pkeys *k, const char *path,
+		      size_t plen)
+{
+	char ttl[24];
+
+	pkeys_make(k, prefix, algorithm_name(t->alg), path, plen);
+	for (int i = 0; i < 2; i++) {
+		if (t->dump[i]->type != REDIS_REPLY_STRING)
+			continue;
+		snprintf(ttl, sizeof(ttl), "%lld", t->pttl[i] > 0 ? t->pttl[i] : 0);
+		{
+			const char *argv[5] = { "RESTORE", k->p[i], ttl, t->dump[i]->str, "REPLACE" };
+			size_t lens[5] = { 7, k->len[i], strlen(ttl), t->dump[i]->len, 7 };
+
+			pipe_push(b, 5, argv, lens);
+		}
+	}
+}
+
+/* "/bench/<i>" */
+static size_t path_of(size_t i, char *buf, size_t cap)
+{
+	return (size_t)snprintf(buf, cap, "/bench/%zu", i);
+}
+
+/* tmpl_of(i, ctx): which template path i gets (NULL: none). */
+typedef const struct tmpl *(*tmpl_of_fn)(size_t i, const void *ctx);
+
+/* A path of a fill chunk waiting for its registry ZADD, ordered by shard. */
+struct member {
+	unsigned shard;
+	size_t i;
+	const struct tmpl *t;
+};
+
+static int cmp_member(const void *x, const void *y)
+{
+	const struct member *a = x, *c = y;
+
+	return a->shard != c->shard ? (a->shard > c->shard) - (a->shard < c->shard) : (a->i > c->i) - (a->i < c->i);
+}
+
+#define FILL_CHUNK 65536 /* paths whose registry members are grouped by shard */
+#define ZADD_SLICE 256   /* members per ZADD */
+
+/* ZADD the chunk's members, one command per shard and slice. */
+static void registry_push(struct bench *b, const char *prefix, struct member *m, size_t n)
+{
+	struct cmdargs a = { 0 };
+	char path[64];
+
+	qsort(m, n, sizeof(*m), cmp_member);
+	for (size_t i = 0; i < n;) {
+		size_t j = i;
+		const char *const *argv;
+		const size_t *lens;
+		int argc;
+
+		cmdargs_reset(&a);
+		if (cmdargs_str(&a, "ZADD"))
+			die("out of memory");
+		{
+			struct strbuf *sb = cmdargs_begin(&a);
+			char word[64];
+
+			snprintf(word, sizeof(word), "registry:%s", algorithm_name(m[i].t->alg));
+			if (cmdargs_end(&a, keys_shard(sb, prefix, m[i].shard, word)))
+				die("out of memory");
+		}
+		for (; j < n && m[j].shard == m[i].shard && j - i < ZADD_SLICE; j++)
+			if (cmdargs_int(&a, m[j].t->due) || cmdargs_add(&a, path, path_of(m[j].i, path, sizeof(path))))
+				die("out of memory");
+		if ((argc = cmdargs_view(&a, NULL, &argv, &lens)) < 0)
+			die("out of memory");
+		pipe_push(b, argc, (const char **)argv, lens);
+		if (b->queued >= FILL_PIPELINE)
+			pipe_flush(b, reply_ok, "fill: ZADD");
+		i = j;
+	}
+	pipe_flush(b, reply_ok, "fill: ZADD");
+	cmdargs_free(&a);
 }
 
 /*
- * One line: Redis's own time in the pass's commands (INFO commandstats, reset
- * before the pass), then the commands the scripts called (included in evalsha).
+ * Copy templates to paths [from, to) of `prefix`: RESTORE of the state and
+ * meta per path, pipelined, and the registry members by shard.  Returns the
+ * seconds it took.
  */
-static void stats_print(struct bench *b, double wall)
+static double fill_paths(struct bench *b, const char *prefix, size_t from, size_t to, tmpl_of_fn of, const void *ctx)
 {
-	struct cmdstat s[32];
-	size_t n = stats_read(b, s, 32);
-	long long top = 0;
-	int nested = 0;
+	struct member *m = malloc(FILL_CHUNK * sizeof(*m));
+	struct pkeys k = { 0 };
+	char path[64];
+	double t0 = mono_s();
+	size_t nm = 0;
 
-	for (size_t i = 0; i < n; i++)
-		if (top_level(s[i].name))
-			top += s[i].usec;
-	printf("      redis busy %.3f s of %.3f s (%.0f%%):", (double)top / 1e6, wall,
-	       100.0 * (double)top / 1e6 / wall);
-	for (size_t i = 0; i < n; i++)
-		if (top_level(s[i].name))
-			printf(" %s %lld x %.3f s;", s[i].name, s[i].calls, (double)s[i].usec / 1e6);
-	for (size_t i = 0; i < n; i++)
-		if (!top_level(s[i].name))
-			printf("%s %s %lld x %.3f s", nested++ ? "," : " inside scripts:", s[i].name, s[i].calls,
-			       (double)s[i].usec / 1e6);
-	printf("\n");
+	if (!m)
+		die("out of memory");
+	for (size_t i = from; i < to; i++) {
+		const struct tmpl *t = of(i, ctx);
+		size_t plen;
+
+		if (!t)
+			continue;
+		plen = path_of(i, path, sizeof(path));
+		copy_push(b, prefix, t, &k, path, plen);
+		if (b->queued >= FILL_PIPELINE)
+			pipe_flush(b, reply_ok, "fill: RESTORE");
+		m[nm++] = (struct member){ shard_of(path, plen), i, t };
+		if (nm == FILL_CHUNK) {
+			pipe_flush(b, reply_ok, "fill: RESTORE");
+			registry_push(b, prefix, m, nm);
+			nm = 0;
+		}
+	}
+	pipe_flush(b, reply_ok, "fill: RESTORE");
+	registry_push(b, prefix, m, nm);
+	free(m);
+	strbuf_free(&k.buf);
+	return mono_s() - t0;
 }
 
-/* ---- the three passes ------------------------------------------------------ */
+/*
+ * Path i of `prefix` holds a copy of t: drop it, make it again with the
+ * client script itself, and compare (DUMP bytes, registry score, TTLs).
+ */
+static void check_copy(struct bench *b, const char *sha, const char *prefix, const struct tmpl *t, size_t i)
+{
+	struct pkeys k = { 0 };
+	redisReply *dump[2];
+	long long pttl[2], due;
+	char path[64];
+	size_t plen = path_of(i, path, sizeof(path));
+	const char *alg = algorithm_name(t->alg);
 
-struct outcome {
-	double secs;
-	uint64_t drained;
-	uint64_t batches;        /* sweep: script calls; loops: round trips (SSCAN pages + paths) */
-};
+	pkeys_make(&k, prefix, alg, path, plen);
+	forget(b, &k, path, plen);
+	run_calls(b, sha, prefix, t, &k, path, plen);
+	snapshot(b, &k, path, plen, dump, pttl, &due);
+	for (int j = 0; j < 2; j++) {
+		if (dump[j]->type != t->dump[j]->type ||
+		    (dump[j]->type == REDIS_REPLY_STRING &&
+		     (dump[j]->len != t->dump[j]->len || memcmp(dump[j]->str, t->dump[j]->str, dump[j]->len))))
+			die("fill check: %s of %s%s as %s.lua makes it differs from the bench's copy", j ? "meta" : "state",
+			    prefix, path, alg);
+		if ((pttl[j] < 0) != (t->pttl[j] < 0) || llabs(pttl[j] - t->pttl[j]) > TTL_SLACK_MS)
+			die("fill check: %s of %s%s: PTTL %lld as %s.lua makes it, %lld in the copy", j ? "meta" : "state",
+			    prefix, path, pttl[j], alg, t->pttl[j]);
+		freeReplyObject(dump[j]);
+	}
+	if (due != t->due)
+		die("fill check: %s%s due at %lld as %s.lua registers it, %lld in the copy", prefix, path, due, alg, t->due);
+	strbuf_free(&k.buf);
+}
 
-static struct outcome pass_sweep(struct bench *b, size_t batch_size)
+/* ---- the worker ------------------------------------------------------------------ */
+
+/* A worker for one of sluice's own layouts (the others' registries are not walked). */
+static struct worker *worker_for(struct bench *b, const struct layout *l)
 {
 	struct worker_config wc = {
-		.redis = &b->target, .timeout_ms = 60000, .prefix = PREFIX, .batch_size = batch_size,
-		.layouts = b->layouts, .nlayouts = b->nlayouts,
+		.redis = &b->target, .timeout_ms = 120000, .prefix = l->key_prefix, .batch_size = b->batch,
+		.layouts = l, .nlayouts = 1,
 	};
 	struct worker *w = worker_new(&wc);
-	struct worker_result res;
-	struct outcome o = { 0 };
-	double t;
-	int rc;
 
 	if (!w)
 		die("worker_new failed");
-	/* connect, load the scripts and the rules outside the timing: prune walks an empty registry */
-	if ((rc = worker_sweep(w, WORKER_PRUNE, b->t0 + DUE_AFTER_MS, &res)))
-		die("warm-up sweep: %s", strerror(-rc));
-	stats_reset(b);
-	t = now_s();
-	rc = worker_sweep(w, WORKER_DRAIN, b->t0 + DUE_AFTER_MS, &res);
-	o.secs = now_s() - t;
+	return w;
+}
+
+static enum worker_job job_of(enum algorithm a)
+{
+	return algorithm_get(a)->job == ALG_JOB_DRAIN ? WORKER_DRAIN : WORKER_PRUNE;
+}
+
+static void step_or_die(struct worker *w, enum worker_job job, int64_t now, struct worker_result *res, int sweep)
+{
+	int rc = sweep ? worker_sweep(w, job, now, res) : worker_step(w, job, INT64_MAX, now, res);
+
 	if (rc) {
 		struct worker_status st;
 
 		worker_status(w, &st);
-		die("drain sweep: %s (%s)", strerror(-rc), st.job[WORKER_DRAIN].last_error);
+		die("worker %s: %s (%s)", sweep ? "sweep" : "step", strerror(-rc), st.job[job].last_error);
 	}
-	worker_free(w);
-	if (res.paths != b->paths || res.entries != b->paths || res.unmatched || res.emptied || res.skipped)
-		die("drain sweep: %llu paths, %llu entries drained, %llu unmatched, %llu emptied, %llu skipped; "
-		    "expected %zu, %zu, 0, 0, 0",
-		    (unsigned long long)res.paths, (unsigned long long)res.entries, (unsigned long long)res.unmatched,
-		    (unsigned long long)res.emptied, (unsigned long long)res.skipped, b->paths, b->paths);
-	o.drained = res.entries;
-	o.batches = res.batches;
-	return o;
 }
 
-static redisReply *raw_cmd(struct bench *b, int argc, const char **argv, const size_t *lens)
+/* ---- statistics ---------------------------------------------------------------- */
+
+static int cmp_double(const void *x, const void *y)
 {
-	redisReply *r = redisCommandArgv(b->raw, argc, argv, lens);
+	double a = *(const double *)x, c = *(const double *)y;
 
-	if (!r)
-		die("%s: %s", argv[0], b->raw->errstr);
-	if (r->type == REDIS_REPLY_ERROR)
-		die("%s: %s", argv[0], r->str);
-	return r;
-}
-
-/*
- * The seed's loop: SSCAN the registry page by page, and for each path ONE
- * synchronous round trip.  `zrem` selects the seed's literal command;
- * otherwise EVALSHA of leaky_bucket_drain.lua for that one bucket.
- */
-static struct outcome pass_loop(struct bench *b, int zrem)
-{
-	const struct script_src *src = script_get(SCRIPT_LEAKY_BUCKET_DRAIN);
-	struct ruleset rs = { 0 };
-	struct strbuf kb = { 0 };
-	struct outcome o = { 0 };
-	char cursor[32] = "0", sha[41], now[24], cutoff[24], count[16];
-	const char *reg = b->lb->registry;
-	redisReply *r;
-	double t;
-	int rc;
-
-	if (!src)
-		die("leaky_bucket_drain.lua is not embedded");
-	{
-		const char *argv[3] = { "SCRIPT", "LOAD", src->body };
-		size_t lens[3] = { 6, 4, src->len };
-
-		r = raw_cmd(b, 3, argv, lens);
-		if (r->type != REDIS_REPLY_STRING || r->len != 40)
-			die("SCRIPT LOAD: unexpected reply");
-		memcpy(sha, r->str, 41);
-		freeReplyObject(r);
-	}
-	if ((rc = rulestore_refresh(b->conn, PREFIX, &rs, 1, NULL, NULL)))
-		die("rules: %s", strerror(-rc));
-	snprintf(now, sizeof(now), "%lld", (long long)(b->t0 + DUE_AFTER_MS));
-	snprintf(cutoff, sizeof(cutoff), "%lld", (long long)(b->t0 - 4));
-	snprintf(count, sizeof(count), "%d", SCAN_COUNT);
-
-	stats_reset(b);
-	t = now_s();
-	do {
-		const char *sargv[5] = { "SSCAN", reg, cursor, "COUNT", count };
-		size_t slens[5] = { 5, strlen(reg), strlen(cursor), 5, strlen(count) };
-		redisReply *page = raw_cmd(b, 5, sargv, slens);
-
-		if (page->type != REDIS_REPLY_ARRAY || page->elements != 2 ||
-		    page->element[0]->type != REDIS_REPLY_STRING || page->element[0]->len >= sizeof(cursor) ||
-		    page->element[1]->type != REDIS_REPLY_ARRAY)
-			die("SSCAN: unexpected reply");
-		memcpy(cursor, page->element[0]->str, page->element[0]->len + 1);
-		o.batches++;
-		for (size_t i = 0; i < page->element[1]->elements; i++) {
-			const redisReply *m = page->element[1]->element[i];
-			size_t klen, mlen;
-
-			if (m->type != REDIS_REPLY_STRING)
-				die("SSCAN: member is not a string");
-			build_keys(b->lb, m->str, m->len, &kb, &klen, &mlen);
-			if (zrem) {
-				const char *argv[4] = { "ZREMRANGEBYSCORE", kb.p, "0", cutoff };
-				size_t lens[4] = { 16, klen, 1, strlen(cutoff) };
-
-				r = raw_cmd(b, 4, argv, lens);
-				if (r->type != REDIS_REPLY_INTEGER)
-					die("ZREMRANGEBYSCORE: unexpected reply");
-				o.drained += (uint64_t)r->integer;
-			} else {
-				const struct rule *rule = ruleset_match(&rs, m->str, m->len);
-				char rate[40];
-				const char *argv[9] = { "EVALSHA", sha, "3", reg, kb.p, kb.p + klen, now, m->str, rate };
-				size_t lens[9] = { 7, 40, 1, strlen(reg), klen, mlen, strlen(now), m->len, 0 };
-
-				if (!rule || rule->algorithm != ALG_LEAKY_BUCKET)
-					die("no leaky_bucket rule for %s", m->str);
-				lens[8] = (size_t)snprintf(rate, sizeof(rate), "%.17g", rule->rate);
-				r = raw_cmd(b, 9, argv, lens);
-				if (r->type != REDIS_REPLY_ARRAY || r->elements < 2 ||
-				    r->element[0]->type != REDIS_REPLY_INTEGER)
-					die("EVALSHA: unexpected reply");
-				o.drained += (uint64_t)r->element[0]->integer;
-			}
-			freeReplyObject(r);
-			o.batches++;
-		}
-		freeReplyObject(page);
-	} while (strcmp(cursor, "0") != 0);
-	o.secs = now_s() - t;
-	ruleset_clear(&rs);
-	strbuf_free(&kb);
-	if (o.drained != b->paths)
-		die("%s loop drained %llu entries, expected %zu", zrem ? "ZREMRANGEBYSCORE" : "EVALSHA",
-		    (unsigned long long)o.drained, b->paths);
-	return o;
-}
-
-/* ---- driver ------------------------------------------------------------------ */
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
+	return (a > c) - (a < c);
 }
 
 static double median(const double *v, int n)
@@ -483,41 +717,660 @@ static double minimum(const double *v, int n)
 	double m = v[0];
 
 	for (int i = 1; i < n; i++)
-		if (v[i] < m)
-			m = v[i];
+		m = v[i] < m ? v[i] : m;
 	return m;
 }
 
-static struct outcome run_pass(struct bench *b, enum pass p, size_t batch_size, int round)
+static double maximum(const double *v, int n)
 {
-	static const char *const names[PASS__N] = { "sweep", "evalsha-per-path", "zrem-per-path" };
-	double fsecs = fill(b, redis_time_ms(b));
-	struct outcome o;
+	double m = v[0];
 
-	check_sample(b, 5, "after fill");
-	printf("  round %d %-17s fill %.2f s (%.0f acquires/s)", round, names[p], fsecs,
-	       2.0 * (double)b->paths / fsecs);
-	fflush(stdout);
-	o = p == PASS_SWEEP ? pass_sweep(b, batch_size) : pass_loop(b, p == PASS_ZREM);
-	printf("  -> %.3f s, %.0f keys/s, %llu drained", o.secs, (double)b->paths / o.secs,
-	       (unsigned long long)o.drained);
-	if (p == PASS_SWEEP)
-		printf(", %llu script calls", (unsigned long long)o.batches);
-	else
-		printf(", %llu round trips of %.0f us", (unsigned long long)o.batches, o.secs * 1e6 / (double)o.batches);
-	printf("\n");
-	stats_print(b, o.secs);
-	check_sample(b, 4, names[p]);
-	fflush(stdout);
-	return o;
+	for (int i = 1; i < n; i++)
+		m = v[i] > m ? v[i] : m;
+	return m;
 }
+
+/* "a, b, c" of v[0..n) with fmt, into buf */
+static const char *list(const double *v, int n, const char *fmt, char *buf, size_t cap)
+{
+	size_t used = 0;
+
+	buf[0] = '\0';
+	for (int i = 0; i < n && used < cap; i++) {
+		used += (size_t)snprintf(buf + used, cap - used, i ? ", " : "");
+		if (used < cap)
+			used += (size_t)snprintf(buf + used, cap - used, fmt, v[i]);
+	}
+	return buf;
+}
+
+/* ---- ticks ---------------------------------------------------------------------- */
+
+struct tick_ctx {
+	const struct tmpl *due, *far;
+	size_t every; /* path i is due when i % every == 0 */
+};
+
+static const struct tmpl *tick_tmpl(size_t i, const void *ctx)
+{
+	const struct tick_ctx *t = ctx;
+
+	return i % t->every == 0 ? t->due : t->far;
+}
+
+static const struct tmpl *tick_due_only(size_t i, const void *ctx)
+{
+	const struct tick_ctx *t = ctx;
+
+	return i % t->every == 0 ? t->due : NULL;
+}
+
+/* The entries a due path's job removes at its due time, by how the templates are made. */
+#define TICK_WORK_PER_PATH 1
+
+/* The templates of `ticks` for algorithm a: 5 entries (leaky bucket) or 1 (log) at t0, or FAR_MS later. */
+static int tick_templates(enum algorithm a, int64_t t0, struct tmpl *due, struct tmpl *far)
+{
+	memset(due, 0, sizeof(*due));
+	due->alg = a;
+	due->ncalls = 1;
+	due->calls[0].now = t0;
+	if (a == ALG_LEAKY_BUCKET) {
+		/* capacity 10, rate 0.001/s: the first entry leaks 1000 s after t0, then one every 1000 s */
+		due->params[0] = "10", due->params[1] = "0.001";
+		due->calls[0].n = "5";
+	} else if (a == ALG_SLIDING_LOG) {
+		/* limit 10 per 600 s: the entry leaves the window 600 s after t0 (+ the skew horizon) */
+		due->params[0] = "10", due->params[1] = "600000";
+		due->calls[0].n = "1";
+	} else {
+		return -EINVAL;
+	}
+	*far = *due;
+	far->calls[0].now = t0 + FAR_MS;
+	return 0;
+}
+
+struct tick_fig {
+	double wall[MAX_ROUNDS], cpu[MAX_ROUNDS];
+	uint64_t batches;
+};
+
+static void mode_ticks(struct bench *b, const size_t *sizes, int nsizes, size_t due_n, const enum algorithm *algs,
+		       int nalgs)
+{
+	for (int ai = 0; ai < nalgs; ai++) {
+		enum algorithm a = algs[ai];
+		const char *alg = algorithm_name(a);
+		const struct alg_ops *ops = algorithm_get(a);
+		struct tmpl due, far;
+		struct tick_fig fig[MAX_SIZES] = { 0 };
+		struct layout *lays[MAX_SIZES] = { 0 };
+		size_t nlays[MAX_SIZES] = { 0 };
+		char sha[41], prefix[MAX_SIZES][24];
+		int64_t t0;
+		int placeholder = 0;
+
+		freeReplyObject(cmdf(b, "FLUSHDB"));
+		script_load_id(b, ops->client_script, sha);
+		t0 = redis_time_ms(b);
+		if (tick_templates(a, t0, &due, &far))
+			die("ticks: no templates for %s", alg);
+		tmpl_make(b, sha, &due);
+		tmpl_make(b, sha, &far);
+		if (far.due <= due.due)
+			die("ticks: %s: the far template is due at %lld, not after %lld", alg, far.due, due.due);
+		printf("== %s: ticks over registered paths, %zu of them due (the rest due %lld s later)\n", alg, due_n,
+		       (far.due - due.due) / 1000);
+		printf("   state as %s.lua makes it: %s %s at t0 (params %s, %s), due at t0 + %lld ms; "
+		       "the tick at that time; batch %zu\n",
+		       alg, due.calls[0].n, a == ALG_LEAKY_BUCKET ? "entries" : "entry", due.params[0], due.params[1],
+		       due.due - t0, b->batch);
+		for (int s = 0; s < nsizes; s++) {
+			struct tick_ctx tc = { &due, &far, sizes[s] / due_n };
+			double secs;
+
+			snprintf(prefix[s], sizeof(prefix[s]), "n%zu:", sizes[s]);
+			if (layouts_default(prefix[s], &lays[s], &nlays[s]))
+				die("out of memory");
+			secs = fill_paths(b, prefix[s], 0, sizes[s], tick_tmpl, &tc);
+			check_copy(b, sha, prefix[s], &due, 0);
+			check_copy(b, sha, prefix[s], sizes[s] > due_n ? &far : &due, 1);
+			check_copy(b, sha, prefix[s], &due, (due_n - 1) * tc.every);
+			printf("   filled %zu paths (%zu due) under %s in %.1f s (%.0f paths/s); 3 samples checked against %s.lua\n",
+			       sizes[s], due_n, prefix[s], secs, (double)sizes[s] / secs, alg);
+			fflush(stdout);
+		}
+		for (int r = 0; r < b->rounds && !placeholder; r++) {
+			for (int s = 0; s < nsizes && !placeholder; s++) {
+				const struct layout *l = layouts_find(lays[s], nlays[s], a);
+				struct tick_ctx tc = { &due, &far, sizes[s] / due_n };
+				struct worker_result res;
+				struct worker *w;
+				double t, cpu;
+
+				if (r > 0)
+					fill_paths(b, prefix[s], 0, sizes[s], tick_due_only, &tc);
+				w = worker_for(b, l);
+				/* the daemon's first tick: every shard asked once, nothing due yet */
+				step_or_die(w, job_of(a), due.due - 1, &res, 0);
+				if (res.entries || res.paths)
+					die("ticks: %s: the step before the due time did %llu on %llu paths", alg,
+					    (unsigned long long)res.entries, (unsigned long long)res.paths);
+				cpu = redis_cpu_s(b);
+				t = mono_s();
+				step_or_die(w, job_of(a), due.due, &res, 0);
+				t = mono_s() - t;
+				cpu = redis_cpu_s(b) - cpu;
+				worker_free(w);
+				if (res.paths != due_n)
+					die("ticks: %s: the tick visited %llu paths, %zu are due", alg,
+					    (unsigned long long)res.paths, due_n);
+				if (res.entries == 0 && a != ALG_LEAKY_BUCKET) {
+					placeholder = 1;
+					break;
+				}
+				if (res.entries != due_n * TICK_WORK_PER_PATH || res.emptied || res.skipped)
+					die("ticks: %s: the tick did %llu entries (%llu emptied, %llu skipped) on %zu due paths, "
+					    "expected %zu, 0, 0",
+					    alg, (unsigned long long)res.entries, (unsigned long long)res.emptied,
+					    (unsigned long long)res.skipped, due_n, due_n * TICK_WORK_PER_PATH);
+				fig[s].wall[r] = t;
+				fig[s].cpu[r] = cpu;
+				fig[s].batches = res.batches;
+				printf("   round %d %8zu registered: tick %7.1f ms, Redis CPU %7.1f ms (%.2f us a due path), "
+				       "%llu shard calls, %llu %s\n",
+				       r + 1, sizes[s], t * 1e3, cpu * 1e3, cpu * 1e6 / (double)due_n,
+				       (unsigned long long)res.batches, (unsigned long long)res.entries, ops->action);
+				fflush(stdout);
+			}
+		}
+		if (placeholder) {
+			printf("RESULT tick %s: not measured: %s_%s_shard.lua %s nothing on %zu due paths "
+			       "(a placeholder in this tree?)\n",
+			       alg, alg, a == ALG_SLIDING_LOG ? "prune" : "job", ops->action, due_n);
+		} else {
+			char l1[160];
+			double ratio[MAX_ROUNDS];
+			int last = nsizes - 1;
+
+			for (int s = 0; s < nsizes; s++)
+				printf("RESULT tick %-13s %8zu registered, %zu due: %7.1f ms [%.1f-%.1f], Redis CPU %6.1f ms "
+				       "(%.2f us a due path), %llu shard calls\n",
+				       alg, sizes[s], due_n, median(fig[s].wall, b->rounds) * 1e3,
+				       minimum(fig[s].wall, b->rounds) * 1e3, maximum(fig[s].wall, b->rounds) * 1e3,
+				       median(fig[s].cpu, b->rounds) * 1e3,
+				       median(fig[s].cpu, b->rounds) * 1e6 / (double)due_n,
+				       (unsigned long long)fig[s].batches);
+			for (int r = 0; r < b->rounds; r++)
+				ratio[r] = fig[last].wall[r] / fig[0].wall[r];
+			if (last > 0) {
+				double rm = median(fig[last].wall, b->rounds) / median(fig[0].wall, b->rounds);
+				double cm = median(fig[last].cpu, b->rounds) / median(fig[0].cpu, b->rounds);
+
+				printf("RESULT tick %-13s %zu vs %zu registered: %.2fx (rounds %s; Redis CPU %.2fx), "
+				       "the %zu tick %.1f ms; target <= 1.5x and < 100 ms: %s (0.1: 128x, 3.57 s)\n",
+				       alg, sizes[last], sizes[0], rm, list(ratio, b->rounds, "%.2f", l1, sizeof(l1)), cm,
+				       sizes[last], median(fig[last].wall, b->rounds) * 1e3,
+				       rm <= 1.5 && median(fig[last].wall, b->rounds) < 0.1 ? "met" : "NOT met");
+			}
+		}
+		fflush(stdout);
+		tmpl_free(&due);
+		tmpl_free(&far);
+		for (int s = 0; s < nsizes; s++)
+			layouts_free(lays[s], nlays[s]);
+		freeReplyObject(cmdf(b, "FLUSHDB"));
+	}
+}
+
+/* ---- sweep: drain of 100,000 buckets, sweep vs per-bucket calls --------------- */
+
+static const struct tmpl *every_path(size_t i, const void *ctx)
+{
+	(void)i;
+	return ctx;
+}
+
+struct job_sum {
+	uint64_t done, visited;
+	const char *what;
+};
+
+/* Fold a shard job's reply {done, removed, visited, skipped, next_due, backlog}. */
+static void job_reply(redisReply *r, void *ctx)
+{
+	struct job_sum *s = ctx;
+
+	if (r->type != REDIS_REPLY_ARRAY || r->elements < 3 || r->element[0]->type != REDIS_REPLY_INTEGER ||
+	    r->element[2]->type != REDIS_REPLY_INTEGER)
+		die("%s: %s", s->what, r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+	s->done += (uint64_t)r->element[0]->integer;
+	s->visited += (uint64_t)r->element[2]->integer;
+}
+
+/*
+ * The same work as one sweep of shard jobs, one EVALSHA of the shard job per
+ * path (limit 1: the shard's first due path), pipelined depth deep.
+ */
+static double per_path_jobs(struct bench *b, const char *sha, const char *prefix, enum algorithm a, size_t paths,
+			    int64_t now, struct job_sum *sum)
+{
+	struct pkeys k = { 0 };
+	char path[64], nows[24];
+	double t;
+
+	snprintf(nows, sizeof(nows), "%lld", (long long)now);
+	t = mono_s();
+	for (size_t i = 0; i < paths; i++) {
+		size_t plen = path_of(i, path, sizeof(path));
+
+		pkeys_make(&k, prefix, algorithm_name(a), path, plen);
+		{
+			const char *argv[6] = { "EVALSHA", sha, "1", k.p[K_REGISTRY], nows, "1" };
+			size_t lens[6] = { 7, 40, 1, k.len[K_REGISTRY], strlen(nows), 1 };
+
+			pipe_push(b, 6, argv, lens);
+		}
+		if (b->queued >= b->depth)
+			pipe_flush(b, job_reply, sum);
+	}
+	pipe_flush(b, job_reply, sum);
+	t = mono_s() - t;
+	strbuf_free(&k.buf);
+	return t;
+}
+
+/* ZREMRANGEBYSCORE <state> -inf <cutoff> per path, pipelined depth deep. */
+static double per_path_zrem(struct bench *b, const char *prefix, enum algorithm a, size_t paths, long long cutoff,
+			    uint64_t *removed)
+{
+	struct pkeys k = { 0 };
+	char path[64], cut[24];
+	double t;
+
+	snprintf(cut, sizeof(cut), "%lld", cutoff);
+	*removed = 0;
+	t = mono_s();
+	for (size_t i = 0; i < paths; i++) {
+		size_t plen = path_of(i, path, sizeof(path));
+
+		pkeys_make(&k, prefix, algorithm_name(a), path, plen);
+		{
+			const char *argv[4] = { "ZREMRANGEBYSCORE", k.p[K_STATE], "-inf", cut };
+			size_t lens[4] = { 16, k.len[K_STATE], 4, strlen(cut) };
+
+			pipe_push(b, 4, argv, lens);
+		}
+		if (b->queued >= b->depth) {
+			while (b->queued > 0) {
+				void *rv = NULL;
+
+				if (redisGetReply(b->c, &rv) != REDIS_OK || !rv)
+					die("ZREMRANGEBYSCORE: %s", b->c->errstr);
+				b->queued--;
+				if (((redisReply *)rv)->type != REDIS_REPLY_INTEGER)
+					die("ZREMRANGEBYSCORE: unexpected reply");
+				*removed += (uint64_t)((redisReply *)rv)->integer;
+				freeReplyObject(rv);
+			}
+		}
+	}
+	while (b->queued > 0) {
+		void *rv = NULL;
+
+		if (redisGetReply(b->c, &rv) != REDIS_OK || !rv)
+			die("ZREMRANGEBYSCORE: %s", b->c->errstr);
+		b->queued--;
+		if (((redisReply *)rv)->type != REDIS_REPLY_INTEGER)
+			die("ZREMRANGEBYSCORE: unexpected reply");
+		*removed += (uint64_t)((redisReply *)rv)->integer;
+		freeReplyObject(rv);
+	}
+	t = mono_s() - t;
+	strbuf_free(&k.buf);
+	return t;
+}
+
+struct pass_fig {
+	double wall[MAX_ROUNDS], cpu[MAX_ROUNDS];
+};
+
+/*
+ * sweep (drain, leaky buckets) or prune (sliding logs): rounds of
+ * [the worker's sweep, the baseline] on identical fills of `paths`.
+ */
+static void mode_sweep(struct bench *b, enum algorithm a, size_t paths)
+{
+	const struct alg_ops *ops = algorithm_get(a);
+	const char *alg = algorithm_name(a), *prefix = a == ALG_LEAKY_BUCKET ? "sw:" : "pr:";
+	struct layout *lays;
+	size_t nlays;
+	struct tmpl t = { 0 };
+	struct pass_fig fig[2] = { 0 };
+	char sha[41], job_sha[41], l1[160], l2[160];
+	uint64_t expect;
+	long long cutoff = 0;
+	int64_t t0;
+	double secs;
+
+	freeReplyObject(cmdf(b, "FLUSHDB"));
+	if (layouts_default(prefix, &lays, &nlays))
+		die("out of memory");
+	script_load_id(b, ops->client_script, sha);
+	script_load_id(b, ops->shard_script, job_sha);
+	t0 = redis_time_ms(b);
+	t.alg = a;
+	if (a == ALG_LEAKY_BUCKET) {
+		/* 5 entries at t0, capacity 10, rate 0.001/s: one entry due at t0 + 1000 s */
+		t.params[0] = "10", t.params[1] = "0.001";
+		t.calls[0] = (struct call){ "5", t0 };
+		t.ncalls = 1;
+		expect = paths;
+	} else {
+		/* 5 entries at t0, 15 at t0 + 300 s, limit 100 per 600 s: at the due time the 5 go */
+		t.params[0] = "100", t.params[1] = "600000";
+		t.calls[0] = (struct call){ "5", t0 };
+		t.calls[1] = (struct call){ "15", t0 + 300000 };
+		t.ncalls = 2;
+		expect = 5 * paths;
+		cutoff = t0;
+	}
+	tmpl_make(b, sha, &t);
+	secs = fill_paths(b, prefix, 0, paths, every_path, &t);
+	check_copy(b, sha, prefix, &t, 0);
+	check_copy(b, sha, prefix, &t, paths / 2);
+	check_copy(b, sha, prefix, &t, paths - 1);
+	printf("== %s %s: %zu paths as %s.lua makes them (", alg, a == ALG_LEAKY_BUCKET ? "sweep" : "prune", paths, alg);
+	for (int i = 0; i < t.ncalls; i++)
+		printf("%sn=%s at t0%+lld ms", i ? ", " : "", t.calls[i].n, (long long)(t.calls[i].now - t0));
+	printf("; params %s %s), due at t0 + %lld ms; filled in %.1f s; batch %zu, baseline pipelined %d deep\n",
+	       t.params[0], t.params[1], t.due - t0, secs, b->batch, b->depth);
+	fflush(stdout);
+	for (int r = 0; r < b->rounds; r++) {
+		for (int p = 0; p < 2; p++) {
+			struct worker_result res = { 0 };
+			struct job_sum sum = { 0, 0, "per-path call" };
+			uint64_t done, visited;
+			double wall, cpu;
+
+			if (r > 0 || p > 0)
+				fill_paths(b, prefix, 0, paths, every_path, &t);
+			freeReplyObject(cmdf(b, "CONFIG RESETSTAT"));
+			if (p == 0) {
+				struct worker *w = worker_for(b, layouts_find(lays, nlays, a));
+
+				/* connect and load the scripts outside the timing: nothing is due yet */
+				step_or_die(w, job_of(a), t.due - 1, &res, 0);
+				freeReplyObject(cmdf(b, "CONFIG RESETSTAT"));
+				cpu = redis_cpu_s(b);
+				wall = mono_s();
+				step_or_die(w, job_of(a), t.due, &res, 1);
+				wall = mono_s() - wall;
+				cpu = redis_cpu_s(b) - cpu;
+				worker_free(w);
+				done = res.entries;
+				visited = res.paths;
+			} else if (a == ALG_LEAKY_BUCKET) {
+				cpu = redis_cpu_s(b);
+				wall = per_path_jobs(b, job_sha, prefix, a, paths, t.due, &sum);
+				cpu = redis_cpu_s(b) - cpu;
+				done = sum.done;
+				visited = sum.visited;
+			} else {
+				cpu = redis_cpu_s(b);
+				wall = per_path_zrem(b, prefix, a, paths, cutoff, &done);
+				cpu = redis_cpu_s(b) - cpu;
+				visited = paths;
+			}
+			if (p == 0 && done == 0 && a != ALG_LEAKY_BUCKET)
+				not_ready("%s_prune_shard.lua pruned nothing from %zu due logs (a placeholder in this tree?)",
+					  alg, paths);
+			if (done != expect || visited != paths)
+				die("%s: %s did %llu entries on %llu paths, expected %llu on %zu", alg,
+				    p ? "baseline" : "sweep", (unsigned long long)done, (unsigned long long)visited,
+				    (unsigned long long)expect, paths);
+			fig[p].wall[r] = wall;
+			fig[p].cpu[r] = cpu;
+			printf("   round %d %-34s %.3f s, %8.0f paths/s, Redis CPU %.3f s (%.2f us a path), %llu %s\n",
+			       r + 1,
+			       p == 0 ? "sweep (worker, shard jobs)"
+			       : a == ALG_LEAKY_BUCKET ? "one EVALSHA a bucket (same job)"
+						       : "one ZREMRANGEBYSCORE a log",
+			       wall, (double)paths / wall, cpu, cpu * 1e6 / (double)paths, (unsigned long long)done,
+			       ops->action);
+			stats_print(b);
+			fflush(stdout);
+		}
+	}
+	{
+		double ws = median(fig[0].wall, b->rounds), wb = median(fig[1].wall, b->rounds);
+		double cs = median(fig[0].cpu, b->rounds), cb = median(fig[1].cpu, b->rounds);
+		double ratio[MAX_ROUNDS];
+
+		for (int r = 0; r < b->rounds; r++)
+			ratio[r] = fig[1].wall[r] / fig[0].wall[r];
+		printf("RESULT %s sweep of %zu paths: %.3f s [%.3f-%.3f], Redis CPU %.2f us a path (rounds %s)",
+		       alg, paths, ws, minimum(fig[0].wall, b->rounds), maximum(fig[0].wall, b->rounds),
+		       cs * 1e6 / (double)paths, list(fig[0].cpu, b->rounds, "%.3f", l1, sizeof(l1)));
+		if (a == ALG_LEAKY_BUCKET)
+			printf("; target <= 4 us a bucket: %s (0.1: 5.79 us)", cs * 1e6 / (double)paths <= 4 ? "met" : "NOT met");
+		printf("\n");
+		printf("RESULT %s %-28s %.3f s [%.3f-%.3f], Redis CPU %.2f us a path; the sweep is %.2fx it "
+		       "(rounds %s; Redis CPU %.2fx); target >= %s: %s (0.1: %s)\n",
+		       alg, a == ALG_LEAKY_BUCKET ? "one EVALSHA a bucket:" : "one ZREMRANGEBYSCORE a log:", wb,
+		       minimum(fig[1].wall, b->rounds), maximum(fig[1].wall, b->rounds), cb * 1e6 / (double)paths,
+		       wb / ws, list(ratio, b->rounds, "%.2f", l2, sizeof(l2)), cb / cs,
+		       a == ALG_LEAKY_BUCKET ? "1.3x" : "0.8x",
+		       wb / ws >= (a == ALG_LEAKY_BUCKET ? 1.3 : 0.8) ? "met" : "NOT met",
+		       a == ALG_LEAKY_BUCKET ? "1.29x" : "0.42x");
+	}
+	tmpl_free(&t);
+	layouts_free(lays, nlays);
+	freeReplyObject(cmdf(b, "FLUSHDB"));
+}
+
+/* ---- client: Redis time per call of the client scripts ------------------------ */
+
+enum { V_SCRIPT, V_SEED, V_FLOOR };
+
+struct variant {
+	const char *label;
+	int kind;
+	enum algorithm alg;
+	const char *params[3];
+	char sha[41];
+	double hot[MAX_ROUNDS], fresh[MAX_ROUNDS];
+	int ready;
+	char why[200];
+};
+
+/* Admitted: {1, ...} for sluice's scripts and the floor, "1" for the seed's. */
+static void client_reply(redisReply *r, void *ctx)
+{
+	struct variant *v = ctx;
+
+	if (!v->ready)
+		return;
+	if (v->kind == V_SEED) {
+		if (r->type != REDIS_REPLY_STRING || strcmp(r->str, "1"))
+			die("seed 000 script: %s", r->type == REDIS_REPLY_ERROR ? r->str : "not admitted");
+		return;
+	}
+	if (r->type == REDIS_REPLY_ARRAY && r->elements >= 1 && r->element[0]->type == REDIS_REPLY_INTEGER &&
+	    r->element[0]->integer == 1)
+		return;
+	if (r->type == REDIS_REPLY_ERROR && v->kind == V_SCRIPT) {
+		v->ready = 0;
+		snprintf(v->why, sizeof(v->why), "%s", r->str);
+		return;
+	}
+	die("%s: %s", v->label, r->type == REDIS_REPLY_ERROR ? r->str : "not admitted, or not {allowed, ...}");
+}
+
+/* `calls` calls of v, on one path (fresh = 0) or on a new path each (fresh = 1); usec_per_call. */
+static double client_run(struct bench *b, struct variant *v, size_t calls, int fresh, int round)
+{
+	static const char *const no_params[3] = { "", "", "" };
+	struct pkeys k = { 0 };
+	char path[64], nows[24], key[80];
+	long long n;
+	double us;
+
+	freeReplyObject(cmdf(b, "FLUSHDB"));
+	freeReplyObject(cmdf(b, "CONFIG RESETSTAT"));
+	for (size_t i = 0; i < calls && v->ready; i++) {
+		size_t plen = fresh ? (size_t)snprintf(path, sizeof(path), "/c%d/%zu", round, i)
+				    : (size_t)snprintf(path, sizeof(path), "/api/orders");
+		int64_t now = wall_ms();
+
+		if (v->kind == V_SCRIPT) {
+			client_push(b, v->sha, "sluice:", v->alg, &k, path, plen, "1", now, v->params);
+		} else if (v->kind == V_SEED) {
+			const char *argv[7] = { "EVALSHA", v->sha, "1", key, nows, "60000", "1000000000" };
+			size_t lens[7] = { 7, 40, 1, 0, 0, 5, 10 };
+
+			lens[3] = (size_t)snprintf(key, sizeof(key), "limit:%.*s", (int)plen, path);
+			lens[4] = (size_t)snprintf(nows, sizeof(nows), "%lld", (long long)now);
+			pipe_push(b, 7, argv, lens);
+		} else {
+			/* the floor: the contract's KEYS and ARGV of a leaky bucket call */
+			client_push(b, v->sha, "sluice:", ALG_LEAKY_BUCKET, &k, path, plen, "1", now, no_params);
+		}
+		if (b->queued >= 16)
+			pipe_flush(b, client_reply, v);
+	}
+	pipe_flush(b, client_reply, v);
+	strbuf_free(&k.buf);
+	us = cmd_usec_per_call(b, "evalsha", &n);
+	if (v->ready && (size_t)n != calls)
+		die("%s: commandstats counts %lld evalsha, %zu were sent", v->label, n, calls);
+	return us;
+}
+
+static void mode_client(struct bench *b, size_t calls)
+{
+	struct variant v[8] = {
+		{ "seed 000 sliding log (the baseline)", V_SEED, 0, { 0 }, "", { 0 }, { 0 }, 1, "" },
+		{ "empty script, same KEYS and ARGV", V_FLOOR, 0, { 0 }, "", { 0 }, { 0 }, 1, "" },
+		{ "leaky_bucket", V_SCRIPT, ALG_LEAKY_BUCKET, { "1000000000", "1" }, "", { 0 }, { 0 }, 1, "" },
+		{ "sliding_log", V_SCRIPT, ALG_SLIDING_LOG, { "1000000000", "60000" }, "", { 0 }, { 0 }, 1, "" },
+		{ "sliding_counter", V_SCRIPT, ALG_SLIDING_COUNTER, { "1000000000", "60000", "60" }, "", { 0 }, { 0 }, 1,
+		  "" },
+		{ "fixed_window", V_SCRIPT, ALG_FIXED_WINDOW, { "1000000000", "60000" }, "", { 0 }, { 0 }, 1, "" },
+		{ "token_bucket", V_SCRIPT, ALG_TOKEN_BUCKET, { "1000000000", "1" }, "", { 0 }, { 0 }, 1, "" },
+	};
+	static const char *const was[8] = { "", "", "2.9x", "2.7x", "1.9x", "1.6x", "1.9x" };
+	int nv = 7;
+
+	printf("== client scripts: Redis time per call (INFO commandstats, usec_per_call of evalsha), %zu calls a run,\n"
+	       "   pipelined 16 deep, explicit now = the client's clock; limits 10^9 so every call is admitted;\n"
+	       "   'hot' = one path whose state exists, 'new path' = a new path every call\n",
+	       calls);
+	for (int i = 0; i < nv; i++) {
+		if (v[i].kind == V_SEED)
+			script_load(b, SEED000_LUA, sizeof(SEED000_LUA) - 1, v[i].sha);
+		else if (v[i].kind == V_FLOOR)
+			script_load(b, FLOOR_LUA, sizeof(FLOOR_LUA) - 1, v[i].sha);
+		else
+			script_load_id(b, algorithm_get(v[i].alg)->client_script, v[i].sha);
+	}
+	for (int r = 0; r < b->rounds; r++) {
+		for (int i = 0; i < nv; i++) {
+			if (!v[i].ready)
+				continue;
+			v[i].hot[r] = client_run(b, &v[i], calls, 0, r);
+			if (v[i].ready)
+				v[i].fresh[r] = client_run(b, &v[i], calls, 1, r);
+			if (v[i].ready)
+				printf("   round %d %-36s hot %6.2f us, new path %6.2f us\n", r + 1, v[i].label, v[i].hot[r],
+				       v[i].fresh[r]);
+			else
+				printf("   round %d %-36s not measured: %s\n", r + 1, v[i].label, v[i].why);
+			fflush(stdout);
+		}
+	}
+	for (int i = 0; i < nv; i++) {
+		double ratio[MAX_ROUNDS], rm;
+		char l1[160];
+
+		if (!v[i].ready) {
+			printf("RESULT client %-16s not measured: not on the layout-2 calling contract in this tree (%s)\n",
+			       v[i].kind == V_SCRIPT ? algorithm_name(v[i].alg) : v[i].label, v[i].why);
+			continue;
+		}
+		for (int r = 0; r < b->rounds; r++)
+			ratio[r] = v[i].hot[r] / v[0].hot[r];
+		rm = median(ratio, b->rounds);
+		printf("RESULT client %-16s hot %6.2f us a call [%.2f-%.2f], new path %6.2f us",
+		       v[i].kind == V_SCRIPT ? algorithm_name(v[i].alg) : v[i].kind == V_SEED ? "seed000" : "empty",
+		       median(v[i].hot, b->rounds), minimum(v[i].hot, b->rounds), maximum(v[i].hot, b->rounds),
+		       median(v[i].fresh, b->rounds));
+		if (v[i].kind == V_SEED)
+			printf(" (the baseline)\n");
+		else if (v[i].kind == V_FLOOR)
+			printf("; %.2fx the seed's (rounds %s): the cost of a call itself\n", rm,
+			       list(ratio, b->rounds, "%.2f", l1, sizeof(l1)));
+		else
+			printf("; %.2fx the seed's (rounds %s); target <= 2x: %s (0.1: %s)\n", rm,
+			       list(ratio, b->rounds, "%.2f", l1, sizeof(l1)), rm <= 2 ? "met" : "NOT met", was[i]);
+	}
+	freeReplyObject(cmdf(b, "FLUSHDB"));
+}
+
+/* ---- fill (for the daemon runs), keys ------------------------------------------ */
+
+static void mode_fill(struct bench *b, const char *prefix, size_t paths, long long due_in_ms)
+{
+	struct tmpl t = { 0 };
+	char sha[41];
+	int64_t now;
+	double secs;
+
+	freeReplyObject(cmdf(b, "FLUSHDB"));
+	script_load_id(b, SCRIPT_LEAKY_BUCKET, sha);
+	now = redis_time_ms(b);
+	/* 5 entries, rate 0.001/s: the first leaks 1,000,000 ms after the call's now */
+	t.alg = ALG_LEAKY_BUCKET;
+	t.params[0] = "10", t.params[1] = "0.001";
+	t.calls[0] = (struct call){ "5", now + due_in_ms - 1000000 };
+	t.ncalls = 1;
+	tmpl_make(b, sha, &t);
+	secs = fill_paths(b, prefix, 0, paths, every_path, &t);
+	check_copy(b, sha, prefix, &t, 0);
+	check_copy(b, sha, prefix, &t, paths - 1);
+	printf("filled %zu leaky buckets under %s (5 entries, capacity 10, rate 0.001/s, due at Redis now %+lld ms) "
+	       "in %.1f s\n",
+	       paths, prefix, t.due - now, secs);
+	tmpl_free(&t);
+}
+
+static void mode_keys(const char *alg, const char *path, const char *prefix)
+{
+	enum algorithm a;
+	struct pkeys k = { 0 };
+
+	if (algorithm_parse(alg, &a)) {
+		fprintf(stderr, "drain_bench: unknown algorithm \"%s\"\n", alg);
+		exit(2);
+	}
+	pkeys_make(&k, prefix, algorithm_name(a), path, strlen(path));
+	for (int i = 0; i < K__N; i++)
+		printf("%s\n", k.p[i]);
+	strbuf_free(&k.buf);
+}
+
+/* ---- driver ------------------------------------------------------------------------ */
 
 static void usage(FILE *f)
 {
-	fputs("usage: drain_bench bench --redis URL [--paths N] [--repeat R] [--batch-size B]\n"
-	      "                         [--also-batch B1,B2,...]\n"
-	      "       drain_bench fill  --redis URL [--paths N] [--age-ms A]\n"
-	      "       drain_bench sweep --redis URL [--paths N] [--batch-size B]\n",
+	fputs("usage: drain_bench ticks  --redis URL [--sizes N1,N2,...] [--due N] [--algs A1,A2]\n"
+	      "                          [--repeat R] [--batch-size B]\n"
+	      "       drain_bench sweep  --redis URL [--paths N] [--repeat R] [--batch-size B] [--depth D]\n"
+	      "       drain_bench prune  --redis URL [--paths N] [--repeat R] [--batch-size B] [--depth D]\n"
+	      "       drain_bench client --redis URL [--calls N] [--repeat R]\n"
+	      "       drain_bench fill   --redis URL --paths N [--prefix P] [--due-in-ms MS]\n"
+	      "       drain_bench keys   ALGORITHM PATH [--prefix P]\n",
 	      f);
 }
 
@@ -529,7 +1382,7 @@ static long long num_arg(const char *s, const char *flag, long long min, long lo
 	errno = 0;
 	v = strtoll(s, &end, 10);
 	if (!*s || *end || errno || v < min || v > max) {
-		fprintf(stderr, "drain_bench: %s must be an integer %lld..%lld\n", flag, min, max);
+		fprintf(stderr, "drain_bench: %s must be an integer %lld..%lld (got \"%s\")\n", flag, min, max, s);
 		exit(2);
 	}
 	return v;
@@ -537,24 +1390,34 @@ static long long num_arg(const char *s, const char *flag, long long min, long lo
 
 int main(int argc, char **argv)
 {
-	struct bench b = { 0 };
+	struct bench b = { .batch = 500, .depth = 128, .rounds = 3 };
 	struct sl_error err = { 0 };
-	const char *url = NULL, *mode, *also = NULL;
-	size_t batch_size = 500, also_v[MAX_BATCHES], nalso = 0;
-	int rounds = 3;
-	long long age_ms = 0;
+	const char *mode, *sizes_s = "10000,100000,1000000", *algs_s = "leaky_bucket,sliding_log";
+	const char *prefix = "sluice:";
+	size_t paths = 100000, due_n = 10000, calls = 20000, sizes[MAX_SIZES];
+	enum algorithm algs[ALG__COUNT];
+	long long due_in_ms = 0;
+	int nsizes = 0, nalgs = 0, first = 2;
 
 	if (argc < 2) {
 		usage(stderr);
 		return 2;
 	}
 	mode = argv[1];
-	if (strcmp(mode, "bench") && strcmp(mode, "fill") && strcmp(mode, "sweep")) {
+	if (!strcmp(mode, "keys")) {
+		if (argc != 4 && !(argc == 6 && !strcmp(argv[4], "--prefix"))) {
+			usage(stderr);
+			return 2;
+		}
+		mode_keys(argv[2], argv[3], argc == 6 ? argv[5] : prefix);
+		return 0;
+	}
+	if (strcmp(mode, "ticks") && strcmp(mode, "sweep") && strcmp(mode, "prune") && strcmp(mode, "client") &&
+	    strcmp(mode, "fill")) {
 		usage(stderr);
 		return 2;
 	}
-	b.paths = 100000;
-	for (int i = 2; i < argc; i++) {
+	for (int i = first; i < argc; i++) {
 		const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 
 		if (!v) {
@@ -563,142 +1426,91 @@ int main(int argc, char **argv)
 		}
 		i++;
 		if (!strcmp(f, "--redis"))
-			url = v;
+			b.url = v;
 		else if (!strcmp(f, "--paths"))
-			b.paths = (size_t)num_arg(v, f, 3, 100000000);
+			paths = (size_t)num_arg(v, f, 3, 100000000);
 		else if (!strcmp(f, "--repeat"))
-			rounds = (int)num_arg(v, f, 1, MAX_ROUNDS);
+			b.rounds = (int)num_arg(v, f, 1, MAX_ROUNDS);
 		else if (!strcmp(f, "--batch-size"))
-			batch_size = (size_t)num_arg(v, f, 1, 100000);
-		else if (!strcmp(f, "--age-ms"))
-			age_ms = num_arg(v, f, 0, 1000000000);
-		else if (!strcmp(f, "--also-batch"))
-			also = v;
+			b.batch = (size_t)num_arg(v, f, 1, 100000);
+		else if (!strcmp(f, "--depth"))
+			b.depth = (int)num_arg(v, f, 1, 100000);
+		else if (!strcmp(f, "--due"))
+			due_n = (size_t)num_arg(v, f, 3, 100000000);
+		else if (!strcmp(f, "--calls"))
+			calls = (size_t)num_arg(v, f, 1, 100000000);
+		else if (!strcmp(f, "--due-in-ms"))
+			due_in_ms = num_arg(v, f, -1000000, 1000000000);
+		else if (!strcmp(f, "--prefix"))
+			prefix = v;
+		else if (!strcmp(f, "--sizes"))
+			sizes_s = v;
+		else if (!strcmp(f, "--algs"))
+			algs_s = v;
 		else {
 			usage(stderr);
 			return 2;
 		}
 	}
-	if (also) {
-		char *dup = strdup(also), *save = NULL;
+	{
+		char *dup = strdup(sizes_s), *save = NULL;
 
-		for (char *t = strtok_r(dup, ",", &save); t && nalso < MAX_BATCHES; t = strtok_r(NULL, ",", &save))
-			also_v[nalso++] = (size_t)num_arg(t, "--also-batch", 1, 100000);
+		for (char *t = strtok_r(dup, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+			if (nsizes >= MAX_SIZES) {
+				fprintf(stderr, "drain_bench: at most %d --sizes\n", MAX_SIZES);
+				return 2;
+			}
+			sizes[nsizes] = (size_t)num_arg(t, "--sizes", 1, 100000000);
+			if (sizes[nsizes] % due_n) {
+				fprintf(stderr, "drain_bench: each of --sizes must be a multiple of --due (%zu)\n", due_n);
+				return 2;
+			}
+			nsizes++;
+		}
+		free(dup);
+		dup = strdup(algs_s);
+		for (char *t = strtok_r(dup, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+			if (nalgs >= ALG__COUNT || algorithm_parse(t, &algs[nalgs]) ||
+			    (algs[nalgs] != ALG_LEAKY_BUCKET && algs[nalgs] != ALG_SLIDING_LOG)) {
+				fprintf(stderr, "drain_bench: --algs takes leaky_bucket and sliding_log (got \"%s\")\n", t);
+				return 2;
+			}
+			nalgs++;
+		}
 		free(dup);
 	}
-	if (!url) {
+	if (!b.url || !nsizes) {
 		usage(stderr);
 		return 2;
 	}
-	if (redis_url_parse(url, &b.target, &err)) {
+	if (redis_url_parse(b.url, &b.target, &err)) {
 		fprintf(stderr, "drain_bench: %s: %s\n", err.field, err.message);
 		return 2;
 	}
-	if (layouts_default(PREFIX, &b.layouts, &b.nlayouts) ||
-	    !(b.lb = layouts_find(b.layouts, b.nlayouts, ALG_LEAKY_BUCKET)))
-		die("layouts: out of memory");
-	if (!(b.conn = rconn_new(&b.target, 60000)))
-		die("out of memory");
 	{
-		int rc = rconn_ensure(b.conn);
+		struct timeval tv = { 120, 0 };
 
-		if (rc)
-			die("connect %s: %s (%s)", url, strerror(-rc), rconn_errstr(b.conn));
+		b.c = b.target.socket ? redisConnectUnixWithTimeout(b.target.socket, tv)
+				      : redisConnectWithTimeout(b.target.host ? b.target.host : "127.0.0.1", b.target.port, tv);
+		if (!b.c || b.c->err)
+			die("connect %s: %s", b.url, b.c ? b.c->errstr : "out of memory");
+		redisSetTimeout(b.c, tv);
+		if (b.target.db)
+			freeReplyObject(cmdf(&b, "SELECT %d", b.target.db));
+		check_ctx(&b, "connect");
 	}
 
-	if (!strcmp(mode, "fill")) {
-		double s = fill(&b, redis_time_ms(&b) - age_ms);
-
-		check_sample(&b, 5, "after fill");
-		printf("filled %zu buckets (5 entries each, as of now - %lld ms) in %.2f s\n", b.paths, age_ms, s);
-	} else if (!strcmp(mode, "sweep")) {
-		/* after `fill --age-ms 100000`: one entry is due per bucket at the Redis clock */
-		struct outcome o;
-
-		b.t0 = redis_time_ms(&b) - DUE_AFTER_MS;
-		o = pass_sweep(&b, batch_size);
-		printf("sweep %zu buckets, batch %zu: %.3f s, %.0f keys/s, %llu script calls\n", b.paths, batch_size,
-		       o.secs, (double)b.paths / o.secs, (unsigned long long)o.batches);
-		stats_print(&b, o.secs);
-	} else {
-		struct timeval tv = { 60, 0 };
-		double secs[PASS__N][MAX_ROUNDS], also_secs[MAX_BATCHES], trips[PASS__N] = { 0 };
-		uint64_t batches = 0;
-		double med[PASS__N], mn[PASS__N];
-		static const char *const label[PASS__N] = {
-			"drain sweep (worker, pipelined)", "one round trip per path (same script)",
-			"one round trip per path (seed ZREMRANGEBYSCORE)",
-		};
-
-		b.raw = redisConnectWithTimeout(b.target.host ? b.target.host : "127.0.0.1", b.target.port, tv);
-		if (!b.raw || b.raw->err)
-			die("connect: %s", b.raw ? b.raw->errstr : "out of memory");
-		redisSetTimeout(b.raw, tv);
-		if (b.target.db) {
-			char db[16];
-			const char *a[2] = { "SELECT", db };
-			size_t l[2] = { 6, 0 };
-
-			l[1] = (size_t)snprintf(db, sizeof(db), "%d", b.target.db);
-			freeReplyObject(raw_cmd(&b, 2, a, l));
-		}
-		printf("drain_bench: %zu leaky buckets x 5 entries (rule capacity 10, rate %g/s), each pass drains\n"
-		       "1 entry from every bucket; worker batch %zu; %d rounds of 3 fresh fills\n",
-		       b.paths, RULE_RATE, batch_size, rounds);
-		for (int r = 0; r < rounds; r++)
-			for (int p = 0; p < PASS__N; p++) {
-				struct outcome o = run_pass(&b, (enum pass)p, batch_size, r + 1);
-
-				secs[p][r] = o.secs;
-				if (p == PASS_SWEEP)
-					batches = o.batches;
-				else
-					trips[p] = (double)o.batches;
-			}
-		for (size_t k = 0; k < nalso; k++) {
-			fill(&b, redis_time_ms(&b));
-			also_secs[k] = pass_sweep(&b, also_v[k]).secs;
-			check_sample(&b, 4, "sweep");
-			printf("  batch %-6zu sweep %.3f s, %.0f keys/s\n", also_v[k], also_secs[k],
-			       (double)b.paths / also_secs[k]);
-			fflush(stdout);
-		}
-
-		for (int p = 0; p < PASS__N; p++) {
-			med[p] = median(secs[p], rounds);
-			mn[p] = minimum(secs[p], rounds);
-		}
-		printf("\nsummary (median of %d; min in brackets):\n", rounds);
-		for (int p = 0; p < PASS__N; p++) {
-			char name[80];
-
-			if (p == PASS_SWEEP)
-				snprintf(name, sizeof(name), "%s, batch %zu", label[p], batch_size);
-			else
-				snprintf(name, sizeof(name), "%s", label[p]);
-			printf("RESULT %-50s %7zu keys %7.3f s [%.3f]  %8.0f keys/s", name, b.paths, med[p], mn[p],
-			       (double)b.paths / med[p]);
-			if (p == PASS_SWEEP)
-				printf("  (%llu script calls)\n", (unsigned long long)batches);
-			else
-				printf("  (%.0f us a round trip)  sweep is %.1fx faster\n", med[p] * 1e6 / trips[p],
-				       med[p] / med[PASS_SWEEP]);
-		}
-		for (size_t k = 0; k < nalso; k++) {
-			char name[80];
-
-			snprintf(name, sizeof(name), "%s, batch %zu", label[PASS_SWEEP], also_v[k]);
-			printf("RESULT %-50s %7zu keys %7.3f s (1 run)  %8.0f keys/s\n", name, b.paths, also_secs[k],
-			       (double)b.paths / also_secs[k]);
-		}
-		printf("RESULT target: sweep >= 20x the same-script loop: %s (%.1fx); %zu keys in < 1 s: %s (%.3f s)\n",
-		       med[PASS_EVALSHA] / med[PASS_SWEEP] >= 20 ? "met" : "NOT met",
-		       med[PASS_EVALSHA] / med[PASS_SWEEP], b.paths, med[PASS_SWEEP] < 1.0 ? "met" : "NOT met",
-		       med[PASS_SWEEP]);
-		redisFree(b.raw);
-	}
-	rconn_free(b.conn);
-	layouts_free(b.layouts, b.nlayouts);
+	if (!strcmp(mode, "ticks"))
+		mode_ticks(&b, sizes, nsizes, due_n, algs, nalgs);
+	else if (!strcmp(mode, "sweep"))
+		mode_sweep(&b, ALG_LEAKY_BUCKET, paths);
+	else if (!strcmp(mode, "prune"))
+		mode_sweep(&b, ALG_SLIDING_LOG, paths);
+	else if (!strcmp(mode, "client"))
+		mode_client(&b, calls);
+	else
+		mode_fill(&b, prefix, paths, due_in_ms);
+	redisFree(b.c);
 	redis_target_clear(&b.target);
 	return 0;
 }

@@ -181,15 +181,20 @@ server_port() {
 	esac
 }
 
-# Fill /api/users afresh: reset, then 20 entries with the client script
-# (rule "users": capacity 60, rate 1/s), so the state lives through a run.
+# Fill /api/users afresh: reset, then 20 entries with the client script on
+# key layout 2 (its shard k by lib/shard.lua, as lua/README.md, "Shards",
+# shows for redis-cli; the parameters of rule "users", capacity 60, rate 1/s,
+# passed explicitly), so the state lives through a run.
 fill_users() {
-	local code
+	local code k
 	code=$(curl -s -o /dev/null -w '%{http_code}' -X POST "http://127.0.0.1:$SLUICED_PORT/v1/paths/$PATH_ENC/reset")
 	[ "$code" = 200 ] || die "POST /v1/paths/$PATH_ENC/reset answered $code"
+	k=$(redis-cli -h 127.0.0.1 -p "$REDIS_PORT" EVAL "$(cat "$ROOT/lua/lib/shard.lua") return shard_of(ARGV[1])" 0 /api/users)
+	[[ $k =~ ^[0-9]+$ ]] || die "lib/shard.lua: no shard for /api/users ($k)"
 	redis-cli -h 127.0.0.1 -p "$REDIS_PORT" --eval "$ROOT/build/lua/leaky_bucket.lua" \
-		'sluice:{/api/users}:leaky_bucket' 'sluice:{/api/users}:leaky_bucket:meta' \
-		sluice:registry:leaky_bucket , /api/users 60 1 20 >"$TMP/fill.out" ||
+		"sluice:{$k}:leaky_bucket:/api/users" "sluice:{$k}:leaky_bucket_meta:/api/users" \
+		"sluice:{$k}:registry:leaky_bucket" "sluice:{$k}:rules" "sluice:{$k}:stats" \
+		, /api/users 20 '' '' 60 1 >"$TMP/fill.out" ||
 		die "leaky_bucket.lua failed: $(cat "$TMP/fill.out")"
 	[ "$(head -1 "$TMP/fill.out")" = 1 ] || die "leaky_bucket.lua did not admit: $(tr '\n' ' ' <"$TMP/fill.out")"
 }

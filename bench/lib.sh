@@ -6,11 +6,23 @@
 # stop_started, which the EXIT trap calls before it stops redis-server and
 # removes $TMP: there it stops whatever else it started, with stop_pid.
 # start_redis sets REDIS_PID and REDIS_PORT.
+#
+# Pinning: with 2 or more CPUs and taskset (util-linux), redis-server runs on
+# CPU 0 and a script runs its clients with "${PIN_CLIENT[@]}" on CPU 1, so
+# Redis's CPU figures are not shared with the client's; BENCH_PIN=0 turns it
+# off (both arrays empty).
 
 BENCH_NAME=${BENCH_NAME:-bench}
 REDIS_PID=
 REDIS_PORT=
 TMP=
+PIN_REDIS=()
+PIN_CLIENT=()
+if [ "${BENCH_PIN:-1}" != 0 ] && [ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null; then
+	PIN_REDIS=(taskset -c 0)
+	# shellcheck disable=SC2034 # used by the scripts that source this file
+	PIN_CLIENT=(taskset -c 1)
+fi
 
 die() {
 	echo "$BENCH_NAME: $*" >&2
@@ -82,7 +94,7 @@ start_redis() {
 	local port
 	for _ in $(seq 20); do # 20 ports, 5 s each
 		port=$(free_port)
-		redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no \
+		"${PIN_REDIS[@]}" redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no \
 			--dir "$TMP" --logfile "$TMP/redis.log" --databases 1 &
 		REDIS_PID=$!
 		for _ in $(seq 50); do
@@ -106,4 +118,9 @@ print_machine() {
 		"$(awk '/MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo), Linux $(uname -r);" \
 		"load average $(cut -d' ' -f1-3 /proc/loadavg)"
 	echo "redis: $(redis-server --version | sed 's/^Redis server //') on 127.0.0.1:$REDIS_PORT (private, no persistence)"
+	if [ "${#PIN_REDIS[@]}" -gt 0 ]; then
+		echo "pinned: redis-server to CPU 0, the clients to CPU 1 (taskset)"
+	else
+		echo "pinned: no (BENCH_PIN=0, one CPU, or no taskset)"
+	fi
 }
