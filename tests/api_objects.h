@@ -28,6 +28,9 @@
 #include <unistd.h>
 
 #define PFX "sluice:"
+/* Registry set names of 0.1's layout, for the suites that still use them as a
+ * foreign layout's registry; sluice's own registries are one sorted set per
+ * shard (test_registry). */
 #define LB_REG "sluice:registry:leaky_bucket"
 #define SL_REG "sluice:registry:sliding_log"
 #define HOUR_MS 3600000LL
