@@ -60,7 +60,7 @@ static int call_build(struct reset_call *rc, const struct layout *layouts, size_
 	size_t nreg = 0;
 
 	memset(rc, 0, sizeof(*rc));
-	if (!(rc->meta = calloc(2 * nlayouts + 2, 1)))
+	if (!(rc->meta = calloc(3 * nlayouts + 3, 1))) /* registries, then data key and meta of each */
 		return -ENOMEM;
 	if (foreign) {
 		if (cmdargs_str(&rc->keys, foreign->registry) || push_keys(rc, foreign, path, len))
