@@ -69,21 +69,24 @@ static int queue_read(struct rbatch *b, const struct item *it, const struct rule
 
 	if (raw) {
 		rc = cmdargs_str(&a, alg->zset ? "ZCARD" : "EXISTS") || layout_push_key(&a, it->l, it->path, it->len, 0) ||
-		     queue_args(b, &a, 0, 0, 0);
-	} else if ((rc = layout_push_key(&a, it->l, it->path, it->len, 0)) ||
-		   (rc = cmdargs_end(&a, layout_key(it->l, it->path, it->len, 1, cmdargs_begin(&a))))) {
-		/* a foreign layout given no meta prefix has no meta to pass */
-	} else {
-		if (rule) {
-			rc = alg->state_args(rule, &a);
-		} else {
-			for (int i = 0, n = nparams(alg); i <= n && !rc; i++)
-				rc = cmdargs_add(&a, "", 0);
-		}
-		rc = rc || queue_args(b, &a, 1, alg->state_script, 2);
+		     queue_args(b, &a, 0, 0, 0) ? -ENOMEM : 0;
+		goto out;
 	}
+	/* -EINVAL: a foreign layout given no meta prefix has no meta to pass */
+	if ((rc = layout_push_key(&a, it->l, it->path, it->len, 0)) ||
+	    (rc = cmdargs_end(&a, layout_key(it->l, it->path, it->len, 1, cmdargs_begin(&a)))))
+		goto out;
+	if (rule) {
+		rc = alg->state_args(rule, &a);
+	} else {
+		/* every parameter "" (the recorded ones), then now "" */
+		for (int i = 0, n = nparams(alg); i <= n && !rc; i++)
+			rc = cmdargs_add(&a, "", 0);
+	}
+	rc = rc || queue_args(b, &a, 1, alg->state_script, 2) ? -ENOMEM : 0;
+out:
 	cmdargs_free(&a);
-	return rc == -EINVAL ? -EINVAL : rc ? -ENOMEM : 0;
+	return rc;
 }
 
 /* A state script's reply: {count, remaining, reset_ms, [last_ms,] ttl_ms, recorded, rule}. */
