@@ -15,11 +15,12 @@
  * (put_state: a reset or a listing takes keys of any content).
  *
  * Time: the admin state scripts read Redis TIME.  Entries the state must report
- * exactly are admitted at explicit times one hour AHEAD of the server clock;
- * the scripts never move stored time backward, so they evaluate at the stored
- * time and every value (count, remaining, reset_ms) is exact.  Only ttl_ms
- * (a PTTL) runs on the real clock: it is checked in a range and removed before
- * the whole body is compared.
+ * exactly are admitted at explicit times AHEAD_MS (9 s) ahead of the server
+ * clock (the client scripts refuse more than the skew horizon, 10 s); the
+ * scripts never move stored time backward, so they evaluate at the stored
+ * time and every value (count, remaining, reset_ms, due_ms) is exact while
+ * the test runs.  Only ttl_ms (a PTTL) runs on the real clock: it is checked
+ * in a range and removed before the whole body is compared.
  *
  * Tests marked "BUG:" show defects found while writing these suites.
  *

@@ -31,7 +31,7 @@
 
 START_TEST(test_path_leaky_bucket)
 {
-	long long t = test_server_ms(c) + HOUR_MS;
+	long long t = test_server_ms(c) + AHEAD_MS;
 
 	put_ok("api", "{\"match\":\"/api/*\",\"algorithm\":\"leaky_bucket\",\"capacity\":10,\"rate\":0.1}");
 	lb_admit("/api/users", 10, "0.1", t);
@@ -67,7 +67,7 @@ END_TEST
  */
 START_TEST(test_path_mismatch)
 {
-	long long t = test_server_ms(c) + HOUR_MS;
+	long long t = test_server_ms(c) + AHEAD_MS;
 
 	put_ok("api", "{\"match\":\"/api/*\",\"algorithm\":\"leaky_bucket\",\"capacity\":3,\"rate\":0.5}");
 	for (int i = 0; i < 6; i++)
@@ -118,7 +118,7 @@ END_TEST
 /* A path with state and no rule is shown by what it records; one without a record has no limits. */
 START_TEST(test_path_state_without_rule)
 {
-	long long t = test_server_ms(c) + HOUR_MS;
+	long long t = test_server_ms(c) + AHEAD_MS;
 
 	/* a rule that matches other paths only */
 	put_ok("api", API_BODY);
@@ -168,7 +168,7 @@ END_TEST
 /* State in an algorithm other than its rule's: that state is shown, flagged, with a note. */
 START_TEST(test_path_rule_of_another_algorithm)
 {
-	long long t = test_server_ms(c) + HOUR_MS;
+	long long t = test_server_ms(c) + AHEAD_MS;
 
 	put_ok("mix", "{\"match\":\"/mixed\",\"algorithm\":\"sliding_log\",\"limit\":3,\"window_ms\":1000}");
 	lb_admit("/mixed", 10, "0.1", t);
@@ -231,7 +231,7 @@ START_TEST(test_paths_binary_safe)
 		{ "/new\nline\r", 11 },        { "/nul\0byte", 9 }, { longpath, 10000 },
 		{ "/x * ? [a] \\", 13 },       { "\0", 1 },         { "}{", 2 },
 	};
-	long long t = test_server_ms(c) + HOUR_MS;
+	long long t = test_server_ms(c) + AHEAD_MS;
 	char *before;
 
 	memset(longpath, 'p', 10000);
@@ -302,7 +302,8 @@ END_TEST
 START_TEST(test_path_brace_leading)
 {
 	static const char *const paths[] = { "}x", "}", "{}x", "}{a}b", "{x}" };
-	long long t = test_server_ms(c) + HOUR_MS;
+	/* t + 6000 must stay within the skew horizon ahead of Redis TIME */
+	long long t = test_server_ms(c) + 3000;
 	struct worker_result r;
 	char *before, *after;
 
@@ -515,7 +516,7 @@ END_TEST
 
 START_TEST(test_paths_list_items)
 {
-	long long t = test_server_ms(c) + HOUR_MS;
+	long long t = test_server_ms(c) + AHEAD_MS;
 	cJSON *arr, *it;
 	int seen = 0;
 
@@ -767,11 +768,11 @@ START_TEST(test_foreign_layouts_state_and_reset)
 	put_ok("seed", "{\"match\":\"/test\",\"algorithm\":\"leaky_bucket\",\"capacity\":10,\"rate\":1}");
 	/* written the way the seed clients write them */
 	for (int k = 0; k < 3; k++)
-		freeReplyObject(test_cmd(c, "ZADD LeakyBucket:/test %lld %lld", t + HOUR_MS + k, t + HOUR_MS + k));
+		freeReplyObject(test_cmd(c, "ZADD LeakyBucket:/test %lld %lld", t + AHEAD_MS + k, t + AHEAD_MS + k));
 	freeReplyObject(test_cmd(c, "SADD LeakyBucket::pathSet /test"));
 	freeReplyObject(test_cmd(c, "ZADD limit:u1:/api %lld %lld", t, t));
 	/* and one path of sluice's own, listed first */
-	lb_admit("/own", 10, "1", t + HOUR_MS);
+	lb_admit("/own", 10, "1", t + AHEAD_MS);
 
 	call_on(fa, "GET", "/v1/paths/%2Ftest", NULL, 0, NULL, NULL, NULL);
 	ck_assert_int_eq(res.status, 200);
@@ -854,7 +855,7 @@ START_TEST(test_foreign_meta_state_and_reset)
 	struct worker *fw;
 	struct worker_result r;
 	struct api *fa;
-	long long t = test_server_ms(c) + HOUR_MS;
+	long long t = test_server_ms(c) + AHEAD_MS;
 	char *before, *after;
 
 	test_layouts(PFX, json, &all, &nall);
@@ -930,8 +931,11 @@ END_TEST
 
 START_TEST(test_path_state_other_algorithms)
 {
-	/* state read at max(Redis now, stored time): a future, aligned T makes every number exact */
-	long long T = (test_server_ms(c) / 1000000 + 2) * 1000000 + 1000;
+	/* state read at max(Redis now, stored time): a future T (whole seconds, within the skew
+	 * horizon) makes every number exact */
+	long long T = ((test_server_ms(c) + 5000) / 1000 + 1) * 1000;
+	long long fw_end = (T / 1000000 + 1) * 1000000; /* the fixed window's end */
+	char want[600];
 
 	put_ok("log", "{\"match\":\"/log\",\"algorithm\":\"sliding_log\",\"limit\":5,\"window_ms\":60000}");
 	put_ok("fw", "{\"match\":\"/fw\",\"algorithm\":\"fixed_window\",\"limit\":5,\"window_ms\":1000000}");
@@ -958,9 +962,12 @@ START_TEST(test_path_state_other_algorithms)
 	ck_assert_int_eq(res.status, 200);
 	ck_assert_int_gt(take_int("ttl_ms"), 0);
 	ck_assert_int_gt(take_int("due_ms"), T);
-	ck_json_is("{\"path\":\"/fw\",\"algorithm\":\"fixed_window\",\"layout\":\"fixed_window\",\"rule\":null,"
-		   "\"matching_rule\":\"fw\",\"mismatch\":false,\"recorded\":{\"limit\":5,\"window_ms\":1000000},"
-		   "\"registered\":true,\"count\":2,\"limit\":5,\"window_ms\":1000000,\"remaining\":3,\"reset_ms\":999000}");
+	snprintf(want, sizeof(want),
+		 "{\"path\":\"/fw\",\"algorithm\":\"fixed_window\",\"layout\":\"fixed_window\",\"rule\":null,"
+		 "\"matching_rule\":\"fw\",\"mismatch\":false,\"recorded\":{\"limit\":5,\"window_ms\":1000000},"
+		 "\"registered\":true,\"count\":2,\"limit\":5,\"window_ms\":1000000,\"remaining\":3,\"reset_ms\":%lld}",
+		 fw_end - T);
+	ck_json_is(want);
 	get("/v1/paths/%2Fsc");
 	ck_assert_int_eq(res.status, 200);
 	ck_assert_int_gt(take_int("ttl_ms"), 0);

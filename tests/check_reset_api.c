@@ -13,7 +13,7 @@
 
 START_TEST(test_reset_leaky_bucket)
 {
-	long long t = test_server_ms(c) + HOUR_MS;
+	long long t = test_server_ms(c) + AHEAD_MS;
 
 	put_ok("api", "{\"match\":\"/api/*\",\"algorithm\":\"leaky_bucket\",\"capacity\":10,\"rate\":0.1}");
 	lb_admit("/api/users", 10, "0.1", t);
@@ -55,7 +55,7 @@ END_TEST
 START_TEST(test_reset_every_algorithm)
 {
 	const char *p = "/log/x";
-	long long t = test_server_ms(c) + HOUR_MS;
+	long long t = test_server_ms(c) + AHEAD_MS;
 
 	lb_admit(p, 10, "1", t);
 	put_state("sliding_log", p, 2, t, t + 60000);
@@ -105,7 +105,7 @@ END_TEST
  */
 START_TEST(test_registry_of_wrong_type)
 {
-	long long t = test_server_ms(c) + HOUR_MS;
+	long long t = test_server_ms(c) + AHEAD_MS;
 	const char *skipped = "\"skipped_registries\":[{\"key\":\"sluice:{839}:registry:sliding_log\","
 			      "\"error\":\"a string, not a sorted set or set: left alone\"}]";
 	char want[800];
@@ -176,7 +176,7 @@ START_TEST(test_foreign_registry_of_wrong_type)
 		    "\"keys\":[{\"key\":\"LeakyBucket:/f\",\"entries\":1}],"
 		    "\"skipped_registries\":[{\"key\":\"LeakyBucket::pathSet\",\"error\":\"a hash, not a sorted set or set: left alone\"}]}");
 	/* the bulk reset cannot walk it: reported once (the reset of /own met it first), the rest walked */
-	lb_admit("/own", 10, "1", test_server_ms(c) + HOUR_MS);
+	lb_admit("/own", 10, "1", test_server_ms(c) + AHEAD_MS);
 	{
 		const char *b = "{\"match\":\"*\"}";
 
@@ -199,7 +199,7 @@ END_TEST
 
 START_TEST(test_bulk_reset)
 {
-	long long t = test_server_ms(c) + HOUR_MS, dbsize;
+	long long t = test_server_ms(c) + AHEAD_MS, dbsize;
 	const char *body;
 
 	lb_admit("/api/a", 10, "0.1", t);
@@ -240,7 +240,7 @@ END_TEST
 START_TEST(test_bulk_reset_many)
 {
 	enum { N = 450 };
-	long long t = test_server_ms(c) + HOUR_MS;
+	long long t = test_server_ms(c) + AHEAD_MS;
 
 	for (int i = 0; i < N; i++) {
 		char p[32];
@@ -263,7 +263,7 @@ END_TEST
 
 START_TEST(test_bulk_reset_errors)
 {
-	lb_admit("/api/a", 10, "0.1", test_server_ms(c) + HOUR_MS);
+	lb_admit("/api/a", 10, "0.1", test_server_ms(c) + AHEAD_MS);
 	call("POST", "/v1/reset", "{}");
 	ck_err(400, "invalid_body", "match");
 	call("POST", "/v1/reset", "{\"match\":\"\"}");
@@ -294,7 +294,7 @@ END_TEST
 START_TEST(test_bulk_reset_glob_dialect)
 {
 	static const char *const paths[] = { "/a[b", "/ab", "/a\\", "/a!", "/ac", "/a[b]" };
-	long long t = test_server_ms(c) + HOUR_MS;
+	long long t = test_server_ms(c) + AHEAD_MS;
 	char *before, *after;
 
 	for (size_t i = 0; i < TEST_N(paths); i++)
@@ -322,7 +322,7 @@ END_TEST
 /* Binary paths and '}'-leading ones, by glob. */
 START_TEST(test_bulk_reset_binary_paths)
 {
-	long long t = test_server_ms(c) + HOUR_MS;
+	long long t = test_server_ms(c) + AHEAD_MS;
 
 	lb_admit_bin("}x\0y", 4, 10, "1", t);
 	lb_admit_bin("}\0", 2, 10, "1", t);
@@ -376,7 +376,7 @@ START_TEST(test_bulk_reset_across_layouts)
 	size_t nall = 0;
 	struct api_config ac = { .redis = &target, .timeout_ms = 5000, .prefix = PFX };
 	struct api *fa;
-	long long t = test_server_ms(c) + HOUR_MS;
+	long long t = test_server_ms(c) + AHEAD_MS;
 	const char *dry = "{\"match\":\"/p*\",\"dry_run\":true}", *wet = "{\"match\":\"/p*\"}";
 
 	test_layouts(PFX, json, &all, &nall);

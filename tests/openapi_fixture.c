@@ -605,7 +605,7 @@ char *example_body(const struct op *op)
 
 void seed(void)
 {
-	long long t = test_server_ms(c) + HOUR_MS;
+	long long t = test_server_ms(c) + AHEAD_MS;
 	const char *bad[] = { "SET", test_key("/doc-bad", "leaky_bucket"), "a string" };
 	const char *regbad[] = { "ZADD", test_registry("leaky_bucket", "/doc-bad"), "5", "/doc-bad" };
 	const char *regbin[] = { "ZADD", test_registry("leaky_bucket", "\xff/bin"), "5", "\xff/bin" };
