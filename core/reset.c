@@ -235,7 +235,7 @@ int reset_path(struct rconn *c, const struct layout *layouts, size_t nlayouts,
 	struct rbatch *b = rbatch_new();
 	cJSON *o = NULL, *arr = NULL;
 	size_t ncalls = 0;
-	int rc = -ENOMEM, found = 0;
+	int rc = -ENOMEM;
 
 	if (!b || !calls)
 		goto out;
@@ -245,11 +245,10 @@ int reset_path(struct rconn *c, const struct layout *layouts, size_t nlayouts,
 	if (!(o = cJSON_CreateObject()) || jsonv_add_path(o, "path", path, len) || !(arr = cJSON_CreateArray()))
 		goto out;
 	for (size_t i = 0; i < ncalls; i++) {
-		int f = 0;
+		int found;
 
-		if ((rc = call_sum(&calls[i], rbatch_reply(b, i), &sum, arr, &f)))
+		if ((rc = call_sum(&calls[i], rbatch_reply(b, i), &sum, arr, &found)))
 			goto out;
-		found = found || f;
 	}
 	rc = -ENOMEM;
 	if (jsonv_add_int(o, "keys_removed", sum.keys) || jsonv_add_int(o, "entries_removed", sum.entries) ||

@@ -15,6 +15,8 @@ int walk_queue(struct rbatch *b, const struct layout *l, const char *cursor, con
 	const size_t *lens;
 	int rc, n;
 
+	if (!l->foreign)
+		return -EINVAL; /* sluice's own are walked shard by shard: walk_read */
 	if (l->scan) {
 		/* SCAN MATCH <key glob> TYPE <type> */
 		if ((rc = cmdargs_str(&a, "SCAN")) || (rc = cmdargs_str(&a, cursor)) || (rc = cmdargs_str(&a, "MATCH")))

@@ -25,10 +25,11 @@
 #include "core/reply.h"
 
 /*
- * Queue the page of `l` after `cursor`, about `count` paths, only those whose
- * path matches the glob `match` (NULL: all), in the rules' dialect
- * (core/glob.h; Redis is sent its own).  0, -EINVAL for a glob that is not
- * glob_valid, or -ENOMEM.
+ * Queue the page of foreign layout `l` after `cursor`, about `count` paths,
+ * only those whose path matches the glob `match` (NULL: all), in the rules'
+ * dialect (core/glob.h; Redis is sent its own).  0, -EINVAL for a glob that
+ * is not glob_valid or a layout of sluice's own (walk_read walks those), or
+ * -ENOMEM.
  */
 int walk_queue(struct rbatch *b, const struct layout *l, const char *cursor, const char *match, size_t count);
 /*
