@@ -36,7 +36,8 @@
  * keys: print the five KEYS of a client call for PATH, one a line.
  *
  * Filling: a path's state is what the client script writes.  The script
- * itself makes a template path (its calls at chosen, explicit `now`s); the
+ * itself makes a template path (its calls at chosen, explicit `now`s, none
+ * ahead of Redis TIME: the scripts refuse that); the
  * template's state and meta are copied to every path with DUMP / RESTORE
  * (with their TTLs) and the path is added to its shard's registry at the
  * template's score, pipelined.  Then three sample paths are checked: their
@@ -73,7 +74,6 @@
 #define MAX_ROUNDS 50
 #define MAX_SIZES 8
 #define FILL_PIPELINE 1000     /* paths per pipeline while filling (3 commands each) */
-#define FAR_MS 100000000LL     /* "due far in the future": ~28 h after the due paths */
 #define TTL_SLACK_MS 2000      /* a sample's TTLs against the template's */
 #define EXIT_NOT_READY 3
 
@@ -119,7 +119,7 @@ static void not_ready(const char *fmt, ...)
 {
 	va_list ap;
 
-	fputs("drain_bench: not measured: ", stdout);
+	fputs("RESULT not measured: ", stdout);
 	va_start(ap, fmt);
 	vfprintf(stdout, fmt, ap);
 	va_end(ap);
@@ -768,26 +768,31 @@ static const struct tmpl *tick_due_only(size_t i, const void *ctx)
 /* The entries a due path's job removes at its due time, by how the templates are made. */
 #define TICK_WORK_PER_PATH 1
 
-/* The templates of `ticks` for algorithm a: 5 entries (leaky bucket) or 1 (log) at t0, or FAR_MS later. */
+/*
+ * The templates of `ticks` for algorithm a, both made at t0 (a client's now
+ * may not be ahead of Redis TIME): the due one's job has work at its due
+ * time, the far one is due 10^5 s later, by its parameters.
+ */
 static int tick_templates(enum algorithm a, int64_t t0, struct tmpl *due, struct tmpl *far)
 {
 	memset(due, 0, sizeof(*due));
 	due->alg = a;
 	due->ncalls = 1;
 	due->calls[0].now = t0;
+	*far = *due;
 	if (a == ALG_LEAKY_BUCKET) {
-		/* capacity 10, rate 0.001/s: the first entry leaks 1000 s after t0, then one every 1000 s */
-		due->params[0] = "10", due->params[1] = "0.001";
-		due->calls[0].n = "5";
+		/* 5 entries, capacity 10: at 0.001/s the first leaks 1000 s after t0, at 10^-5/s 10^5 s after */
+		due->params[0] = far->params[0] = "10";
+		due->params[1] = "0.001", far->params[1] = "0.00001";
+		due->calls[0].n = far->calls[0].n = "5";
 	} else if (a == ALG_SLIDING_LOG) {
-		/* limit 10 per 600 s: the entry leaves the window 600 s after t0 (+ the skew horizon) */
-		due->params[0] = "10", due->params[1] = "600000";
-		due->calls[0].n = "1";
+		/* 1 entry, limit 10: it leaves a 600 s window 600 s after t0 (+ the skew horizon), a 10^5 s one later */
+		due->params[0] = far->params[0] = "10";
+		due->params[1] = "600000", far->params[1] = "100000000";
+		due->calls[0].n = far->calls[0].n = "1";
 	} else {
 		return -EINVAL;
 	}
-	*far = *due;
-	far->calls[0].now = t0 + FAR_MS;
 	return 0;
 }
 
@@ -822,10 +827,10 @@ static void mode_ticks(struct bench *b, const size_t *sizes, int nsizes, size_t 
 			die("ticks: %s: the far template is due at %lld, not after %lld", alg, far.due, due.due);
 		printf("== %s: ticks over registered paths, %zu of them due (the rest due %lld s later)\n", alg, due_n,
 		       (far.due - due.due) / 1000);
-		printf("   state as %s.lua makes it: %s %s at t0 (params %s, %s), due at t0 + %lld ms; "
+		printf("   state as %s.lua makes it: %s %s at t0 (params %s %s, the far ones %s %s), due at t0 + %lld ms; "
 		       "the tick at that time; batch %zu\n",
 		       alg, due.calls[0].n, a == ALG_LEAKY_BUCKET ? "entries" : "entry", due.params[0], due.params[1],
-		       due.due - t0, b->batch);
+		       far.params[0], far.params[1], due.due - t0, b->batch);
 		for (int s = 0; s < nsizes; s++) {
 			struct tick_ctx tc = { &due, &far, sizes[s] / due_n };
 			double secs;
@@ -1068,13 +1073,13 @@ static void mode_sweep(struct bench *b, enum algorithm a, size_t paths)
 		t.ncalls = 1;
 		expect = paths;
 	} else {
-		/* 5 entries at t0, 15 at t0 + 300 s, limit 100 per 600 s: at the due time the 5 go */
+		/* 5 entries at t0 - 300 s, 15 at t0, limit 100 per 600 s: at the due time the 5 go */
 		t.params[0] = "100", t.params[1] = "600000";
-		t.calls[0] = (struct call){ "5", t0 };
-		t.calls[1] = (struct call){ "15", t0 + 300000 };
+		t.calls[0] = (struct call){ "5", t0 - 300000 };
+		t.calls[1] = (struct call){ "15", t0 };
 		t.ncalls = 2;
 		expect = 5 * paths;
-		cutoff = t0;
+		cutoff = t0 - 300000;
 	}
 	tmpl_make(b, sha, &t);
 	secs = fill_paths(b, prefix, 0, paths, every_path, &t);
