@@ -8,7 +8,7 @@
  *   drain_bench sweep  --redis URL [--paths 100000] [--repeat R] [--batch-size B] [--depth D]
  *   drain_bench prune  --redis URL [--paths 100000] [--repeat R] [--batch-size B] [--depth D]
  *   drain_bench client --redis URL [--calls 20000] [--repeat R]
- *   drain_bench fill   --redis URL --paths N [--prefix P] [--due-in-ms MS]
+ *   drain_bench fill   --redis URL --paths N [--due N] [--prefix P] [--due-in-ms MS]
  *   drain_bench keys   ALGORITHM PATH [--prefix P]
  *
  * ticks: the worker's step (worker_step of libsluice, the due-driven walk of
@@ -32,7 +32,8 @@
  *   beside seed 000's sliding-log script and an empty script with the same
  *   KEYS and ARGV, in the same run.
  * fill: leaky buckets for the daemon runs of bench.sh (5 entries each,
- *   capacity 10, rate 0.001/s, all due `due-in-ms` from now, Redis clock).
+ *   capacity 10), `due` of them (default all) due `due-in-ms` from now
+ *   (Redis clock), the others 10^5 s later.
  * keys: print the five KEYS of a client call for PATH, one a line.
  *
  * Filling: a path's state is what the client script writes.  The script
@@ -1186,6 +1187,7 @@ struct variant {
 	const char *params[3];
 	char sha[41];
 	double hot[MAX_ROUNDS], fresh[MAX_ROUNDS];
+	double hot_cpu[MAX_ROUNDS], fresh_cpu[MAX_ROUNDS]; /* Redis CPU a call (INFO cpu), us */
 	int ready;
 	char why[200];
 };
@@ -1214,16 +1216,17 @@ static void client_reply(redisReply *r, void *ctx)
 }
 
 /* `calls` calls of v, on one path (fresh = 0) or on a new path each (fresh = 1); usec_per_call. */
-static double client_run(struct bench *b, struct variant *v, size_t calls, int fresh, int round)
+static double client_run(struct bench *b, struct variant *v, size_t calls, int fresh, int round, double *cpu_us)
 {
 	static const char *const no_params[3] = { "", "", "" };
 	struct pkeys k = { 0 };
 	char path[64], nows[24], key[80];
 	long long n;
-	double us;
+	double us, cpu;
 
 	freeReplyObject(cmdf(b, "FLUSHDB"));
 	freeReplyObject(cmdf(b, "CONFIG RESETSTAT"));
+	cpu = redis_cpu_s(b);
 	for (size_t i = 0; i < calls && v->ready; i++) {
 		size_t plen = fresh ? (size_t)snprintf(path, sizeof(path), "/c%d/%zu", round, i)
 				    : (size_t)snprintf(path, sizeof(path), "/api/orders");
@@ -1246,6 +1249,7 @@ static double client_run(struct bench *b, struct variant *v, size_t calls, int f
 			pipe_flush(b, client_reply, v);
 	}
 	pipe_flush(b, client_reply, v);
+	*cpu_us = (redis_cpu_s(b) - cpu) * 1e6 / (double)calls;
 	strbuf_free(&k.buf);
 	us = cmd_usec_per_call(b, "evalsha", &n);
 	if (v->ready && (size_t)n != calls)
@@ -1256,19 +1260,22 @@ static double client_run(struct bench *b, struct variant *v, size_t calls, int f
 static void mode_client(struct bench *b, size_t calls)
 {
 	struct variant v[8] = {
-		{ "seed 000 sliding log (the baseline)", V_SEED, 0, { 0 }, "", { 0 }, { 0 }, 1, "" },
-		{ "empty script, same KEYS and ARGV", V_FLOOR, 0, { 0 }, "", { 0 }, { 0 }, 1, "" },
-		{ "leaky_bucket", V_SCRIPT, ALG_LEAKY_BUCKET, { "1000000000", "1" }, "", { 0 }, { 0 }, 1, "" },
-		{ "sliding_log", V_SCRIPT, ALG_SLIDING_LOG, { "1000000000", "60000" }, "", { 0 }, { 0 }, 1, "" },
-		{ "sliding_counter", V_SCRIPT, ALG_SLIDING_COUNTER, { "1000000000", "60000", "60" }, "", { 0 }, { 0 }, 1,
-		  "" },
-		{ "fixed_window", V_SCRIPT, ALG_FIXED_WINDOW, { "1000000000", "60000" }, "", { 0 }, { 0 }, 1, "" },
-		{ "token_bucket", V_SCRIPT, ALG_TOKEN_BUCKET, { "1000000000", "1" }, "", { 0 }, { 0 }, 1, "" },
+		{ .label = "seed 000 sliding log (the baseline)", .kind = V_SEED },
+		{ .label = "empty script, same KEYS and ARGV", .kind = V_FLOOR },
+		{ .label = "leaky_bucket", .alg = ALG_LEAKY_BUCKET, .params = { "1000000000", "1" } },
+		{ .label = "sliding_log", .alg = ALG_SLIDING_LOG, .params = { "1000000000", "60000" } },
+		{ .label = "sliding_counter", .alg = ALG_SLIDING_COUNTER, .params = { "1000000000", "60000", "60" } },
+		{ .label = "fixed_window", .alg = ALG_FIXED_WINDOW, .params = { "1000000000", "60000" } },
+		{ .label = "token_bucket", .alg = ALG_TOKEN_BUCKET, .params = { "1000000000", "1" } },
 	};
 	static const char *const was[8] = { "", "", "2.9x", "2.7x", "1.9x", "1.6x", "1.9x" };
 	int nv = 7;
 
-	printf("== client scripts: Redis time per call (INFO commandstats, usec_per_call of evalsha), %zu calls a run,\n"
+	for (int i = 0; i < nv; i++)
+		v[i].ready = 1;
+
+	printf("== client scripts: Redis time per call (INFO commandstats, usec_per_call of evalsha; and Redis CPU a\n"
+	       "   call, INFO cpu over the run, protocol included, which a busy machine's preemption does not inflate), %zu calls a run,\n"
 	       "   pipelined 16 deep, explicit now = the client's clock; limits 10^9 so every call is admitted;\n"
 	       "   'hot' = one path whose state exists, 'new path' = a new path every call\n",
 	       calls);
@@ -1284,19 +1291,19 @@ static void mode_client(struct bench *b, size_t calls)
 		for (int i = 0; i < nv; i++) {
 			if (!v[i].ready)
 				continue;
-			v[i].hot[r] = client_run(b, &v[i], calls, 0, r);
+			v[i].hot[r] = client_run(b, &v[i], calls, 0, r, &v[i].hot_cpu[r]);
 			if (v[i].ready)
-				v[i].fresh[r] = client_run(b, &v[i], calls, 1, r);
+				v[i].fresh[r] = client_run(b, &v[i], calls, 1, r, &v[i].fresh_cpu[r]);
 			if (v[i].ready)
-				printf("   round %d %-36s hot %6.2f us, new path %6.2f us\n", r + 1, v[i].label, v[i].hot[r],
-				       v[i].fresh[r]);
+				printf("   round %d %-36s hot %6.2f us (Redis CPU %6.2f), new path %6.2f us (%6.2f)\n", r + 1,
+				       v[i].label, v[i].hot[r], v[i].hot_cpu[r], v[i].fresh[r], v[i].fresh_cpu[r]);
 			else
 				printf("   round %d %-36s not measured: %s\n", r + 1, v[i].label, v[i].why);
 			fflush(stdout);
 		}
 	}
 	for (int i = 0; i < nv; i++) {
-		double ratio[MAX_ROUNDS], rm;
+		double ratio[MAX_ROUNDS], cratio[MAX_ROUNDS], rm;
 		char l1[160];
 
 		if (!v[i].ready) {
@@ -1304,13 +1311,15 @@ static void mode_client(struct bench *b, size_t calls)
 			       v[i].kind == V_SCRIPT ? algorithm_name(v[i].alg) : v[i].label, v[i].why);
 			continue;
 		}
-		for (int r = 0; r < b->rounds; r++)
+		for (int r = 0; r < b->rounds; r++) {
 			ratio[r] = v[i].hot[r] / v[0].hot[r];
+			cratio[r] = v[i].hot_cpu[r] / v[0].hot_cpu[r];
+		}
 		rm = median(ratio, b->rounds);
-		printf("RESULT client %-16s hot %6.2f us a call [%.2f-%.2f], new path %6.2f us",
+		printf("RESULT client %-16s hot %6.2f us a call [%.2f-%.2f] (Redis CPU %.2f us, %.2fx), new path %6.2f us",
 		       v[i].kind == V_SCRIPT ? algorithm_name(v[i].alg) : v[i].kind == V_SEED ? "seed000" : "empty",
 		       median(v[i].hot, b->rounds), minimum(v[i].hot, b->rounds), maximum(v[i].hot, b->rounds),
-		       median(v[i].fresh, b->rounds));
+		       median(v[i].hot_cpu, b->rounds), median(cratio, b->rounds), median(v[i].fresh, b->rounds));
 		if (v[i].kind == V_SEED)
 			printf(" (the baseline)\n");
 		else if (v[i].kind == V_FLOOR)
@@ -1325,9 +1334,10 @@ static void mode_client(struct bench *b, size_t calls)
 
 /* ---- fill (for the daemon runs), keys ------------------------------------------ */
 
-static void mode_fill(struct bench *b, const char *prefix, size_t paths, long long due_in_ms)
+static void mode_fill(struct bench *b, const char *prefix, size_t paths, size_t due_n, long long due_in_ms)
 {
-	struct tmpl t = { 0 };
+	struct tmpl t = { 0 }, far;
+	struct tick_ctx tc = { &t, &far, 1 };
 	char sha[41];
 	int64_t now;
 	double secs;
@@ -1335,19 +1345,29 @@ static void mode_fill(struct bench *b, const char *prefix, size_t paths, long lo
 	freeReplyObject(cmdf(b, "FLUSHDB"));
 	script_load_id(b, SCRIPT_LEAKY_BUCKET, sha);
 	now = redis_time_ms(b);
-	/* 5 entries, rate 0.001/s: the first leaks 1,000,000 ms after the call's now */
+	/* 5 entries, rate 0.001/s: the first leaks 1,000,000 ms after the call's now; the
+	 * others (10^-5/s) 10^8 ms after */
 	t.alg = ALG_LEAKY_BUCKET;
 	t.params[0] = "10", t.params[1] = "0.001";
 	t.calls[0] = (struct call){ "5", now + due_in_ms - 1000000 };
 	t.ncalls = 1;
+	far = t;
+	far.params[1] = "0.00001";
 	tmpl_make(b, sha, &t);
-	secs = fill_paths(b, prefix, 0, paths, every_path, &t);
+	if (due_n < paths) {
+		tmpl_make(b, sha, &far);
+		tc.every = paths / due_n;
+	}
+	secs = fill_paths(b, prefix, 0, paths, tick_tmpl, &tc);
 	check_copy(b, sha, prefix, &t, 0);
-	check_copy(b, sha, prefix, &t, paths - 1);
-	printf("filled %zu leaky buckets under %s (5 entries, capacity 10, rate 0.001/s, due at Redis now %+lld ms) "
-	       "in %.1f s\n",
-	       paths, prefix, t.due - now, secs);
+	check_copy(b, sha, prefix, tc.every > 1 ? &far : &t, paths - 1);
+	printf("filled %zu leaky buckets under %s (5 entries, capacity 10), %zu due at Redis now %+lld ms (rate 0.001/s), "
+	       "%s in %.1f s\n",
+	       paths, prefix, paths / tc.every, t.due - now,
+	       tc.every > 1 ? "the others 10^5 s later (rate 10^-5/s)" : "none other", secs);
 	tmpl_free(&t);
+	if (tc.every > 1)
+		tmpl_free(&far);
 }
 
 static void mode_keys(const char *alg, const char *path, const char *prefix)
@@ -1374,7 +1394,7 @@ static void usage(FILE *f)
 	      "       drain_bench sweep  --redis URL [--paths N] [--repeat R] [--batch-size B] [--depth D]\n"
 	      "       drain_bench prune  --redis URL [--paths N] [--repeat R] [--batch-size B] [--depth D]\n"
 	      "       drain_bench client --redis URL [--calls N] [--repeat R]\n"
-	      "       drain_bench fill   --redis URL --paths N [--prefix P] [--due-in-ms MS]\n"
+	      "       drain_bench fill   --redis URL --paths N [--due N] [--prefix P] [--due-in-ms MS]\n"
 	      "       drain_bench keys   ALGORITHM PATH [--prefix P]\n",
 	      f);
 }
@@ -1402,7 +1422,7 @@ int main(int argc, char **argv)
 	size_t paths = 100000, due_n = 10000, calls = 20000, sizes[MAX_SIZES];
 	enum algorithm algs[ALG__COUNT];
 	long long due_in_ms = 0;
-	int nsizes = 0, nalgs = 0, first = 2;
+	int nsizes = 0, nalgs = 0, first = 2, due_set = 0;
 
 	if (argc < 2) {
 		usage(stderr);
@@ -1441,7 +1461,7 @@ int main(int argc, char **argv)
 		else if (!strcmp(f, "--depth"))
 			b.depth = (int)num_arg(v, f, 1, 100000);
 		else if (!strcmp(f, "--due"))
-			due_n = (size_t)num_arg(v, f, 3, 100000000);
+			due_n = (size_t)num_arg(v, f, 3, 100000000), due_set = 1;
 		else if (!strcmp(f, "--calls"))
 			calls = (size_t)num_arg(v, f, 1, 100000000);
 		else if (!strcmp(f, "--due-in-ms"))
@@ -1466,7 +1486,7 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			sizes[nsizes] = (size_t)num_arg(t, "--sizes", 1, 100000000);
-			if (sizes[nsizes] % due_n) {
+			if (!strcmp(mode, "ticks") && sizes[nsizes] % due_n) {
 				fprintf(stderr, "drain_bench: each of --sizes must be a multiple of --due (%zu)\n", due_n);
 				return 2;
 			}
@@ -1483,6 +1503,10 @@ int main(int argc, char **argv)
 			nalgs++;
 		}
 		free(dup);
+	}
+	if (!strcmp(mode, "fill") && due_set && paths % due_n) {
+		fprintf(stderr, "drain_bench: --paths must be a multiple of --due\n");
+		return 2;
 	}
 	if (!b.url || !nsizes) {
 		usage(stderr);
@@ -1514,7 +1538,7 @@ int main(int argc, char **argv)
 	else if (!strcmp(mode, "client"))
 		mode_client(&b, calls);
 	else
-		mode_fill(&b, prefix, paths, due_in_ms);
+		mode_fill(&b, prefix, paths, due_set ? due_n : paths, due_in_ms);
 	redisFree(b.c);
 	redis_target_clear(&b.target);
 	return 0;
