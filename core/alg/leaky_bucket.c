@@ -23,15 +23,9 @@ static int job_args(const struct rule *r, struct cmdargs *a)
 	return cmdargs_double(a, r->rate);
 }
 
-/*
- * state ARGV: capacity, rate, now ("" = Redis TIME).  With r NULL, capacity
- * and rate are "": the script reads the ones the meta records (sluice's own
- * layout, whose client records what it applied).
- */
+/* state ARGV: capacity, rate, now ("" = Redis TIME); the script reads "" parameters from the meta */
 static int state_args(const struct rule *r, struct cmdargs *a)
 {
-	if (!r)
-		return cmdargs_add(a, "", 0) || cmdargs_add(a, "", 0) || cmdargs_add(a, "", 0) ? -ENOMEM : 0;
 	return cmdargs_int(a, r->capacity) || job_args(r, a) || cmdargs_add(a, "", 0) ? -ENOMEM : 0;
 }
 
