@@ -36,6 +36,7 @@
 
 local path, base, k, err = contract_keys('token_bucket', 'capacity, rate')
 if err then return err end
+SKEW_MS = skew_read(KEYS[4])
 local n, now, rule
 n, now, rule, err = contract_args('token_bucket', 'capacity, rate', 2)
 if err then return err end
@@ -60,8 +61,6 @@ if n > capacity then
 elseif tokens + EPS >= n then -- EPS: see lib/num.lua
   allowed = 1
   tokens = math.max(0, tokens - n)
-  -- The skew horizon only sets how long the state is kept: read on admission.
-  SKEW_MS = skew_read(KEYS[4])
   -- the parameters applied, recorded when they change (the reclaim goes by them)
   if m[3] ~= ARGV[5] or m[4] ~= ARGV[6] or m[5] ~= rule then
     redis.call('HSET', bucket, 'tokens', fmt_real(tokens), 'last', fmt_int(t),
