@@ -9,15 +9,19 @@
  * tick with nothing due (BENCHMARKS.md), so the worker keeps each shard's
  * next due time from the script's reply and asks only the shards that are
  * due, plus a rolling poll that passes over every shard once per
- * DUE_POLL_MS: that is how it learns of paths that clients registered since
- * (a client's first due time is never earlier than its first leak or
- * expiry, and a due time met late only delays freeing memory: no client
- * decision waits for the worker).
+ * DUE_POLL_MS (1024 shards a second, whatever the tick: struct roll): that
+ * is how it learns of paths that clients registered since (a client's
+ * first due time is never earlier than its first leak or expiry, and a due
+ * time met late only delays freeing memory: no client decision waits for
+ * the worker).
  *
  * A pass is the set of shards chosen at its start; it runs in pipelines of
  * DUE_DEPTH shard calls, stops when the step's budget is spent and resumes
  * at the next shard in the next step.  A shard that had more due than one
- * call takes (its backlog) is visited again before the pass ends.
+ * call takes (its backlog) is visited again before the pass ends.  A shard
+ * whose call fails (its registry has another type, say) is left to the
+ * poll, and the pass goes on with the others: one bad key does not stop
+ * the maintenance of the rest.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -31,6 +35,52 @@
 /* shard calls per round trip */
 #define DUE_DEPTH 64
 
+void roll_init(struct roll *r)
+{
+	r->epoch_ms = -1;
+	r->last_ms = -1;
+	r->done = 0;
+	r->at = 0;
+}
+
+size_t roll_slice(struct roll *r, int64_t now, int64_t period_ms, int all, size_t *from)
+{
+	int64_t target;
+	size_t n;
+
+	*from = r->at;
+	if (all || r->epoch_ms < 0) {
+		/* the first time, or on request: every shard once, and a cycle from now */
+		r->epoch_ms = r->last_ms = now;
+		r->done = 0;
+		return SHARD_COUNT;
+	}
+	if (now < r->last_ms) {
+		/* the clock went back: the cycle goes on from now */
+		r->epoch_ms = r->last_ms = now;
+		r->done = 0;
+		return 0;
+	}
+	r->last_ms = now;
+	/* ceil: each shard is covered again at most period_ms after it was */
+	target = now < r->epoch_ms ? 0 : ((now - r->epoch_ms) * SHARD_COUNT + period_ms - 1) / period_ms;
+	if (target - r->done >= SHARD_COUNT) {
+		/* a whole cycle (or more) is owed: every shard once, and a cycle from now */
+		r->epoch_ms = now;
+		r->done = 0;
+		return SHARD_COUNT;
+	}
+	n = target > r->done ? (size_t)(target - r->done) : 0;
+	r->done += (int64_t)n;
+	r->at = (r->at + n) % SHARD_COUNT;
+	if (r->done >= SHARD_COUNT) {
+		/* one period covers SHARD_COUNT shards exactly: keep the numbers small */
+		r->done -= SHARD_COUNT;
+		r->epoch_ms += period_ms;
+	}
+	return n;
+}
+
 void due_init(struct due_state *d, const struct layout *l, size_t index)
 {
 	memset(d, 0, sizeof(*d));
@@ -39,26 +89,18 @@ void due_init(struct due_state *d, const struct layout *l, size_t index)
 	/* unknown: every shard is due until it has answered once */
 	for (size_t k = 0; k < SHARD_COUNT; k++)
 		d->next_due[k] = 0;
-	d->last_poll_ms = -1;
+	roll_init(&d->poll);
 }
 
 /* Choose the shards of a new pass at `now` (ms): those due and the poll's next slice; all with `full`. */
 static void pass_start(struct due_state *d, int64_t now, int full)
 {
-	size_t slice = SHARD_COUNT;
+	size_t from, slice = roll_slice(&d->poll, now, DUE_POLL_MS, full, &from);
 
-	if (!full && d->last_poll_ms >= 0 && now >= d->last_poll_ms) {
-		int64_t dt = now - d->last_poll_ms;
-
-		slice = dt >= DUE_POLL_MS ? SHARD_COUNT : (size_t)((dt * SHARD_COUNT + DUE_POLL_MS - 1) / DUE_POLL_MS);
-	}
-	if (d->last_poll_ms < 0 || now >= d->last_poll_ms)
-		d->last_poll_ms = now;
 	for (size_t k = 0; k < SHARD_COUNT; k++)
 		d->pending[k] = full || d->next_due[k] <= now;
 	for (size_t i = 0; i < slice; i++)
-		d->pending[(d->poll_at + i) % SHARD_COUNT] = 1;
-	d->poll_at = (d->poll_at + slice) % SHARD_COUNT;
+		d->pending[(from + i) % SHARD_COUNT] = 1;
 	d->cursor = 0;
 	d->in_pass = 1;
 }
@@ -103,10 +145,15 @@ void due_backlog(const struct due_state *d, int64_t now, uint64_t *paths, int64_
 
 /*
  * Run d's pass from its cursor until it ends (1) or the budget is spent (0),
- * or a negative errno.  `nows` is the scripts' now ("" = Redis TIME).
+ * or a negative errno when Redis could not be reached (the cursor back at
+ * the first shard of the round trip that failed).  `nows` is the scripts'
+ * now ("" = Redis TIME).  A shard whose call failed leaves the pass (and is
+ * due again only by the poll: no retry every tick); the first such error
+ * goes to *failed (when it is 0) and the job's last_error.
  */
 static int pass_run(struct worker *w, enum worker_job job, struct due_state *d, int64_t now, const char *nows,
-		    int64_t start_us, int64_t budget_us, struct worker_result *r, struct worker_layout_status *ls)
+		    int64_t start_us, int64_t budget_us, struct worker_result *r, struct worker_layout_status *ls,
+		    int *failed)
 {
 	const struct alg_ops *alg = algorithm_get(d->layout->algorithm);
 	struct cmdargs *a = &w->jb.keys;
@@ -133,14 +180,23 @@ static int pass_run(struct worker *w, enum worker_job job, struct due_state *d, 
 				return -ENOMEM;
 			shard[n++] = d->cursor;
 		}
-		if (n && (rc = rbatch_run(w->conn, w->batch)))
+		if (n && (rc = rbatch_run(w->conn, w->batch))) {
+			/* some of these may have run: they run again (a shard job is idempotent at one instant) */
+			d->cursor = shard[0];
 			return rc;
+		}
 		for (size_t i = 0; i < n; i++) {
 			if ((rc = fold(d, shard[i], rbatch_reply(w->batch, i), now, r, ls, why, sizeof(why)))) {
-				status_error(w, job, "script: %s", why);
-				/* resume after the shard that failed, not before it, next step */
-				d->cursor = shard[i] + 1;
-				return rc;
+				d->pending[shard[i]] = 0;
+				d->next_due[shard[i]] = INT64_MAX;
+				d->backlog[shard[i]] = 0;
+				if (!*failed) {
+					char shown[256];
+
+					snprintf(shown, sizeof(shown), "%s shard %zu: %s", d->layout->name, shard[i], why);
+					status_error(w, job, "script: %s", shown);
+					*failed = rc;
+				}
 			}
 		}
 		if (d->cursor >= SHARD_COUNT) {
@@ -159,34 +215,14 @@ static int pass_run(struct worker *w, enum worker_job job, struct due_state *d, 
 	return 1;
 }
 
-/* Redis TIME in ms, or a negative errno. */
-static int redis_now(struct worker *w, int64_t *now)
-{
-	static const char *const argv[1] = { "TIME" };
-	static const size_t lens[1] = { 4 };
-	const redisReply *const *el;
-	long long s, us;
-	size_t n;
-	int rc;
-
-	rbatch_clear(w->batch);
-	if ((rc = rbatch_cmd(w->batch, 1, argv, lens)) || (rc = rbatch_run(w->conn, w->batch)))
-		return rc;
-	if (reply_array(rbatch_reply(w->batch, 0), 2, &el, &n) || reply_int_text(el[0], &s) ||
-	    reply_int_text(el[1], &us))
-		return -EPROTO;
-	*now = (int64_t)s * 1000 + (int64_t)us / 1000;
-	return 0;
-}
-
-int due_step(struct worker *w, enum worker_job job, int64_t start_us, int64_t budget_us, int64_t now_ms,
-	     int full, struct worker_result *r, struct worker_layout_status lr[WORKER_MAX_LAYOUTS])
+int due_step(struct worker *w, enum worker_job job, int64_t start_us, int64_t budget_us, int64_t now,
+	     const char *nows, int full, struct worker_result *r, struct worker_layout_status lr[WORKER_MAX_LAYOUTS],
+	     int *failed)
 {
 	struct job_state *js = &w->jobs[job];
-	char nows[24] = "";
-	int64_t now = now_ms;
-	int rc = 0;
+	int rc = 1;
 
+	*failed = 0;
 	if (js->ndue == 0)
 		return 1;
 	if (full) {
@@ -195,26 +231,18 @@ int due_step(struct worker *w, enum worker_job job, int64_t start_us, int64_t bu
 		for (size_t i = 0; i < js->ndue; i++)
 			js->due[i].in_pass = 0;
 	}
-	if (now_ms >= 0)
-		snprintf(nows, sizeof(nows), "%lld", (long long)now_ms);
-	else if ((rc = redis_now(w, &now))) {
-		status_error(w, job, "redis: %s", rconn_strerror(w->conn, rc));
-		return rc;
-	}
 	js->now_ms = now;
 	for (; js->due_at < js->ndue; js->due_at++) {
 		struct due_state *d = &js->due[js->due_at];
 
 		if (!d->in_pass)
 			pass_start(d, now, full);
-		rc = pass_run(w, job, d, now, nows, start_us, budget_us, r, &lr[d->index]);
+		rc = pass_run(w, job, d, now, nows, start_us, budget_us, r, &lr[d->index], failed);
 		if (rc <= 0)
 			break;
 	}
-	if (rc > 0 || js->due_at >= js->ndue) {
+	if (rc > 0)
 		js->due_at = 0;
-		rc = 1;
-	}
 	if (rc == -EIO || rc == -EAGAIN)
 		status_error(w, job, "redis: %s", rconn_errstr(w->conn));
 	else if (rc == -ENOMEM)
