@@ -51,6 +51,8 @@ struct due_state {
 	int in_pass;
 };
 
+enum { SKEW_UNKNOWN = 0, SKEW_OK, SKEW_MISSING };
+
 /*
  * The skew horizon in every shard's rules copy (skew.c): field
  * max_clock_skew_ms of <prefix>{k}:rules, which every script reads
@@ -60,8 +62,9 @@ struct skew_state {
 	int on;                          /* the worker keeps the copies */
 	int64_t ms;
 	char text[24];                   /* ms in decimal, as written */
-	unsigned char ok[SHARD_COUNT];   /* the shard's copy was seen or written holding it */
-	size_t pending;                  /* shards not ok */
+	unsigned char state[SHARD_COUNT]; /* SKEW_UNKNOWN, SKEW_OK (seen or written holding it),
+					  * SKEW_MISSING (seen without it: to be written) */
+	size_t pending;                  /* shards not SKEW_OK */
 	struct roll check;               /* the rolling check of the copies */
 	int check_all;                   /* the next step checks every shard */
 	int64_t retry_ms;                /* after a refused write: not again before (steps' clock) */

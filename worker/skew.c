@@ -34,7 +34,9 @@
 void skew_init(struct skew_state *s, int64_t ms)
 {
 	if (!s->on || s->ms != ms) {
-		memset(s->ok, 0, sizeof(s->ok));
+		/* the first time, what the copies hold is checked before anything is written (a
+		 * restart writes nothing, at maxmemory too); a new value is written everywhere */
+		memset(s->state, s->on ? SKEW_MISSING : SKEW_UNKNOWN, sizeof(s->state));
 		s->pending = SHARD_COUNT;
 	}
 	if (!s->on)
@@ -68,7 +70,7 @@ static void skew_fail(struct skew_state *s, unsigned k, const char *what, const 
 	snprintf(s->error, sizeof(s->error), "%s of shard %u's rules copy: %s", what, k, reply_describe(e));
 }
 
-/* Check `n` shards from `from` (those believed ok; the others are written anyway).  0 or an rconn error. */
+/* Check `n` shards from `from` (not those known to lack it: they are written anyway).  0 or an rconn error. */
 static int check(struct worker *w, size_t from, size_t n, int *failed)
 {
 	struct skew_state *s = &w->skew;
@@ -82,7 +84,7 @@ static int check(struct worker *w, size_t from, size_t n, int *failed)
 		for (; i < n && m < SKEW_DEPTH; i++) {
 			unsigned k = (unsigned)((from + i) % SHARD_COUNT);
 
-			if (!s->ok[k])
+			if (s->state[k] == SKEW_MISSING)
 				continue;
 			if ((rc = queue(w, k, 0)))
 				return rc;
@@ -92,23 +94,26 @@ static int check(struct worker *w, size_t from, size_t n, int *failed)
 			return rc;
 		for (size_t j = 0; j < m; j++) {
 			const redisReply *e = rbatch_reply(w->batch, j);
+			unsigned char *st = &s->state[shard[j]];
 			const char *v;
 			size_t len;
+			int holds = !reply_str(e, &v, &len) && len == strlen(s->text) && !memcmp(v, s->text, len);
 
 			if (e && e->type == REDIS_REPLY_ERROR) {
 				skew_fail(s, shard[j], "HGET", e);
 				*failed = 1;
-			} else if (!reply_str(e, &v, &len) && len == strlen(s->text) && !memcmp(v, s->text, len)) {
-				continue;
 			}
-			s->ok[shard[j]] = 0;
-			s->pending++;
+			if (holds && *st == SKEW_UNKNOWN)
+				s->pending--;
+			else if (!holds && *st == SKEW_OK)
+				s->pending++;
+			*st = holds ? SKEW_OK : SKEW_MISSING;
 		}
 	}
 	return 0;
 }
 
-/* Write every pending shard's copy.  0 or an rconn error. */
+/* Write every copy known to lack it.  0 or an rconn error. */
 static int write_pending(struct worker *w, int *failed)
 {
 	struct skew_state *s = &w->skew;
@@ -121,7 +126,7 @@ static int write_pending(struct worker *w, int *failed)
 
 		rbatch_clear(w->batch);
 		for (; k < SHARD_COUNT && m < SKEW_DEPTH; k++) {
-			if (s->ok[k])
+			if (s->state[k] != SKEW_MISSING)
 				continue;
 			if ((rc = queue(w, (unsigned)k, 1)))
 				return rc;
@@ -138,7 +143,7 @@ static int write_pending(struct worker *w, int *failed)
 				*failed = 1;
 				continue;
 			}
-			s->ok[shard[j]] = 1;
+			s->state[shard[j]] = SKEW_OK;
 			s->pending--;
 			s->written++;
 		}
