@@ -64,10 +64,12 @@ static int queue(struct worker *w, unsigned k, int write)
 	return rbatch_cmd(w->batch, argc, argv, lens);
 }
 
-/* Note why shard k's copy could not be read or written. */
-static void skew_fail(struct skew_state *s, unsigned k, const char *what, const redisReply *e)
+/* Note why shard k's copy could not be read or written, when it is the step's first failure. */
+static void skew_fail(struct skew_state *s, unsigned k, const char *what, const redisReply *e, int *failed)
 {
-	snprintf(s->error, sizeof(s->error), "%s of shard %u's rules copy: %s", what, k, reply_describe(e));
+	if (!*failed)
+		snprintf(s->error, sizeof(s->error), "%s of shard %u's rules copy: %s", what, k, reply_describe(e));
+	*failed = 1;
 }
 
 /* Check `n` shards from `from` (not those known to lack it: they are written anyway).  0 or an rconn error. */
@@ -99,10 +101,8 @@ static int check(struct worker *w, size_t from, size_t n, int *failed)
 			size_t len;
 			int holds = !reply_str(e, &v, &len) && len == strlen(s->text) && !memcmp(v, s->text, len);
 
-			if (e && e->type == REDIS_REPLY_ERROR) {
-				skew_fail(s, shard[j], "HGET", e);
-				*failed = 1;
-			}
+			if (e && e->type == REDIS_REPLY_ERROR)
+				skew_fail(s, shard[j], "HGET", e, failed);
 			if (holds && *st == SKEW_UNKNOWN)
 				s->pending--;
 			else if (!holds && *st == SKEW_OK)
@@ -139,8 +139,7 @@ static int write_pending(struct worker *w, int *failed)
 			long long added;
 
 			if (reply_int(e, &added)) {
-				skew_fail(s, shard[j], "HSET", e);
-				*failed = 1;
+				skew_fail(s, shard[j], "HSET", e, failed);
 				continue;
 			}
 			s->state[shard[j]] = SKEW_OK;
