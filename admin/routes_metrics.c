@@ -24,7 +24,8 @@ static const struct {
 } job_counters[] = {
 	{ "sluice_worker_ticks_total", "Worker ticks (steps) run.", offsetof(struct worker_job_status, steps) },
 	{ "sluice_sweeps_total", "Complete sweeps over a job's registries.", offsetof(struct worker_job_status, sweeps) },
-	{ "sluice_script_calls_total", "Batched script calls sent.", offsetof(struct worker_job_status, batches) },
+	{ "sluice_script_calls_total", "Script calls sent: one per shard called, one per page of a foreign walk.", offsetof(struct worker_job_status, batches) },
+	{ "sluice_due_polls_total", "Shards' due index heads read by the rolling poll (ZRANGE, not a script call).", offsetof(struct worker_job_status, polls) },
 	{ "sluice_paths_visited_total", "Registry members visited.", offsetof(struct worker_job_status, paths) },
 	{ "sluice_paths_emptied_total", "Paths whose state emptied and left the registry.", offsetof(struct worker_job_status, emptied) },
 	{ "sluice_paths_unmatched_total", "Paths left alone: no rule, or a rule of another algorithm.", offsetof(struct worker_job_status, unmatched) },

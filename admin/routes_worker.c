@@ -95,7 +95,8 @@ static int add_job(cJSON *jobs, const char *name, const char *entries, const str
 	cJSON *o = add_object(jobs, name);
 
 	return !o || jsonv_add_int(o, "ticks", (int64_t)j->steps) || jsonv_add_int(o, "sweeps", (int64_t)j->sweeps) ||
-	       jsonv_add_int(o, "batches", (int64_t)j->batches) || jsonv_add_int(o, "paths", (int64_t)j->paths) ||
+	       jsonv_add_int(o, "batches", (int64_t)j->batches) || jsonv_add_int(o, "polls", (int64_t)j->polls) ||
+	       jsonv_add_int(o, "paths", (int64_t)j->paths) ||
 	       jsonv_add_int(o, entries, (int64_t)j->entries) || jsonv_add_int(o, "emptied", (int64_t)j->emptied) ||
 	       jsonv_add_int(o, "unmatched", (int64_t)j->unmatched) || jsonv_add_int(o, "skipped", (int64_t)j->skipped) ||
 	       jsonv_add_int(o, "errors", (int64_t)j->errors) ||

@@ -205,6 +205,17 @@ static long long evalsha_calls(void)
 	return n;
 }
 
+/* ZRANGE calls since the last CONFIG RESETSTAT: the poll's (one per shard polled) and two per shard script call. */
+static long long zrange_calls(void)
+{
+	redisReply *r = test_cmd(C, "INFO commandstats");
+	const char *p = strstr(r->str, "cmdstat_zrange:calls=");
+	long long n = p ? atoll(p + strlen("cmdstat_zrange:calls=")) : 0;
+
+	freeReplyObject(r);
+	return n;
+}
+
 static void reset_stats(void)
 {
 	freeReplyObject(test_cmd(C, "CONFIG RESETSTAT"));
@@ -251,6 +262,8 @@ START_TEST(drain_table)
 
 	fill("/b", table[_i].cap, table[_i].rate, table[_i].entries, t0);
 	fill("/c", table[_i].cap, table[_i].rate, table[_i].entries, t0);
+	keep_keys("/b");
+	keep_keys("/c");
 	ck_assert_int_eq(level("/b"), table[_i].entries);
 	for (long t = table[_i].tick; t <= table[_i].until; t += table[_i].tick) {
 		drain_at(w, t0 + t);
@@ -458,68 +471,70 @@ END_TEST
 /* ---- the due walk: cost, poll, backlog, budget -------------------------------------- */
 
 /*
- * A step asks only the shards that are due, plus the rolling poll's slice:
- * 1024 shards per DUE_POLL_MS (1 s), so ceil(1.024 x ms since the cycle
- * began) in all, whatever the tick.  The first step asks every shard (it
- * knows none yet).  Redis counts the calls (INFO commandstats), and so does
- * the status (batches).
+ * A step calls the shard script only for the shards that are due; the
+ * rolling poll reads the head of 1024 shards' registries per DUE_POLL_MS (1
+ * s), ceil(1.024 x ms since the cycle began) in all whatever the tick, with
+ * a plain ZRANGE (no script).  The first step polls every shard (it knows
+ * none yet).  Redis counts the commands (INFO commandstats: each script call
+ * runs two ZRANGEs of its own), and so does the status (batches: script
+ * calls; polls).
  */
 START_TEST(due_cost_follows_what_is_due)
 {
 	struct worker *w = new_worker(500);
 	const long long t0 = 1000000;
 	static const long long slices[10] = { 103, 102, 103, 102, 102, 103, 102, 103, 102, 102 };
+	unsigned char due[SHARD_COUNT] = { 0 };
+	long long total = 0, shards = 0, in_slice = 0;
 	char p[32];
 	struct worker_result res;
-	long long total = 0;
 
-	/* 300 buckets, none due before t0 + 2000 (rate 0.5: the first leak in 2 s) */
+	/* 300 buckets of 2 entries, none due before t0 + 2000 (rate 0.5: the first leak in 2 s) */
 	for (int i = 0; i < 300; i++) {
 		snprintf(p, sizeof(p), "/c/%d", i);
 		fill(p, 10, "0.5", 2, t0);
+		keep_keys(p);
+		due[shard_of(p, strlen(p))] = 1;
 	}
 	reset_stats();
 	res = step_at(w, t0, INT64_MAX);
-	ck_assert_int_eq(evalsha_calls(), SHARD_COUNT);
-	ck_assert_int_eq(res.batches, SHARD_COUNT);
+	ck_assert_int_eq(evalsha_calls(), 0);
+	ck_assert_int_eq(zrange_calls(), SHARD_COUNT);
+	ck_assert_int_eq(res.polls, SHARD_COUNT);
+	ck_assert_int_eq(res.batches, 0);
 	ck_assert_int_eq(res.paths, 0);
-	/* nothing due: each step asks the poll's slice and nothing else */
+	/* nothing due: each step reads the poll's slice and calls nothing */
 	for (int i = 0; i < 10; i++) {
 		reset_stats();
 		res = step_at(w, t0 + 100 * (i + 1), INT64_MAX);
-		ck_assert_msg(evalsha_calls() == slices[i], "step %d: %lld shard calls, want %lld", i, evalsha_calls(),
-			      slices[i]);
-		ck_assert_int_eq(res.batches, slices[i]);
-		ck_assert_int_eq(res.paths, 0);
+		ck_assert_msg(zrange_calls() == slices[i], "step %d: %lld polls, want %lld", i, zrange_calls(), slices[i]);
+		ck_assert_int_eq(evalsha_calls(), 0);
+		ck_assert_int_eq(res.polls, slices[i]);
+		ck_assert_int_eq(res.batches, 0);
 		total += slices[i];
 	}
 	ck_assert_int_eq(total, SHARD_COUNT); /* one whole cycle per second */
-	/* a tick of 1 ms asks one or two shards, not a hundred */
+	/* a tick of 1 ms reads one or two shards, not a hundred */
 	reset_stats();
 	res = step_at(w, t0 + 1001, INT64_MAX);
-	ck_assert_int_eq(evalsha_calls(), 2); /* ceil(1.024) */
+	ck_assert_int_eq(zrange_calls(), 2); /* ceil(1.024) */
 	res = step_at(w, t0 + 1002, INT64_MAX);
-	ck_assert_int_eq(res.batches, 1); /* ceil(2.048) - 2 */
-	/* at t0 + 2000 the 300 are due: their shards are asked, and the slice */
+	ck_assert_int_eq(res.polls, 1); /* ceil(2.048) - 2 */
+	/* at t0 + 2000 the 300 are due: their shards are called; the slice, shards 3 .. 1023
+	 * (ceil(1.024 x 1000) - 3 = 1021 since t0 + 1000), polled but for those */
+	for (unsigned k = 0; k < SHARD_COUNT; k++) {
+		shards += due[k];
+		in_slice += due[k] && k >= 3;
+	}
 	reset_stats();
 	res = step_at(w, t0 + 2000, INT64_MAX);
 	ck_assert_int_eq(res.paths, 300);
 	ck_assert_int_eq(res.entries, 300);
 	ck_assert_int_eq(res.emptied, 0);
-	{
-		/* since the cycle that began at t0 + 1000: shards 0, 1 at t0 + 1001, 2 at t0 + 1002, and now
-		 * ceil(1.024 x 1000) - 3 = 1021 more (3 .. 1023); the due shards among 0 .. 2 come on top */
-		unsigned char due[SHARD_COUNT] = { 0 };
-		long long extra = 0;
-
-		for (int i = 0; i < 300; i++) {
-			snprintf(p, sizeof(p), "/c/%d", i);
-			due[shard_of(p, strlen(p))] = 1;
-		}
-		extra = due[0] + due[1] + due[2];
-		ck_assert_int_eq(evalsha_calls(), 1021 + extra);
-		ck_assert_int_eq(res.batches, 1021 + extra);
-	}
+	ck_assert_int_eq(evalsha_calls(), shards);
+	ck_assert_int_eq(res.batches, shards);
+	ck_assert_int_eq(res.polls, 1021 - in_slice);
+	ck_assert_int_eq(zrange_calls(), 1021 - in_slice + 2 * shards);
 	worker_free(w);
 }
 END_TEST
@@ -576,7 +591,8 @@ START_TEST(due_backlog_in_one_shard)
 	ck_assert_int_eq(st.job[WORKER_DRAIN].oldest_due_age_ms, 0);
 	/* 40 ms later: the 41 shards of the poll's slice (ceil(40.96)) and shard 517 fit one round trip */
 	res = step_at(w, t0 + 40, 1);
-	ck_assert_int_eq(res.batches, 42);
+	ck_assert_int_eq(res.polls, 41);
+	ck_assert_int_eq(res.batches, 1);
 	ck_assert_int_eq(res.entries, 5);
 	ck_assert_int_eq(res.sweep_done, 0);
 	worker_status(w, &st);
@@ -611,7 +627,8 @@ START_TEST(due_backlog_in_one_shard)
 	ck_assert_int_eq(res.entries, 12);
 	ck_assert_int_eq(res.paths, 12);
 	ck_assert_int_eq(res.emptied, 12);
-	ck_assert_int_eq(res.batches, SHARD_COUNT + 2);
+	ck_assert_int_eq(res.polls, SHARD_COUNT); /* shard 517 found due by its poll, and called 3 times */
+	ck_assert_int_eq(res.batches, 3);
 	worker_status(w, &st);
 	ck_assert_int_eq(st.job[WORKER_DRAIN].due_backlog, 0);
 	worker_free(w);
@@ -620,37 +637,44 @@ END_TEST
 
 /*
  * A step stops when its budget is spent and the next one resumes where it
- * stopped: with a 1 us budget, one round trip (64 shard calls) per step, so
- * the first pass over the 1024 shards takes 16 steps, and every bucket is
- * drained once, none twice.
+ * stopped: with a 1 us budget, one round trip (64 commands) per step, so
+ * the first pass polls the 1024 shards in 16 steps, then calls the due ones
+ * (D shards) in ceil(D / 64) more, and every bucket is drained once, none
+ * twice.
  */
 START_TEST(drain_budget_resumes)
 {
 	struct worker *w = new_worker(10);
 	struct worker_result res;
 	struct worker_status st;
+	unsigned char due[SHARD_COUNT] = { 0 };
 	char path[32];
-	uint64_t total = 0, calls = 0;
-	int steps = 0;
+	uint64_t total = 0, calls = 0, polls = 0;
+	int steps = 0, d = 0;
 
 	for (int i = 0; i < 200; i++) {
 		snprintf(path, sizeof(path), "/m/%d", i);
 		fill(path, 5, "1", 2, 0);
+		keep_keys(path);
+		d += !due[shard_of(path, strlen(path))];
+		due[shard_of(path, strlen(path))] = 1;
 	}
 	do {
 		res = step_at(w, 1000, 1);
 		total += res.entries;
 		calls += res.batches;
+		polls += res.polls;
 		steps++;
 		worker_status(w, &st);
 		ck_assert_int_eq(st.job[WORKER_DRAIN].in_sweep, !res.sweep_done);
 	} while (!res.sweep_done && steps < 1000);
-	ck_assert_int_eq(steps, SHARD_COUNT / 64);
-	ck_assert_int_eq(calls, SHARD_COUNT);
+	ck_assert_int_eq(steps, SHARD_COUNT / 64 + (d + 63) / 64);
+	ck_assert_int_eq(polls, SHARD_COUNT);
+	ck_assert_int_eq(calls, d);
 	ck_assert_int_eq(total, 200);
 	worker_status(w, &st);
 	ck_assert_int_eq(st.job[WORKER_DRAIN].sweeps, 1);
-	ck_assert_int_eq(st.job[WORKER_DRAIN].steps, SHARD_COUNT / 64);
+	ck_assert_int_eq(st.job[WORKER_DRAIN].steps, steps);
 	for (int i = 0; i < 200; i++) {
 		snprintf(path, sizeof(path), "/m/%d", i);
 		ck_assert_int_eq(level(path), 1);
@@ -672,6 +696,7 @@ START_TEST(sweep_visits_every_shard)
 	ck_assert_int_eq(worker_sweep(w, WORKER_DRAIN, 1000, &res), 0);
 	ck_assert_int_eq(evalsha_calls(), SHARD_COUNT);
 	ck_assert_int_eq(res.batches, SHARD_COUNT);
+	ck_assert_int_eq(res.polls, 0);
 	ck_assert_int_eq(res.entries, 2);
 	reset_stats();
 	ck_assert_int_eq(worker_sweep(w, WORKER_DRAIN, 1000, &res), 0); /* again at once: every shard again */
@@ -689,9 +714,10 @@ END_TEST
 /* ---- errors ------------------------------------------------------------------------ */
 
 /*
- * A registry of another type: that shard's call fails (its error named in
- * last_error), every other shard is drained in the same step, and the bad
- * shard is asked again only by the poll (once a second), not every tick.
+ * A registry of another type: that shard's poll (or call) fails, its error
+ * named in last_error, every other shard is drained in the same step, and
+ * the bad shard is read again only by the poll (once a second), not every
+ * tick.
  */
 START_TEST(bad_registry_leaves_the_rest)
 {
@@ -699,29 +725,34 @@ START_TEST(bad_registry_leaves_the_rest)
 	struct worker_result res;
 	struct worker_status st;
 	const long long t0 = 1000000;
-	char bad[32], ok[32];
+	char ok[32];
 
 	path_in_shard(ok, sizeof(ok), "/ok/", 900, 0);
-	path_in_shard(bad, sizeof(bad), "/bad/", 10, 0);
 	fill(ok, 10, "1", 3, t0);
+	keep_keys(ok);
 	freeReplyObject(test_cmd(C, "SET sluice:{10}:registry:leaky_bucket oops"));
 	ck_assert_int_eq(worker_step(w, WORKER_DRAIN, INT64_MAX, t0 + 2000, &res), -EBADMSG);
 	ck_assert_int_eq(res.entries, 2); /* shard 900 drained all the same */
-	ck_assert_int_eq(res.batches, SHARD_COUNT - 1);
+	ck_assert_int_eq(res.polls, SHARD_COUNT - 1);
+	ck_assert_int_eq(res.batches, 1);
 	worker_status(w, &st);
 	ck_assert_int_eq(st.job[WORKER_DRAIN].errors, 1);
-	ck_assert_msg(strncmp(st.job[WORKER_DRAIN].last_error, "script: leaky_bucket shard 10: WRONGTYPE", 40) == 0,
+	ck_assert_msg(strncmp(st.job[WORKER_DRAIN].last_error, "poll: leaky_bucket shard 10: WRONGTYPE", 38) == 0,
 		      "last_error: %s", st.job[WORKER_DRAIN].last_error);
 	/* the next ticks: the poll's slices, shard 10 in the first */
 	ck_assert_int_eq(worker_step(w, WORKER_DRAIN, INT64_MAX, t0 + 2010, &res), -EBADMSG); /* [0, 11) */
-	ck_assert_int_eq(res.batches, 10);
+	ck_assert_int_eq(res.polls, 10);
 	ck_assert_int_eq(worker_step(w, WORKER_DRAIN, INT64_MAX, t0 + 2100, &res), 0);        /* [11, 103) */
-	ck_assert_int_eq(res.batches, 92);
+	ck_assert_int_eq(res.polls, 92);
+	ck_assert_int_eq(res.batches, 0);
 	worker_status(w, &st);
 	ck_assert_str_eq(st.job[WORKER_DRAIN].last_error, "");
 	ck_assert_int_eq(st.job[WORKER_DRAIN].errors, 2);
-	/* a sweep reports it too, after draining the rest */
+	/* a sweep calls the shard's script, which fails as well, after draining the rest */
 	ck_assert_int_eq(worker_sweep(w, WORKER_DRAIN, t0 + 3000, &res), -EBADMSG);
+	worker_status(w, &st);
+	ck_assert_msg(strncmp(st.job[WORKER_DRAIN].last_error, "script: leaky_bucket shard 10: WRONGTYPE", 40) == 0,
+		      "last_error: %s", st.job[WORKER_DRAIN].last_error);
 	ck_assert_int_eq(level(ok), 0);
 	worker_free(w);
 }
@@ -749,13 +780,19 @@ START_TEST(redis_paused_mid_pass)
 		snprintf(path, sizeof(path), "/p/%d", i);
 		fill(path, 5, "1", 2, 0);
 	}
-	res = step_at(w, 1000, 1); /* the first round trip of the pass */
+	res = step_at(w, 1000, 1); /* the first round trip of the pass: 64 polls */
 	total += res.entries;
 	ck_assert_int_eq(res.sweep_done, 0);
-	/* writes paused (the shard scripts write; the rules' reads go on): the next step's first round trip */
+	/* writes paused (the shard scripts write; the polls and the rules' reads go on): the pass
+	 * polls on, and its first round trip of shard calls fails */
 	freeReplyObject(test_cmd(C, "CLIENT PAUSE 600 WRITE"));
-	rc = worker_step(w, WORKER_DRAIN, 1, 1000, &res);
+	do {
+		rc = worker_step(w, WORKER_DRAIN, 1, 1000, &res);
+		total += res.entries;
+	} while (rc == 0 && ++steps < 100);
 	ck_assert_int_eq(rc, -EIO);
+	ck_assert_int_eq(steps, SHARD_COUNT / 64 - 1); /* the other 15 rounds of polls */
+	steps = 0;
 	worker_status(w, &st);
 	ck_assert_int_eq(st.job[WORKER_DRAIN].errors, 1);
 	ck_assert_int_eq(st.redis_up, 0);
@@ -820,16 +857,21 @@ START_TEST(status_counters)
 	worker_status(w, &st);
 	ck_assert_int_eq(st.job[WORKER_DRAIN].steps, 0);
 	ck_assert_int_eq(st.job[WORKER_DRAIN].oldest_due_age_ms, 0);
+	ck_assert_int_eq(st.job[WORKER_PRUNE].oldest_due_age_ms, 0);
 	ck_assert_int_eq(st.skew_ms, -1); /* this worker keeps no skew copies */
+	ck_assert_int_ne(shard_of("/a", 2), shard_of("/b", 2));
 	fill("/a", 10, "1", 3, t0);
 	fill("/b", 10, "3", 1, t0); /* 3 due at t0 + 1000, 1 there: emptied */
-	step_at(w, t0, INT64_MAX);
-	step_at(w, t0 + 1000, INT64_MAX); /* a full cycle of the poll since t0: every shard */
-	step_at(w, t0 + 2500, INT64_MAX);
+	keep_keys("/a");
+	keep_keys("/b");
+	step_at(w, t0, INT64_MAX);        /* polls every shard: /a due at t0 + 1000, /b at t0 + 334 */
+	step_at(w, t0 + 1000, INT64_MAX); /* a whole cycle of the poll since t0: every shard but the 2 due */
+	step_at(w, t0 + 2500, INT64_MAX); /* again, but /a's (due at t0 + 2000) */
 	worker_status(w, &st);
 	ck_assert_int_eq(st.job[WORKER_DRAIN].steps, 3);
 	ck_assert_int_eq(st.job[WORKER_DRAIN].sweeps, 3);
-	ck_assert_int_eq(st.job[WORKER_DRAIN].batches, 3 * SHARD_COUNT);
+	ck_assert_int_eq(st.job[WORKER_DRAIN].batches, 3);
+	ck_assert_int_eq(st.job[WORKER_DRAIN].polls, SHARD_COUNT + (SHARD_COUNT - 2) + (SHARD_COUNT - 1));
 	ck_assert_int_eq(st.job[WORKER_DRAIN].paths, 3);   /* /a and /b at 1000, /a at 2500 */
 	ck_assert_int_eq(st.job[WORKER_DRAIN].entries, 3); /* 1 + 1, then 1 */
 	ck_assert_int_eq(st.job[WORKER_DRAIN].emptied, 1); /* /b */
@@ -837,6 +879,7 @@ START_TEST(status_counters)
 	ck_assert_int_eq(st.job[WORKER_DRAIN].in_sweep, 0);
 	ck_assert_int_eq(st.job[WORKER_DRAIN].due_backlog, 0);
 	ck_assert_int_eq(st.job[WORKER_DRAIN].oldest_due_age_ms, 0);
+	ck_assert_int_eq(st.job[WORKER_PRUNE].steps, 0);
 	ck_assert_int_eq(st.layout[0].paths, 3);
 	ck_assert_int_eq(st.layout[0].entries, 3);
 	ck_assert_int_eq(st.layout[0].emptied, 1);
@@ -950,15 +993,15 @@ START_TEST(skew_copy_of_another_type)
 
 	freeReplyObject(test_cmd(C, "SET sluice:{5}:rules oops"));
 	fill(path_in_shard(d, sizeof(d), "/d/", 6, 0), 10, "1", 2, 0);
-	/* the skew copy does not fail the step; shard 5's own scripts fail (they read the copy) */
-	ck_assert_int_eq(worker_step(w, WORKER_DRAIN, INT64_MAX, 1000, &res), -EBADMSG);
+	/* the skew copy does not fail the step (shard 5 has nothing due: its scripts, which
+	 * read the copy and would fail, are not called) */
+	ck_assert_int_eq(worker_step(w, WORKER_DRAIN, INT64_MAX, 1000, &res), 0);
 	ck_assert_int_eq(res.entries, 1);
 	worker_status(w, &st);
 	ck_assert_int_eq(st.skew_pending, 1);
 	ck_assert_int_eq(st.skew_written, SHARD_COUNT - 1);
-	ck_assert_msg(strncmp(st.skew_error, "HSET of shard 5's rules copy: WRONGTYPE", 39) == 0, "%s", st.skew_error);
-	ck_assert_msg(strncmp(st.job[WORKER_DRAIN].last_error, "script: leaky_bucket shard 5: WRONGTYPE", 39) == 0,
-		      "%s", st.job[WORKER_DRAIN].last_error);
+	ck_assert_msg(strncmp(st.skew_error, "HGET of shard 5's rules copy: WRONGTYPE", 39) == 0, "%s", st.skew_error);
+	ck_assert_str_eq(st.job[WORKER_DRAIN].last_error, "");
 	ck_assert_int_eq(copies_holding(3000), SHARD_COUNT - 1);
 	/* fixed by hand: written at the next try, a second later */
 	freeReplyObject(test_cmd(C, "DEL sluice:{5}:rules"));

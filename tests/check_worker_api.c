@@ -22,10 +22,10 @@ START_TEST(test_worker_status)
 	get("/v1/worker");
 	ck_res(200, "{\"redis_up\":false,\"connects\":0,\"ticks\":0,\"drained\":0,\"pruned\":0,\"errors\":0,"
 		    "\"last_error\":null,\"rules\":{\"version\":0,\"loaded\":0,\"invalid\":0},\"jobs\":{"
-		    "\"drain\":{\"ticks\":0,\"sweeps\":0,\"batches\":0,\"paths\":0,\"drained\":0,\"emptied\":0,"
+		    "\"drain\":{\"ticks\":0,\"sweeps\":0,\"batches\":0,\"polls\":0,\"paths\":0,\"drained\":0,\"emptied\":0,"
 		    "\"unmatched\":0,\"skipped\":0,\"errors\":0,\"last_duration_us\":0,\"last_sweep_us\":0,\"lag_us\":0,"
 		    "\"max_lag_us\":0,\"overruns\":0,\"in_sweep\":false,\"due_backlog\":0,\"oldest_due_age_ms\":0,\"last_error\":null},"
-		    "\"prune\":{\"ticks\":0,\"sweeps\":0,\"batches\":0,\"paths\":0,\"pruned\":0,\"emptied\":0,"
+		    "\"prune\":{\"ticks\":0,\"sweeps\":0,\"batches\":0,\"polls\":0,\"paths\":0,\"pruned\":0,\"emptied\":0,"
 		    "\"unmatched\":0,\"skipped\":0,\"errors\":0,\"last_duration_us\":0,\"last_sweep_us\":0,\"lag_us\":0,"
 		    "\"max_lag_us\":0,\"overruns\":0,\"in_sweep\":false,\"due_backlog\":0,\"oldest_due_age_ms\":0,\"last_error\":null}},"
 		    "\"layouts\":{\"leaky_bucket\":{\"algorithm\":\"leaky_bucket\",\"paths\":0,\"drained\":0,\"emptied\":0,\"unmatched\":0,\"skipped\":0},\"sliding_log\":{\"algorithm\":\"sliding_log\",\"paths\":0,\"pruned\":0,\"emptied\":0,\"unmatched\":0,\"skipped\":0},\"sliding_counter\":{\"algorithm\":\"sliding_counter\",\"paths\":0,\"pruned\":0,\"emptied\":0,\"unmatched\":0,\"skipped\":0},\"fixed_window\":{\"algorithm\":\"fixed_window\",\"paths\":0,\"repaired\":0,\"emptied\":0,\"unmatched\":0,\"skipped\":0},\"token_bucket\":{\"algorithm\":\"token_bucket\",\"paths\":0,\"reclaimed\":0,\"emptied\":0,\"unmatched\":0,\"skipped\":0}},"
@@ -90,10 +90,10 @@ START_TEST(test_worker_status)
 	}
 	ck_json_is("{\"redis_up\":true,\"connects\":1,\"ticks\":2,\"drained\":6,\"pruned\":0,\"errors\":0,"
 		   "\"last_error\":null,\"rules\":{\"version\":3,\"loaded\":2,\"invalid\":1},\"jobs\":{"
-		   "\"drain\":{\"ticks\":1,\"sweeps\":1,\"batches\":1024,\"paths\":4,\"drained\":6,\"emptied\":2,"
+		   "\"drain\":{\"ticks\":1,\"sweeps\":1,\"batches\":1024,\"polls\":0,\"paths\":4,\"drained\":6,\"emptied\":2,"
 		   "\"unmatched\":0,\"skipped\":1,\"errors\":0,\"lag_us\":700,\"max_lag_us\":1500,\"overruns\":2,\"in_sweep\":false,"
 		   "\"due_backlog\":0,\"oldest_due_age_ms\":0,\"last_error\":null},"
-		   "\"prune\":{\"ticks\":1,\"sweeps\":1,\"batches\":4096,\"paths\":0,\"pruned\":0,\"emptied\":0,"
+		   "\"prune\":{\"ticks\":1,\"sweeps\":1,\"batches\":4096,\"polls\":0,\"paths\":0,\"pruned\":0,\"emptied\":0,"
 		   "\"unmatched\":0,\"skipped\":0,\"errors\":0,\"lag_us\":0,\"max_lag_us\":0,\"overruns\":0,\"in_sweep\":false,"
 		   "\"due_backlog\":0,\"oldest_due_age_ms\":0,\"last_error\":null}},"
 		   "\"layouts\":{\"leaky_bucket\":{\"algorithm\":\"leaky_bucket\",\"paths\":4,\"drained\":6,\"emptied\":2,\"unmatched\":0,\"skipped\":1},\"sliding_log\":{\"algorithm\":\"sliding_log\",\"paths\":0,\"pruned\":0,\"emptied\":0,\"unmatched\":0,\"skipped\":0},\"sliding_counter\":{\"algorithm\":\"sliding_counter\",\"paths\":0,\"pruned\":0,\"emptied\":0,\"unmatched\":0,\"skipped\":0},\"fixed_window\":{\"algorithm\":\"fixed_window\",\"paths\":0,\"repaired\":0,\"emptied\":0,\"unmatched\":0,\"skipped\":0},\"token_bucket\":{\"algorithm\":\"token_bucket\",\"paths\":0,\"reclaimed\":0,\"emptied\":0,\"unmatched\":0,\"skipped\":0}},"
@@ -139,11 +139,14 @@ START_TEST(test_worker_backlog_and_skew)
 		lb_admit(p, 10, "50", t0);
 		freeReplyObject(test_cmd(c, "PEXPIRE %s 600000", test_lb_key(p)));
 	}
-	ck_assert_int_eq(worker_step(wk, WORKER_DRAIN, INT64_MAX, t0, &r), 0); /* every shard: none due */
+	ck_assert_int_eq(worker_step(wk, WORKER_DRAIN, INT64_MAX, t0, &r), 0); /* every shard polled: none due */
 	ck_assert_int_eq(worker_step(wk, WORKER_DRAIN, 1, t0 + 50, &r), 0);	 /* one round trip: 2 of 5 */
 	ck_assert_int_eq(r.entries, 2);
+	ck_assert_int_eq(r.polls, 51); /* ceil(51.2) shards of the rolling poll, but shard 3, which is called */
 	call_on(a, "GET", "/v1/worker", NULL, 0, NULL, NULL, NULL);
 	ck_assert_int_eq(res.status, 200);
+	ck_assert_int_eq(jint("jobs.drain.polls"), 1024 + 51);
+	ck_assert_int_eq(jint("jobs.drain.batches"), 1);
 	ck_assert_int_eq(jint("jobs.drain.due_backlog"), 3);
 	ck_assert_int_eq(jint("jobs.drain.oldest_due_age_ms"), 30);
 	ck_assert(cJSON_IsTrue(jat("jobs.drain.in_sweep")));

@@ -38,6 +38,8 @@ void roll_init(struct roll *r);
  */
 size_t roll_slice(struct roll *r, int64_t now, int64_t period_ms, int all, size_t *from);
 
+enum { DUE_NONE = 0, DUE_POLL, DUE_CALL };
+
 /* Where the due-driven walk of one of sluice's own layouts stands (due.c). */
 struct due_state {
 	const struct layout *layout;
@@ -45,7 +47,9 @@ struct due_state {
 	int64_t next_due[SHARD_COUNT];   /* ms each shard's registry said its lowest score is
 					  * (INT64_MAX: empty, or its call failed; 0: not asked yet) */
 	uint32_t backlog[SHARD_COUNT];   /* paths each shard still had due after its last call */
-	unsigned char pending[SHARD_COUNT]; /* chosen for the current pass and not done */
+	unsigned char pending[SHARD_COUNT]; /* the current pass's work left for each shard:
+					  * DUE_NONE, DUE_POLL (read its registry's head), DUE_CALL
+					  * (call its shard script) */
 	size_t cursor;                   /* next shard of the pass */
 	struct roll poll;                /* the rolling poll */
 	int in_pass;

@@ -57,6 +57,7 @@ void status_fold(struct worker *w, enum worker_job job, int rc, int64_t start_us
 	s->unmatched += r->unmatched;
 	s->skipped += r->skipped;
 	s->batches += r->batches;
+	s->polls += r->polls;
 	s->last_step_us = end - start_us;
 	if (rc)
 		s->errors++;

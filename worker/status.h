@@ -27,6 +27,7 @@ struct worker_job_status {
 	uint64_t steps;          /* calls of worker_step */
 	uint64_t sweeps;         /* passes over the due shards (and the foreign registries) that ended */
 	uint64_t batches;        /* script calls sent (a shard call, or a page's batched call) */
+	uint64_t polls;          /* shards' registry heads read by the due walk's rolling poll */
 	uint64_t paths;          /* registry members visited (due ones, for the own layouts) */
 	uint64_t entries;        /* entries drained or pruned */
 	uint64_t emptied;        /* paths whose state emptied and left the registry */
@@ -81,7 +82,7 @@ struct worker_status {
 /* Result of one step (also folded into the status). */
 struct worker_result {
 	int sweep_done;          /* the step finished a full sweep */
-	uint64_t paths, entries, emptied, unmatched, skipped, batches;
+	uint64_t paths, entries, emptied, unmatched, skipped, batches, polls;
 };
 
 struct worker;

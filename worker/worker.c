@@ -248,6 +248,7 @@ int worker_sweep(struct worker *w, enum worker_job job, int64_t now_ms, struct w
 		total.unmatched += r.unmatched;
 		total.skipped += r.skipped;
 		total.batches += r.batches;
+		total.polls += r.polls;
 	} while (!r.sweep_done);
 	total.sweep_done = 1;
 	if (res)
