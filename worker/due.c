@@ -93,7 +93,7 @@ void due_init(struct due_state *d, const struct layout *l, size_t index)
 	memset(d, 0, sizeof(*d));
 	d->layout = l;
 	d->index = index;
-	/* unknown: every shard is due until it has answered once */
+	/* unknown (0): every shard is polled by the first pass */
 	for (size_t k = 0; k < SHARD_COUNT; k++)
 		d->next_due[k] = 0;
 	roll_init(&d->poll);
@@ -203,9 +203,9 @@ void due_backlog(const struct due_state *d, int64_t now, uint64_t *paths, int64_
  * Run d's pass from its cursor until it ends (1) or the budget is spent (0),
  * or a negative errno when Redis could not be reached (the cursor back at
  * the first shard of the round trip that failed).  `nows` is the scripts'
- * now ("" = Redis TIME).  A shard whose call failed leaves the pass (and is
- * due again only by the poll: no retry every tick); the first such error
- * goes to *failed (when it is 0) and the job's last_error.
+ * now ("" = Redis TIME).  A shard whose call or poll failed leaves the pass
+ * (and is read again only by the poll: no retry every tick); the first such
+ * error goes to *failed (when it is 0) and the job's last_error.
  */
 static int pass_run(struct worker *w, enum worker_job job, struct due_state *d, int64_t now, const char *nows,
 		    int64_t start_us, int64_t budget_us, struct worker_result *r, struct worker_layout_status *ls,
