@@ -59,7 +59,7 @@ START_TEST(test_metrics)
 	lb_admit("/api/a", 10, "0.1", t);
 	lb_admit("/api/a", 10, "0.1", t);
 	/* a sliding log's registry member, due in an hour (written as its client would) */
-	freeReplyObject(test_cmd(c, "ZADD %s %lld /log", test_registry("sliding_log", "/log"), t + HOUR_MS));
+	freeReplyObject(test_cmd(c, "ZADD %s %lld /log", test_registry("sliding_log", "/log"), t + 3600000));
 	ck_assert_int_eq(worker_sweep(w, WORKER_DRAIN, -1, &r), 0);
 	ck_assert_int_eq(worker_sweep(w, WORKER_PRUNE, -1, &r), 0);
 	get("/v1/rules/nope");  /* a 404 to count */
