@@ -177,6 +177,7 @@ fail:
 	}
 	return rc;
 }
+
 int worker_step(struct worker *w, enum worker_job job, int64_t budget_us, int64_t now_ms,
 		struct worker_result *res)
 {
