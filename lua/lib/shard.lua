@@ -12,9 +12,10 @@
 -- mod 16384.  shard_of(path) = keyslot(path) mod 1024, 0..1023.
 -- Binary-safe: Lua strings hold any bytes (NUL too) and the finds are plain.
 --
--- Speed (this runs on every client call): a table step per byte, with the
--- 256-entry table written out as constants, so that Redis builds it once per
--- script call from a constructor and every keyslot of the call shares it;
+-- Speed (this runs on a client call whose path has no state yet): a table
+-- step per byte, with the 256-entry table written out as constants, so that
+-- Redis builds it at most once per script call from a constructor, when the
+-- call first needs it, and every keyslot of the call shares it;
 -- the bytes are read 32 at a time (one string.byte call per 32).  Measured
 -- against the alternatives (bench/shard_lua.sh; figures in lua/README.md,
 -- "Shards"): the plain bitwise loop, 8 steps per byte, costs more from about
@@ -27,10 +28,15 @@
 local SHARD_COUNT = 1024
 local SLOT_COUNT = 16384
 
--- CRC16_TABLE[n] = the CRC16/XMODEM register after shifting in byte n from
--- a zero register: n * 256, shifted left 8 times, XOR 0x1021 whenever a 1
--- leaves bit 15.
-local CRC16_TABLE = {
+-- crc16_table()[n] = the CRC16/XMODEM register after shifting in byte n
+-- from a zero register: n * 256, shifted left 8 times, XOR 0x1021 whenever
+-- a 1 leaves bit 15.  Built from its constructor at the first keyslot of a
+-- script call and shared by the rest of the call, so a call that computes
+-- no shard (a client call on a path that has state) does not build it.
+local crc16_built
+local function crc16_table()
+  if crc16_built then return crc16_built end
+  crc16_built = {
   [0] = 0x0000, 0x1021, 0x2042, 0x3063, 0x4084, 0x50A5, 0x60C6, 0x70E7,
   0x8108, 0x9129, 0xA14A, 0xB16B, 0xC18C, 0xD1AD, 0xE1CE, 0xF1EF,
   0x1231, 0x0210, 0x3273, 0x2252, 0x52B5, 0x4294, 0x72F7, 0x62D6,
@@ -63,20 +69,22 @@ local CRC16_TABLE = {
   0x7C26, 0x6C07, 0x5C64, 0x4C45, 0x3CA2, 0x2C83, 0x1CE0, 0x0CC1,
   0xEF1F, 0xFF3E, 0xCF5D, 0xDF7C, 0xAF9B, 0xBFBA, 0x8FD9, 0x9FF8,
   0x6E17, 0x7E36, 0x4E55, 0x5E74, 0x2E93, 0x3EB2, 0x0ED1, 0x1EF0,
-}
+  }
+  return crc16_built
+end
 
 local shard_bxor, shard_byte = bit.bxor, string.byte
 
 -- CRC16/XMODEM of the bytes s[i..j] (1-based, inclusive; i > j: none), 0..65535.
 local function crc16(s, i, j)
-  local crc = 0
+  local crc, tbl = 0, crc16_table()
   for k = i, j, 32 do
     local e = k + 31
     if e > j then e = j end
     local b = { shard_byte(s, k, e) }
     for m = 1, e - k + 1 do
       local lo = crc % 256
-      crc = shard_bxor(lo * 256, CRC16_TABLE[shard_bxor((crc - lo) / 256, b[m])])
+      crc = shard_bxor(lo * 256, tbl[shard_bxor((crc - lo) / 256, b[m])])
     end
   end
   return crc
