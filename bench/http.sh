@@ -282,7 +282,10 @@ nrules=$(grep -o '"name":' "$TMP/www/rules.json" | wc -l)
 [ "$nrules" = 10 ] || die "GET /v1/rules lists $nrules rules, expected 10"
 code=$(curl -s -o "$TMP/path.json" -w '%{http_code}' "$BASE/v1/paths/$PATH_ENC")
 [ "$code" = 200 ] || die "GET /v1/paths/$PATH_ENC answered $code"
-grep -q '"rule":"users"' "$TMP/path.json" || die "GET /v1/paths/$PATH_ENC: not under rule users: $(cat "$TMP/path.json")"
+# the state records explicit parameters (rule null) and names the rule that matches the path
+if ! grep -q '"matching_rule":"users"' "$TMP/path.json" || ! grep -q '"count":20' "$TMP/path.json"; then
+	die "GET /v1/paths/$PATH_ENC: not 20 entries under rule users: $(cat "$TMP/path.json")"
+fi
 
 start_nginx nginx1 1 "$TMP/www/rules.json"
 start_nginx nginx2 2 "$TMP/www/rules.json"
