@@ -787,10 +787,15 @@ static int tick_templates(enum algorithm a, int64_t t0, struct tmpl *due, struct
 		due->params[1] = "0.001", far->params[1] = "0.00001";
 		due->calls[0].n = far->calls[0].n = "5";
 	} else if (a == ALG_SLIDING_LOG) {
-		/* 1 entry, limit 10: it leaves a 600 s window 600 s after t0 (+ the skew horizon), a 10^5 s one later */
+		/* limit 10; the due ones: an entry at t0 - 300 s, which leaves the 600 s window
+		 * 300 s after t0 (+ the skew horizon), and one at t0, which stays; the far ones:
+		 * one entry at t0 in a 10^5 s window */
 		due->params[0] = far->params[0] = "10";
 		due->params[1] = "600000", far->params[1] = "100000000";
-		due->calls[0].n = far->calls[0].n = "1";
+		due->calls[0] = (struct call){ "1", t0 - 300000 };
+		due->calls[1] = (struct call){ "1", t0 };
+		due->ncalls = 2;
+		far->calls[0].n = "1";
 	} else {
 		return -EINVAL;
 	}
@@ -828,10 +833,11 @@ static void mode_ticks(struct bench *b, const size_t *sizes, int nsizes, size_t 
 			die("ticks: %s: the far template is due at %lld, not after %lld", alg, far.due, due.due);
 		printf("== %s: ticks over registered paths, %zu of them due (the rest due %lld s later)\n", alg, due_n,
 		       (far.due - due.due) / 1000);
-		printf("   state as %s.lua makes it: %s %s at t0 (params %s %s, the far ones %s %s), due at t0 + %lld ms; "
-		       "the tick at that time; batch %zu\n",
-		       alg, due.calls[0].n, a == ALG_LEAKY_BUCKET ? "entries" : "entry", due.params[0], due.params[1],
-		       far.params[0], far.params[1], due.due - t0, b->batch);
+		printf("   state as %s.lua makes it: ", alg);
+		for (int i = 0; i < due.ncalls; i++)
+			printf("%sn=%s at t0%+lld ms", i ? ", " : "", due.calls[i].n, (long long)(due.calls[i].now - t0));
+		printf(" (params %s %s, the far ones %s %s), due at t0 + %lld ms; the tick at that time; batch %zu\n",
+		       due.params[0], due.params[1], far.params[0], far.params[1], due.due - t0, b->batch);
 		for (int s = 0; s < nsizes; s++) {
 			struct tick_ctx tc = { &due, &far, sizes[s] / due_n };
 			double secs;
