@@ -591,7 +591,8 @@ START_TEST(test_skew_lagging_clients)
 
 		freeReplyObject(test_cmd(c, "FLUSHALL"));
 		memset(skew_left, 0, sizeof(skew_left));
-		skew_r0 = (test_server_ms(c) / 10000 + 1) * 10000 + SKEW_LAG_MS;
+		/* a whole 10 s in the past: the client (R0 - lag) is never ahead of Redis TIME */
+		skew_r0 = (test_server_ms(c) / 10000 - 1) * 10000 + SKEW_LAG_MS;
 		skew_scenario(skew_r0, test_sl_key(SKEW_PATH), skew_call, worker ? skew_job : NULL, skew_watch, &run);
 		skew_check_admissions(&run, skew_r0 - SKEW_LAG_MS, what);
 		for (int i = 0; i < 10; i++)
