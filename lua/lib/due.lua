@@ -6,11 +6,13 @@
 -- Clients add a path with ZADD LT: a new path gets its first due time, and
 -- one already there keeps the earlier of the two (so a call whose state needs
 -- the worker sooner, a shorter window say, moves it earlier; a later one
--- changes nothing).  The worker's job for a shard (due_run) takes what is due
--- by now, handles each path, then sets its next due time (ZADD XX) or removes
--- it when its state is gone.  A due time that comes early costs one visit and
--- a reschedule; one that came late would only delay memory being freed: no
--- decision of any client depends on the worker having run.
+-- changes nothing).  The worker's job for a shard (the last function here;
+-- not named, so that the client scripts, which never call it, leave it out)
+-- takes what is due by now, handles each path, then sets its next due time
+-- (ZADD XX) or removes it when its state is gone.  A due time that comes
+-- early costs one visit and a reschedule; one that came late would only
+-- delay memory being freed: no decision of any client depends on the worker
+-- having run.
 --@include lib/time.lua
 --@include lib/skew.lua
 

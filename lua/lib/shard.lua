@@ -14,7 +14,9 @@
 --
 -- Speed (this runs on every client call): a table step per byte, with the
 -- 256-entry table written out as constants, so that Redis builds it once per
--- script call from a constructor and every keyslot of the call shares it;
+-- script call from a constructor, when the call first needs it (most client
+-- calls, on a path that has state, compute no shard, and the constructor
+-- costs some 4 us), and every keyslot of the call shares it;
 -- the bytes are read 32 at a time (one string.byte call per 32).  Measured
 -- against the alternatives (bench/shard_lua.sh; figures in lua/README.md,
 -- "Shards"): the plain bitwise loop, 8 steps per byte, costs more from about
@@ -29,8 +31,9 @@ local SLOT_COUNT = 16384
 
 -- CRC16_TABLE[n] = the CRC16/XMODEM register after shifting in byte n from
 -- a zero register: n * 256, shifted left 8 times, XOR 0x1021 whenever a 1
--- leaves bit 15.
-local CRC16_TABLE = {
+-- leaves bit 15.  crc16_table() builds it; crc16 keeps it for the call.
+local CRC16_TABLE
+local function crc16_table() return {
   [0] = 0x0000, 0x1021, 0x2042, 0x3063, 0x4084, 0x50A5, 0x60C6, 0x70E7,
   0x8108, 0x9129, 0xA14A, 0xB16B, 0xC18C, 0xD1AD, 0xE1CE, 0xF1EF,
   0x1231, 0x0210, 0x3273, 0x2252, 0x52B5, 0x4294, 0x72F7, 0x62D6,
@@ -63,12 +66,13 @@ local CRC16_TABLE = {
   0x7C26, 0x6C07, 0x5C64, 0x4C45, 0x3CA2, 0x2C83, 0x1CE0, 0x0CC1,
   0xEF1F, 0xFF3E, 0xCF5D, 0xDF7C, 0xAF9B, 0xBFBA, 0x8FD9, 0x9FF8,
   0x6E17, 0x7E36, 0x4E55, 0x5E74, 0x2E93, 0x3EB2, 0x0ED1, 0x1EF0,
-}
+} end
 
 local shard_bxor, shard_byte = bit.bxor, string.byte
 
 -- CRC16/XMODEM of the bytes s[i..j] (1-based, inclusive; i > j: none), 0..65535.
 local function crc16(s, i, j)
+  CRC16_TABLE = CRC16_TABLE or crc16_table()
   local crc = 0
   for k = i, j, 32 do
     local e = k + 31
