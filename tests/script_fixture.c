@@ -160,7 +160,7 @@ redisReply *tb_reclaim1(const char *p, const char *cap, const char *rate, long l
 
 redisReply *fw_state(const char *key, const char *limit, const char *window, const char *now)
 {
-	return ev("fixed_window_state", 1, key, limit, window, now, NULL);
+	return ev("fixed_window_state", 2, key, key, limit, window, now, NULL);
 }
 
 redisReply *sc_state(const char *p, const char *limit, const char *window, const char *subs, const char *now)
