@@ -163,6 +163,21 @@ redisReply *fw_state(const char *key, const char *limit, const char *window, con
 	return ev("fixed_window_state", 2, key, key, limit, window, now, NULL);
 }
 
+redisReply *fw_state_foreign(const char *key, const char *limit, const char *window, const char *now)
+{
+	redisReply *r = fw_state(key, limit, window, now);
+	char got[256];
+
+	ck_assert_msg(r->type == REDIS_REPLY_ARRAY && r->elements == 6 && r->element[4]->type == REDIS_REPLY_ARRAY &&
+			      r->element[4]->elements == 0 && r->element[5]->type == REDIS_REPLY_STRING &&
+			      r->element[5]->len == 0,
+		      "fixed_window_state of %s: %s, want 4 integers, {} and \"\"", key, test_show_reply(r, got, sizeof(got)));
+	freeReplyObject(r->element[4]);
+	freeReplyObject(r->element[5]);
+	r->elements = 4;
+	return r;
+}
+
 redisReply *sc_state(const char *p, const char *limit, const char *window, const char *subs, const char *now)
 {
 	return ev("sliding_counter_state", 1, SC_KEY(p), limit, window, subs, now, NULL);
