@@ -34,7 +34,8 @@
 -- earlier only if it lost its TTL, which this script never leaves it without.
 -- So the path is registered when an admission opens a window (ZADD LT keeps
 -- the earlier due; the job reschedules by the window it finds), not on every
--- call: a busy path's calls within one window cost HMGET, HSET and PEXPIRE.
+-- call: a busy path's calls within one window cost HMGET, HSET and PEXPIRE
+-- (and the HGET of the rules copy).
 
 --@include lib/contract.lua
 --@include lib/fixed.lua

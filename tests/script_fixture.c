@@ -143,11 +143,6 @@ redisReply *tb(const char *p, const char *cap, const char *rate, const char *n, 
 	return acquire(TB, p, cap, rate, NULL, n, num(now));
 }
 
-redisReply *fw_repair1(const char *p, const char *window, long long now)
-{
-	return ev("fixed_window_repair", 2, FW_REG, FW_KEY(p), num(now), p, window, NULL);
-}
-
 redisReply *sc_prune1(const char *p, const char *window, const char *subs, long long now)
 {
 	return ev("sliding_counter_prune", 2, SC_REG, SC_KEY(p), num(now), p, window, subs, NULL);

@@ -122,7 +122,6 @@ int state_keys(enum algo al, const char *p, const char *keys[2]);
 redisReply *fw(const char *p, const char *limit, const char *window, long long now);
 redisReply *sc(const char *p, const char *limit, const char *window, const char *subs, long long now);
 redisReply *tb(const char *p, const char *cap, const char *rate, const char *n, long long now);
-redisReply *fw_repair1(const char *p, const char *window, long long now);
 redisReply *sc_prune1(const char *p, const char *window, const char *subs, long long now);
 redisReply *tb_reclaim1(const char *p, const char *cap, const char *rate, long long now);
 redisReply *fw_state(const char *key, const char *limit, const char *window, const char *now);
