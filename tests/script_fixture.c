@@ -143,11 +143,6 @@ redisReply *tb(const char *p, const char *cap, const char *rate, const char *n, 
 	return acquire(TB, p, cap, rate, NULL, n, num(now));
 }
 
-redisReply *fw_repair1(const char *p, const char *window, long long now)
-{
-	return ev("fixed_window_repair", 2, FW_REG, FW_KEY(p), num(now), p, window, NULL);
-}
-
 redisReply *sc_prune1(const char *p, const char *window, const char *subs, long long now)
 {
 	return ev("sliding_counter_prune", 2, SC_REG, SC_KEY(p), num(now), p, window, subs, NULL);
@@ -160,7 +155,22 @@ redisReply *tb_reclaim1(const char *p, const char *cap, const char *rate, long l
 
 redisReply *fw_state(const char *key, const char *limit, const char *window, const char *now)
 {
-	return ev("fixed_window_state", 1, key, limit, window, now, NULL);
+	return ev("fixed_window_state", 2, key, key, limit, window, now, NULL);
+}
+
+redisReply *fw_state_foreign(const char *key, const char *limit, const char *window, const char *now)
+{
+	redisReply *r = fw_state(key, limit, window, now);
+	char got[256];
+
+	ck_assert_msg(r->type == REDIS_REPLY_ARRAY && r->elements == 6 && r->element[4]->type == REDIS_REPLY_ARRAY &&
+			      r->element[4]->elements == 0 && r->element[5]->type == REDIS_REPLY_STRING &&
+			      r->element[5]->len == 0,
+		      "fixed_window_state of %s: %s, want 4 integers, {} and \"\"", key, test_show_reply(r, got, sizeof(got)));
+	freeReplyObject(r->element[4]);
+	freeReplyObject(r->element[5]);
+	r->elements = 4;
+	return r;
 }
 
 redisReply *sc_state(const char *p, const char *limit, const char *window, const char *subs, const char *now)

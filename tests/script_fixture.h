@@ -122,10 +122,12 @@ int state_keys(enum algo al, const char *p, const char *keys[2]);
 redisReply *fw(const char *p, const char *limit, const char *window, long long now);
 redisReply *sc(const char *p, const char *limit, const char *window, const char *subs, long long now);
 redisReply *tb(const char *p, const char *cap, const char *rate, const char *n, long long now);
-redisReply *fw_repair1(const char *p, const char *window, long long now);
 redisReply *sc_prune1(const char *p, const char *window, const char *subs, long long now);
 redisReply *tb_reclaim1(const char *p, const char *cap, const char *rate, long long now);
 redisReply *fw_state(const char *key, const char *limit, const char *window, const char *now);
+/* fw_state of a foreign counter (which records nothing): fails the test unless the reply ends in
+ * recorded {} and rule "", and returns it cut to its four integers {count, remaining, reset_ms, ttl_ms}. */
+redisReply *fw_state_foreign(const char *key, const char *limit, const char *window, const char *now);
 redisReply *sc_state(const char *p, const char *limit, const char *window, const char *subs, const char *now);
 redisReply *tb_state(const char *p, const char *cap, const char *rate, const char *now);
 
