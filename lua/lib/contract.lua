@@ -34,9 +34,10 @@ end
 -- The shard's part of every key: "<prefix>{k}" from KEYS[1], and k; or nil
 -- and the error reply.  `alg` is the script's algorithm name.
 local function contract_keys(alg, nparams)
-  local what = alg .. ' takes 5 KEYS (state, meta, registry, rules, stats) and ARGV path, n, now, rule'
-    .. ', then ' .. nparams
-  if #KEYS ~= 5 then return nil, nil, nil, usage(what) end
+  if #KEYS ~= 5 then
+    return nil, nil, nil, usage(alg .. ' takes 5 KEYS (state, meta, registry, rules, stats) and ARGV path, n, now, rule'
+      .. ', then ' .. nparams)
+  end
   local path = ARGV[1]
   if type(path) ~= 'string' or path == '' then return nil, nil, nil, fail('path', 'a non-empty string') end
   local state = KEYS[1]
@@ -50,10 +51,10 @@ local function contract_keys(alg, nparams)
   local base = state:sub(1, close)
   local want = { base .. ':' .. alg .. ':' .. path, base .. ':' .. alg .. '_meta:' .. path,
     base .. ':registry:' .. alg, base .. ':rules', base .. ':stats' }
-  local form = { '<prefix>{k}:' .. alg .. ':<path>', '<prefix>{k}:' .. alg .. '_meta:<path>',
-    '<prefix>{k}:registry:' .. alg, '<prefix>{k}:rules', '<prefix>{k}:stats' }
   for i = 1, 5 do
     if KEYS[i] ~= want[i] then
+      local form = { '<prefix>{k}:' .. alg .. ':<path>', '<prefix>{k}:' .. alg .. '_meta:<path>',
+        '<prefix>{k}:registry:' .. alg, '<prefix>{k}:rules', '<prefix>{k}:stats' }
       return nil, nil, nil, fail('KEYS[' .. i .. ']', form[i] .. ' for this path and shard (' .. base .. ')')
     end
   end
