@@ -51,9 +51,7 @@ local n, now, rule
 n, now, rule, err = contract_args('sliding_counter', PARAMS, 3)
 if err then return err end
 local limit, window, subs, sub
-limit, window, err = arg_window(ARGV[5], ARGV[6])
-if err then return err end
-subs, sub, err = arg_subs(ARGV[7], window)
+limit, window, subs, sub, err = arg_counter(ARGV[5], ARGV[6], ARGV[7])
 if err then return err end
 local counter = KEYS[1]
 
@@ -63,14 +61,14 @@ if #h == 0 then
   err = contract_shard(path, k)
   if err then return err end
 end
-local named, subf = subs_fields(h)
+local named, at = subs_fields(h)
 -- Stored time never moves backward: a caller behind the latest admission is
 -- served at that admission's time.
 local t = now
-local mark = stored_int(named.t)
+local mark = subs_mark(named)
 if mark and mark > t then t = mark end
 local cur = window_index(t, sub)
-local sum, cur_count, oldest, stale = subs_live(subf, cur, subs)
+local sum, cur_count, oldest, stale = subs_live(h, at, cur, subs)
 
 local allowed, retry_after = 0, 0
 if n > limit then
@@ -81,15 +79,15 @@ elseif sum + n <= limit then
   -- t becomes the mark: what has left the window at t has left it for
   -- every later call.
   if stale then hdel_all(counter, stale) end
-  local set = { 'HSET', counter, fmt_int(cur), fmt_int(cur_count + n), 't', fmt_int(t) }
   -- the parameters applied, recorded when they change (the worker prunes by them)
   local changed = named.limit ~= ARGV[5] or named.window_ms ~= ARGV[6] or named.sub_windows ~= ARGV[7]
     or named.rule ~= rule
   if changed then
-    set[7], set[8], set[9], set[10] = 'limit', ARGV[5], 'window_ms', ARGV[6]
-    set[11], set[12], set[13], set[14] = 'sub_windows', ARGV[7], 'rule', rule
+    redis.call('HSET', counter, fmt_int(cur), fmt_int(cur_count + n), 't', fmt_int(t), 'limit', ARGV[5],
+      'window_ms', ARGV[6], 'sub_windows', ARGV[7], 'rule', rule)
+  else
+    redis.call('HSET', counter, fmt_int(cur), fmt_int(cur_count + n), 't', fmt_int(t))
   end
-  redis.call(unpack(set))
   sum = sum + n
   if not oldest or cur < oldest then oldest = cur end
   -- The newest sub-window (cur) leaves the window at (cur + N) * sub_ms, and
@@ -104,7 +102,12 @@ else
   -- Admitted once sum + n <= limit: when the oldest sub-windows holding at
   -- least sum + n - limit requests have left the window (sub-window j leaves
   -- at (j + N) * sub_ms).
-  retry_after = math.max(1, (subs_leaving(subf, cur, subs, sum + n - limit) + subs) * sub - t)
+  retry_after = math.max(1, (subs_leaving(h, at, cur, subs, sum + n - limit) + subs) * sub - t)
 end
 
-return { allowed, math.max(0, limit - sum), retry_after, subs_reset_ms(oldest, subs, sub, t), rule }
+-- reset_ms: until the oldest live sub-window leaves the window, 0 when none
+local reset = 0
+if oldest then reset = (oldest + subs) * sub - t end
+local remaining = limit - sum
+if remaining < 0 then remaining = 0 end
+return { allowed, remaining, retry_after, reset, rule }

@@ -46,14 +46,14 @@ return batch_run(nc, function(i, now)
   local h = redis.pcall('HGETALL', counter)
   if h.err then return nil end
   if #h == 0 then return 0, unregister(path) end -- expired, reset
-  local named, subf = subs_fields(h)
-  local mark = stored_int(named.t)
-  local _, _, oldest, stale = subs_live(subf, window_index(horizon_time(mark, now), sub), subs)
+  local named, at = subs_fields(h)
+  local mark = subs_mark(named)
+  local _, _, oldest, stale = subs_live(h, at, window_index(horizon_time(mark, now), sub), subs)
   if oldest or (mark and mark > now - SKEW_MS) then
     if not stale then return 0, 0 end
     hdel_all(counter, stale)
     return #stale, 0
   end
   redis.call('DEL', counter)
-  return #subf / 3, unregister(path)
+  return #at, unregister(path)
 end)

@@ -38,7 +38,7 @@ return due_run('sliding_counter', function(path, counter, meta, now)
   local h = redis.pcall('HGETALL', counter)
   if h.err then return nil, nil, true end
   if #h == 0 then return 0, nil end -- expired, reset
-  local named, subf = subs_fields(h)
+  local named, at = subs_fields(h)
   local window = int_arg(named.window_ms, 1)
   local subs = window and int_arg(named.sub_windows, 1)
   if not subs or window % subs ~= 0 then
@@ -47,11 +47,11 @@ return due_run('sliding_counter', function(path, counter, meta, now)
     return 0, now + ttl + 1
   end
   local sub = window / subs
-  local mark = stored_int(named.t)
-  local _, _, oldest, stale = subs_live(subf, window_index(horizon_time(mark, now), sub), subs)
+  local mark = subs_mark(named)
+  local _, _, oldest, stale = subs_live(h, at, window_index(horizon_time(mark, now), sub), subs)
   if not oldest and (not mark or mark <= now - SKEW_MS) then
     redis.call('DEL', counter)
-    return #subf / 3, nil
+    return #at, nil
   end
   if stale then hdel_all(counter, stale) end
   local nxt

@@ -36,7 +36,7 @@ local function param(given, recorded, field)
 end
 
 local h = redis.call('HGETALL', counter)
-local named, subf = subs_fields(h)
+local named, at = subs_fields(h)
 local limit, window, subs, sub, err
 limit, err = param(ARGV[1], named.limit, 'limit')
 if err then return err end
@@ -58,13 +58,17 @@ local count, reset = 0, -1
 if sub then
   -- as in sliding_counter.lua
   local t = now
-  local mark = stored_int(named.t)
+  local mark = subs_mark(named)
   if mark and mark > t then t = mark end
   local _, oldest
-  count, _, oldest = subs_live(subf, window_index(t, sub), subs)
+  count, _, oldest = subs_live(h, at, window_index(t, sub), subs)
   reset = subs_reset_ms(oldest, subs, sub, t)
 else
-  for j = 3, #subf, 3 do count = count + subf[j] end
+  -- every sub-window field's count (as subs_live reads a count)
+  for k = 1, #at do
+    local c = tonumber(h[at[k] + 1])
+    if c and c > 0 and c % 1 == 0 then count = count + c end
+  end
 end
 
 local recorded = {}
