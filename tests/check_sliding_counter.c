@@ -174,6 +174,20 @@ START_TEST(test_sc_fields_removed_on_the_way)
 }
 END_TEST
 
+/* A field whose name starts with a digit is a sub-window's: one that is no whole number is stale, and goes
+ * with the next admission; other names are left alone. */
+START_TEST(test_sc_foreign_fields)
+{
+	const char *p = "/junk";
+
+	ck_sc(sc(p, "10", "1000", "10", 0), 1, 9, 0, 1000);
+	freeReplyObject(test_cmd(c, "HSET %s 1x 5 0.5 5 x 7", SC_STATE(p)));
+	ck_state(st(p, "", "", "", "50"), 1, 9, 950, 1000 + SKEW_MS, "limit=10 window_ms=1000 sub_windows=10", "");
+	ck_sc(sc(p, "10", "1000", "10", 50), 1, 8, 0, 950);
+	ck_cmd("{nil, nil, \"7\", \"2\"}", "HMGET %s 1x 0.5 x 0", SC_STATE(p));
+}
+END_TEST
+
 START_TEST(test_sc_many_in_one_ms)
 {
 	const char *p = "/burst";
@@ -1343,6 +1357,7 @@ static Suite *sliding_counter_suite(void)
 	tc = test_tcase(s, "sliding_counter", script_setup, script_teardown, 120);
 	tcase_add_test(tc, test_sc_fields_removed_on_the_way);
 	tcase_add_test(tc, test_sc_many_in_one_ms);
+	tcase_add_test(tc, test_sc_foreign_fields);
 	tcase_add_test(tc, test_sc_cost);
 	tcase_add_test(tc, test_sc_one_sub_window_is_a_fixed_window);
 	tcase_add_test(tc, test_sc_uses_redis_time);
