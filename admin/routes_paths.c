@@ -1,5 +1,5 @@
 /*
- * GET /v1/paths (paged across layouts), GET /v1/paths/{path},
+ * GET /v1/paths (paged across layouts and shards), GET /v1/paths/{path},
  * POST /v1/paths/{path}/reset and POST /v1/reset (bulk reset by glob).
  * The state itself is read by core/pathstate.c and reset by core/reset.c.
  */
@@ -14,10 +14,18 @@
 #include "core/jsonv.h"
 #include "core/pathstate.h"
 #include "core/reset.h"
+#include "core/walk.h"
 
 #define PATHS_COUNT_DEFAULT 100
 #define PATHS_COUNT_MAX 1000
-#define PATHS_SCANS_MAX 16 /* SCAN/SSCAN pages one GET /v1/paths may read */
+/*
+ * Registry pages one GET /v1/paths may read: every shard's due index of the
+ * five own layouts (5 x 1024, in pipelines of up to 256) and some foreign
+ * pages, so a listing of few paths ends in one call; a sparse match on more
+ * layouts takes more calls, none holding Redis long (an empty ZSCAN costs
+ * about a microsecond).
+ */
+#define PATHS_REGISTRIES_MAX 8192
 #define RESET_BATCH 200    /* paths per pipeline in a bulk reset */
 
 static void fail_cursor(struct api_response *res)
@@ -37,45 +45,20 @@ static int parse_count(const char *s, long *out)
 	return 0;
 }
 
-/* cursor= (NULL when absent): "0" (start) or "<layout>-<cursor>"; 0 and *w, or -EINVAL. */
-static int parse_cursor(const char *s, size_t nlayouts, struct pathstate_cursor *w)
-{
-	const char *dash;
-	char *end;
-	unsigned long l;
-
-	if (!s || strcmp(s, "0") == 0) {
-		w->layout = 0;
-		snprintf(w->walk, sizeof(w->walk), "0");
-		return 0;
-	}
-	dash = strchr(s, '-');
-	if (!dash || dash == s || !dash[1] || strlen(dash + 1) > 20 || strlen(dash + 1) >= sizeof(w->walk) ||
-	    s[0] < '0' || s[0] > '9')
-		return -EINVAL;
-	l = strtoul(s, &end, 10);
-	if (end != dash || l >= nlayouts)
-		return -EINVAL;
-	for (const char *p = dash + 1; *p; p++)
-		if (*p < '0' || *p > '9')
-			return -EINVAL;
-	w->layout = l;
-	snprintf(w->walk, sizeof(w->walk), "%s", dash + 1);
-	return 0;
-}
-
 /*
- * Pages, registry after registry, until `count` paths are collected, every
- * registry is walked, or PATHS_SCANS_MAX pages were read (a sparse MATCH must
- * not hold the request long); the cursor answered says where to go on.
+ * Pages, registry after registry (sluice's own layouts shard by shard, then
+ * the foreign ones), until `count` paths are collected, every registry is
+ * walked, or PATHS_REGISTRIES_MAX pages were read; the cursor answered
+ * ("<layout>-<shard>-<registry cursor>", core/walk.h, opaque to clients)
+ * says where to go on.
  */
 void route_paths_list(struct api *a, const struct api_request *req, struct api_response *res)
 {
 	const char *match = req->query_match && *req->query_match ? req->query_match : NULL;
-	struct pathstate_cursor w = { .layout = 0 };
+	struct walk_pos w;
 	long want = PATHS_COUNT_DEFAULT;
-	cJSON *o, *arr;
-	char next[48];
+	cJSON *o, *arr, *skipped = NULL;
+	char next[WALK_POS_MAX];
 	int rc = 0;
 
 	if (match && !glob_valid(match, strlen(match))) {
@@ -87,7 +70,7 @@ void route_paths_list(struct api *a, const struct api_request *req, struct api_r
 		reply_fail(res, 400, "invalid_query", "count must be an integer 1..1000", "count");
 		return;
 	}
-	if (parse_cursor(req->query_cursor, a->nlayouts, &w)) {
+	if (req->query_cursor ? walk_pos_parse(req->query_cursor, a->layouts, a->nlayouts, &w) : (walk_start(&w), 0)) {
 		fail_cursor(res);
 		return;
 	}
@@ -98,21 +81,20 @@ void route_paths_list(struct api *a, const struct api_request *req, struct api_r
 		reply_json(res, 500, NULL);
 		return;
 	}
-	rc = pathstate_page(a->conn, a->layouts, a->nlayouts, &a->rules, match, (size_t)want, PATHS_SCANS_MAX,
-			    &w, arr);
+	rc = pathstate_page(a->conn, a->layouts, a->nlayouts, &a->rules, match, (size_t)want, PATHS_REGISTRIES_MAX,
+			    &w, arr, &skipped);
 	if (rc) {
 		cJSON_Delete(o);
+		cJSON_Delete(skipped);
 		if (rc == -ERANGE)
 			fail_cursor(res);
 		else
 			reply_redis_error(res, a->conn, rc);
 		return;
 	}
-	if (w.done)
-		snprintf(next, sizeof(next), "0");
-	else
-		snprintf(next, sizeof(next), "%zu-%s", w.layout, w.walk);
-	if (!cJSON_AddStringToObject(o, "cursor", next)) {
+	walk_pos_format(&w, next);
+	if (!cJSON_AddStringToObject(o, "cursor", next) || (skipped && !cJSON_AddItemToObject(o, "skipped_registries", skipped))) {
+		cJSON_Delete(skipped);
 		cJSON_Delete(o);
 		o = NULL;
 	}

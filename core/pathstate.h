@@ -2,8 +2,38 @@
 #define SLUICE_PATHSTATE_H
 /*
  * Live state of paths, read without writing (each algorithm's state script,
- * core/algorithm.h).  JSON field names are DESIGN.md's:
- * path, algorithm, rule, count, capacity|limit, remaining, reset_ms.
+ * core/algorithm.h).  JSON field names are DESIGN.md's (path, algorithm,
+ * rule, count, capacity|limit, remaining, reset_ms) and these:
+ *
+ *   layout          the layout the state was found in
+ *   rule            the rule the state names: for sluice's own layouts the
+ *                   rule its client recorded, null for explicit parameters
+ *                   (DESIGN.md, "Rules"); when the state records nothing (no
+ *                   state yet, a foreign layout), the matching rule it is
+ *                   read by, if that rule is of the layout's algorithm
+ *   matching_rule   the rule that matches the path, or null
+ *   mismatch        true when the recorded parameters differ from the
+ *                   matching rule's, or that rule is of another algorithm;
+ *                   false when they agree or nothing is recorded; null when
+ *                   no rule matches
+ *   recorded        the parameters the client recorded ({"capacity": 3,
+ *                   "rate": 0.5}, as numbers), or null
+ *   registered      whether the path is in its registry (sluice's own: its
+ *                   shard's due index); null when the registry cannot be read
+ *   due_ms          own layouts: the due index's score (ms, Redis time at
+ *                   which the worker next looks at the path), null when not
+ *                   registered
+ *   <limits>        the parameters the state is read by (recorded, else the
+ *                   rule's), null when there are none
+ *   ttl_ms          the state key's PTTL (-2 absent, -1 none)
+ *   note, error     why limits are unknown; a key of another type
+ *
+ * The state script is called with every parameter "" first (the recorded
+ * ones are used); a path that records none is read again with its matching
+ * rule's (the algorithm's state_args, core/algorithm.h) when that rule is
+ * of the layout's algorithm.  A foreign layout records nothing: it is read
+ * with the matching rule's parameters, or counted raw (ZCARD, EXISTS) with
+ * none.
  */
 #include <cjson/cJSON.h>
 #include <stddef.h>
@@ -12,40 +42,34 @@
 #include "core/rconn.h"
 #include "core/reply.h"
 #include "core/rules.h"
+#include "core/walk.h"
 
 /*
- * State of `n` paths found in layout `l`'s registry (paths[i], lens[i]), with
- * their rules from `rules`, read in one pipeline.  Appends one object per path
- * to the JSON array `out`.  0 or an rconn error / -ENOMEM / -EPROTO.
- */
-int pathstate_list(struct rconn *c, const struct layout *l, const struct ruleset *rules,
-		   const char *const *paths, const size_t *lens, size_t n, cJSON *out);
-
-/*
- * State of one path: its rule decides the layout; with no rule, the first
- * layout whose registry holds the path.  *out is a new object (caller deletes),
- * or NULL when the path has no rule and no state (the 404 case).
+ * State of one path: the first layout of the matching rule's algorithm
+ * whose state key exists, else the first layout (own ones first) whose
+ * state key exists, else the first of the rule's algorithm, else the first
+ * that registers the path.  *out is a new object (caller deletes), or NULL
+ * when no rule matches and no layout holds or registers the path (the 404
+ * case).  0, an rconn error, -ENOMEM, -EPROTO.
  */
 int pathstate_get(struct rconn *c, const struct layout *layouts, size_t nlayouts,
 		  const struct ruleset *rules, const char *path, size_t len, cJSON **out);
 
-/* Where a listing across layouts stands: a layout and the walk cursor inside it. */
-struct pathstate_cursor {
-	size_t layout;                 /* index into the layouts */
-	char walk[REPLY_CURSOR_MAX];   /* "0": that layout's start */
-	int done;                      /* the walk passed the last layout */
-};
-
 /*
- * A page of the listing: walk layout after layout from *cur (core/walk.h),
- * appending to `out` the state of each path found whose path matches the glob
- * `match` (NULL: all), until `count` paths were appended, every layout was
- * walked (cur->done), or `max_pages` pages were read (a sparse match must not
- * hold the caller long).  *cur says where to go on.  0, -ERANGE when Redis
- * refuses the cursor (not one it gave), -EBADMSG (a registry of another
- * type), or an rconn error / -ENOMEM / -EPROTO; *cur is then unchanged.
+ * A page of the listing: walk layout after layout from *cur (core/walk.h:
+ * own layouts shard by shard), appending to `out` the state of each path
+ * found whose path matches the glob `match` (NULL: all), until at least
+ * `count` paths were appended (a registry page is taken whole, so a page may
+ * hold a few more), every layout was walked (cur->done), or `max_registries`
+ * registry pages were read (a sparse match must not hold the caller long).
+ * A registry that cannot be walked (another type) is skipped and appended
+ * to *skipped ([{"key", "error"}], created when needed, the caller's to
+ * delete).  *cur says where to go on.  0; -ERANGE when Redis refuses the
+ * cursor (not one it gave); -EINVAL for a glob that is not glob_valid; an
+ * rconn error / -ENOMEM / -EPROTO; *cur is then unchanged.
  */
 int pathstate_page(struct rconn *c, const struct layout *layouts, size_t nlayouts, const struct ruleset *rules,
-		   const char *match, size_t count, int max_pages, struct pathstate_cursor *cur, cJSON *out);
+		   const char *match, size_t count, size_t max_registries, struct walk_pos *cur, cJSON *out,
+		   cJSON **skipped);
 
 #endif

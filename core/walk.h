@@ -2,12 +2,20 @@
 #define SLUICE_WALK_H
 /*
  * Pages of a layout's paths, the one registry/keyspace walk the worker, the
- * path listing and bulk reset share: SSCAN of the layout's registry set, or,
- * for a layout without one, SCAN MATCH <key glob> TYPE <type> of its key
- * template.  A walk is a cursor ("0" at the start and again at the end) that
- * the caller keeps; each page is queued into a pipeline so it can travel with
- * other commands (the worker sends the next page with the current batch's
- * script call).
+ * path listing and bulk reset share.
+ *
+ * A foreign layout: SSCAN of the layout's registry set, or, for a layout
+ * without one, SCAN MATCH <key glob> TYPE <type> of its key template.  A
+ * walk is a cursor ("0" at the start and again at the end) that the caller
+ * keeps; each page is queued into a pipeline so it can travel with other
+ * commands (the worker sends the next page of a foreign layout with the
+ * current batch's script call): walk_queue, walk_page, walk_path.
+ *
+ * Across layouts (the listing, bulk reset): struct walk_pos, walk_read and
+ * walk_after.  sluice's own layouts (key layout 2) keep one due index per
+ * shard, a sorted set, and are walked with ZSCAN shard after shard, 0 to
+ * SHARD_COUNT - 1, several shards' pages in one pipeline; the foreign ones
+ * after them as above.
  */
 #include <hiredis/hiredis.h>
 #include <stddef.h>
@@ -17,10 +25,11 @@
 #include "core/reply.h"
 
 /*
- * Queue the page of `l` after `cursor`, about `count` paths, only those whose
- * path matches the glob `match` (NULL: all), in the rules' dialect
- * (core/glob.h; Redis is sent its own).  0, -EINVAL for a glob that is not
- * glob_valid, or -ENOMEM.
+ * Queue the page of foreign layout `l` after `cursor`, about `count` paths,
+ * only those whose path matches the glob `match` (NULL: all), in the rules'
+ * dialect (core/glob.h; Redis is sent its own).  0, -EINVAL for a glob that
+ * is not glob_valid or a layout of sluice's own (walk_read walks those), or
+ * -ENOMEM.
  */
 int walk_queue(struct rbatch *b, const struct layout *l, const char *cursor, const char *match, size_t count);
 /*
@@ -37,5 +46,79 @@ int walk_page(const redisReply *r, char cursor[REPLY_CURSOR_MAX], const redisRep
 int walk_path(const struct layout *l, const redisReply *m, const char **path, size_t *plen);
 /* 1 when `cursor` is at the end (and start) of a walk. */
 int walk_at_end(const char *cursor);
+
+/* ---- walks across layouts and shards -------------------------------------------- */
+
+/* Where a walk across layouts stands. */
+struct walk_pos {
+	size_t layout;                 /* index into the layouts */
+	unsigned shard;                /* own layouts: the shard whose due index is walked; 0 for a foreign one */
+	char cursor[REPLY_CURSOR_MAX]; /* the registry's (or keyspace's) cursor, "0": its start */
+	int done;                      /* past the last layout */
+};
+
+/* The start of a walk: layout 0, shard 0, cursor "0". */
+void walk_start(struct walk_pos *pos);
+/*
+ * A position as text, for a client to hand back ("0" at the start and once
+ * done; otherwise "<layout>-<shard>-<cursor>", opaque to clients), into
+ * `buf` (WALK_POS_MAX bytes).
+ */
+#define WALK_POS_MAX 64
+void walk_pos_format(const struct walk_pos *pos, char buf[WALK_POS_MAX]);
+/*
+ * Read a position walk_pos_format wrote, for `nlayouts` layouts: 0 and *pos,
+ * or -EINVAL when `s` is not one (a layout out of range, a shard out of
+ * 0..SHARD_COUNT-1 or not 0 for a foreign layout, a cursor that is not a
+ * decimal of at most 64 bits).
+ */
+int walk_pos_parse(const char *s, const struct layout *layouts, size_t nlayouts, struct walk_pos *pos);
+
+/* One registry (or keyspace) page that walk_read read. */
+struct walk_page {
+	size_t layout;
+	unsigned shard;
+	char next[REPLY_CURSOR_MAX];   /* the registry's cursor after this page ("0": its end) */
+	const redisReply *members;     /* borrowed from the walk_pages; NULL when `error` is set */
+	const char *error;             /* a registry that cannot be walked (a key of another type):
+					* Redis's error text, borrowed; the page counts as read, empty */
+};
+
+/* The pages of one walk_read, and the replies they borrow from; zero it before the first use. */
+struct walk_pages {
+	struct rbatch *batch;          /* owned */
+	struct walk_page *page;        /* owned */
+	size_t n, cap;
+};
+void walk_pages_free(struct walk_pages *p);
+
+/*
+ * Read, in one pipeline, the pages from position `at` (not done) on: for an
+ * own layout up to `width` shards' due indexes (at->shard with at->cursor,
+ * then the next shards from their start, within that layout), for a foreign
+ * one its next page; about `count` paths a page, only those whose path
+ * matches the glob `match` (NULL: all; the rules' dialect, core/glob.h).
+ * Replaces what `out` held.  0; -EINVAL for a glob that is not glob_valid;
+ * -ERANGE when Redis refuses at->cursor (not one it gave); an rconn error or
+ * -ENOMEM; -EPROTO for a reply of another shape.
+ */
+int walk_read(struct rconn *c, const struct layout *layouts, size_t nlayouts, const struct walk_pos *at,
+	      const char *match, size_t count, size_t width, struct walk_pages *out);
+/* Members of a page: paths (own layouts: pairs of path and due score, counted once). */
+size_t walk_page_len(const struct layout *l, const struct walk_page *pg);
+/*
+ * Member `i` of a page: the path (borrowed from the reply) and, for an own
+ * layout, its due time in ms (*due; -1 for a foreign layout).  -EINVAL for a
+ * member to skip, as walk_path says.
+ */
+int walk_member(const struct layout *l, const struct walk_page *pg, size_t i, const char **path, size_t *plen,
+		double *due);
+/*
+ * The name of the registry a page read (own layouts: the shard's due index;
+ * a foreign layout's set; a SCAN layout's key glob), appended to `b`.  0 or -ENOMEM.
+ */
+int walk_page_registry(const struct layout *l, const struct walk_page *pg, struct strbuf *b);
+/* *pos becomes the position after page `pg` of a walk over `nlayouts` layouts. */
+void walk_after(const struct layout *layouts, size_t nlayouts, const struct walk_page *pg, struct walk_pos *pos);
 
 #endif

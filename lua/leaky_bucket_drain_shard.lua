@@ -19,9 +19,10 @@
 -- leaky_bucket.lua) is left alone until its keys expire.
 --
 -- Hot path: HMGET of the meta, then ZREMRANGEBYRANK and HSET where entries
--- leak; the level is never counted (a ZREMRANGEBYRANK that removes fewer
--- than it was asked to has emptied the bucket), and the registry is
--- rescheduled in one ZADD XX for the whole call.
+-- leak; the level is not counted first: a ZREMRANGEBYRANK that removes
+-- fewer than it was asked to has emptied the bucket, and one that removes
+-- exactly as many is followed by an EXISTS (it may have taken the last
+-- entry).  The registry is rescheduled in one ZADD XX for the whole call.
 
 --@include lib/leak.lua
 --@include lib/due.lua
@@ -52,7 +53,7 @@ return due_run('leaky_bucket', function(path, bucket, meta, now)
   if k < 1 then return 0, last + leak_ms_until(rate, carry, 1) end
   local removed = pcall_ok(redis.pcall('ZREMRANGEBYRANK', bucket, '0', fmt_int(k - 1)))
   if not removed then return nil, nil, true end
-  if removed < k then
+  if removed < k or redis.call('EXISTS', bucket) == 0 then
     -- emptied (or already empty): the bucket is gone, the meta stays as the mark
     if last ~= t or carry ~= 0 then leak_mark(meta, t, now) end
     return removed, nil

@@ -1,17 +1,21 @@
 #!lua flags=allow-oom
--- sluice: reset one path, an admin write.  Contract: lua/README.md.
+-- sluice: reset one path, an admin write.  Contract: lua/README.md, "reset.lua".
 --
--- ARGV[1] registry_count R (integer >= 0), ARGV[2] path,
--- ARGV[3] optional "dry": report what would go and change nothing,
--- ARGV[4] optional walked registry index w (1..R): a bulk reset walking
---   registry w skips a path that is also in an earlier registry (1..w-1), as
---   that walk already counted (or reset) it; the reply is then {-1}.
--- KEYS[1..R] registry sets the path is taken out of;
--- KEYS[R+1..] the path's data keys (any type), deleted
--- Reply {registries_removed_from, {key, entries}, {key, entries}, ...}:
---   one pair per data key that existed, in KEYS order; entries = ZCARD, HLEN,
---   SCARD, LLEN or XLEN by type, 1 for a string.
--- One script so the admin sees exactly what it removed, atomically.
+-- ARGV[1] registry_count R (integer >= 0, at most #KEYS), ARGV[2] path,
+-- ARGV[3] optional "dry": report what would go and change nothing.
+-- KEYS[1..R] the registries the path is taken out of: a sorted set (sluice's
+--   due index of the path's shard, <prefix>{k}:registry:<algorithm>) or a set
+--   (a foreign layout's registry), by their type; absent ones are skipped
+-- KEYS[R+1..] the path's keys (any type), deleted: for sluice's own layouts
+--   the state and meta of each algorithm, <prefix>{k}:<algorithm>[_meta]:<path>
+-- Reply {registries_removed_from, skipped, {key, entries}, {key, entries}, ...}:
+--   skipped = flat {registry, type, ...} of the registries of another type,
+--   left alone (a key nothing of sluice's wrote: the path's keys still go);
+--   one {key, entries} per key that existed, in KEYS order; entries = ZCARD,
+--   HLEN, SCARD, LLEN or XLEN by type, 1 for a string.
+-- One script so the admin sees exactly what it removed, atomically.  sluice
+-- calls it once for a path's keys of its own layouts (one shard's slot: the
+-- five due indexes and ten keys all carry {k}) and once per foreign layout.
 
 --@include lib/args.lua
 
@@ -21,27 +25,26 @@ end
 local nreg = tonumber(ARGV[1])
 local path, err = arg_path(ARGV[2])
 if err then return err end
-
--- Check every registry before the first write: a failure half-way would delete
--- state and then answer an error, leaving the caller unable to tell what went.
-for i = 1, nreg do
-  local kind = redis.call('TYPE', KEYS[i]).ok
-  if kind ~= 'set' and kind ~= 'none' then
-    return redis.error_reply('ERR sluice: registry ' .. KEYS[i] .. ' is a ' .. kind .. ', not a set; nothing was reset')
-  end
-end
-
 local dry = ARGV[3] == 'dry'
 if ARGV[3] ~= nil and ARGV[3] ~= '' and not dry then
   return redis.error_reply('ERR sluice: mode must be "dry" or empty')
 end
-if ARGV[4] ~= nil and ARGV[4] ~= '' then
-  local w = tonumber(ARGV[4])
-  if not ARGV[4]:find('^%d+$') or w < 1 or w > nreg then
-    return redis.error_reply('ERR sluice: walked registry index must be 1..registry_count')
-  end
-  for i = 1, w - 1 do
-    if redis.call('SISMEMBER', KEYS[i], path) == 1 then return { -1 } end
+if #ARGV > 3 then
+  return redis.error_reply('ERR sluice: reset takes ARGV registry_count, path and an optional mode')
+end
+
+-- Every registry's type before the first write: the member is removed by
+-- the command of its type, and a registry of any other type is reported and
+-- left alone rather than failing the reset of the path's state.
+local member = { zset = 'ZSCORE', set = 'SISMEMBER' }
+local remove = { zset = 'ZREM', set = 'SREM' }
+local kinds, skipped = {}, {}
+for i = 1, nreg do
+  local kind = redis.call('TYPE', KEYS[i]).ok
+  kinds[i] = kind
+  if kind ~= 'none' and not member[kind] then
+    skipped[#skipped + 1] = KEYS[i]
+    skipped[#skipped + 1] = kind
   end
 end
 
@@ -59,11 +62,16 @@ for i = nreg + 1, #KEYS do
 end
 local registries = 0
 for i = 1, nreg do
-  if dry then
-    registries = registries + redis.call('SISMEMBER', KEYS[i], path)
-  else
-    registries = registries + redis.call('SREM', KEYS[i], path)
+  local kind = kinds[i]
+  if member[kind] then
+    if dry then
+      local held = redis.call(member[kind], KEYS[i], path) -- a score or false; 1 or 0
+      if held and held ~= 0 then registries = registries + 1 end
+    else
+      registries = registries + redis.call(remove[kind], KEYS[i], path)
+    end
   end
 end
+table.insert(removed, 1, skipped)
 table.insert(removed, 1, registries)
 return removed

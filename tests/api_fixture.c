@@ -1,5 +1,8 @@
 #include "tests/api_fixture.h"
 
+#include "core/keys.h"
+#include "core/strbuf.h"
+
 struct last_response res;
 const char *next_auth, *next_if_match;
 
@@ -150,6 +153,68 @@ void lb_admit(const char *path, long long capacity, const char *rate, long long 
 {
 	ck_assert_msg(test_acquire(c, TEST_EVAL, "leaky_bucket", path, now, test_num(capacity), rate, NULL) == 1,
 		      "leaky_bucket %s at %lld not admitted", path, now);
+}
+
+void lb_admit_bin(const char *path, size_t len, long long capacity, const char *rate, long long now)
+{
+	struct strbuf k[5] = { { 0 } };
+	const char *argv[11];
+	size_t lens[11];
+	unsigned shard = shard_of(path, len);
+
+	ck_assert_int_eq(keys_path(&k[0], PFX, "leaky_bucket", path, len), 0);
+	ck_assert_int_eq(keys_path(&k[1], PFX, "leaky_bucket_meta", path, len), 0);
+	ck_assert_int_eq(keys_shard(&k[2], PFX, shard, "registry:leaky_bucket"), 0);
+	ck_assert_int_eq(keys_shard(&k[3], PFX, shard, "rules"), 0);
+	ck_assert_int_eq(keys_shard(&k[4], PFX, shard, "stats"), 0);
+	for (int i = 0; i < 5; i++)
+		argv[i] = k[i].p, lens[i] = k[i].len;
+	argv[5] = path, lens[5] = len;
+	argv[6] = "", argv[7] = test_num(now), argv[8] = "", argv[9] = test_num(capacity), argv[10] = rate;
+	for (int i = 6; i < 11; i++)
+		lens[i] = strlen(argv[i]);
+	ck_assert_msg(test_script_allowed(test_script_argv(c, TEST_EVAL, "leaky_bucket", 5, 11, argv, lens),
+					  "leaky_bucket") == 1, "leaky_bucket (%zu-byte path) at %lld not admitted", len, now);
+	for (int i = 0; i < 5; i++)
+		strbuf_free(&k[i]);
+}
+
+void put_state(const char *algorithm, const char *path, int entries, long long now, long long due)
+{
+	const char *key = test_key(path, algorithm);
+
+	if (!strcmp(algorithm, "leaky_bucket") || !strcmp(algorithm, "sliding_log")) {
+		for (int i = 0; i < entries; i++)
+			freeReplyObject(test_cmd(c, "ZADD %s %lld %lld:%d", key, now + i, now + i, i));
+	} else {
+		freeReplyObject(test_cmd(c, "HSET %s count %d", key, entries));
+	}
+	freeReplyObject(test_cmd(c, "ZADD %s %lld %s", test_registry(algorithm, path), due, path));
+}
+
+long long due_of_path(const char *algorithm, const char *path)
+{
+	redisReply *r = test_cmd(c, "ZSCORE %s %s", test_registry(algorithm, path), path);
+	long long v = r->type == REDIS_REPLY_STRING ? atoll(r->str) : -1;
+
+	ck_assert_msg(r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_NIL, "ZSCORE: %s",
+		      r->type == REDIS_REPLY_ERROR ? r->str : "not a string");
+	freeReplyObject(r);
+	return v;
+}
+
+char *encoded_url(const char *path, size_t len, const char *suffix)
+{
+	struct strbuf b = { 0 };
+	char hex[4];
+
+	ck_assert_int_eq(strbuf_add(&b, "/v1/paths/", 10), 0);
+	for (size_t i = 0; i < len; i++) {
+		snprintf(hex, sizeof(hex), "%%%02X", (unsigned char)path[i]);
+		ck_assert_int_eq(strbuf_add(&b, hex, 3), 0);
+	}
+	ck_assert_int_eq(strbuf_add(&b, suffix, strlen(suffix)), 0);
+	return b.p;
 }
 
 void sl_admit(const char *path, long long limit, long long window_ms, long long now)

@@ -9,15 +9,18 @@
  * Most tests call api_handle() directly (call_on and its short forms) and
  * compare the rendered body (cJSON_PrintUnformatted) with the exact text
  * expected (ck_res), or status, error code and field (ck_err).  State is made
- * the way a client makes it: EVAL of the embedded client scripts with an
- * explicit `now` (lb_admit, sl_admit).
+ * the way a client makes it: EVAL of the embedded client scripts by the
+ * calling contract (key layout 2) with an explicit `now` (lb_admit,
+ * lb_admit_bin, sl_admit), or written directly where only its keys matter
+ * (put_state: a reset or a listing takes keys of any content).
  *
  * Time: the admin state scripts read Redis TIME.  Entries the state must report
- * exactly are admitted at explicit times one hour AHEAD of the server clock;
- * the scripts never move stored time backward, so they evaluate at the stored
- * time and every value (count, remaining, reset_ms) is exact.  Only ttl_ms
- * (a PTTL) runs on the real clock: it is checked in a range and removed before
- * the whole body is compared.
+ * exactly are admitted at explicit times AHEAD_MS (9 s) ahead of the server
+ * clock (the client scripts refuse more than the skew horizon, 10 s); the
+ * scripts never move stored time backward, so they evaluate at the stored
+ * time and every value (count, remaining, reset_ms, due_ms) is exact while
+ * the test runs.  Only ttl_ms (a PTTL) runs on the real clock: it is checked
+ * in a range and removed before the whole body is compared.
  *
  * Tests marked "BUG:" show defects found while writing these suites.
  *
@@ -26,6 +29,7 @@
  * worker `w` and `api`) per test.  The suite also gets `res`, the last
  * response, and next_auth/next_if_match, all owned here.
  */
+#include "core/shard.h"
 #include "tests/api_objects.h"
 
 #define RULES_HASH "sluice:rules"
@@ -103,8 +107,25 @@ void check_err(const char *file, int line, int status, const char *code, const c
 
 /* One request through the client leaky bucket script (lua/leaky_bucket.lua) at `now`; must be admitted. */
 void lb_admit(const char *path, long long capacity, const char *rate, long long now);
+/*
+ * lb_admit for a path of `len` bytes (NUL bytes allowed, any length), by the
+ * calling contract with the keys core/keys.h makes; must be admitted.
+ */
+void lb_admit_bin(const char *path, size_t len, long long capacity, const char *rate, long long now);
 /* One request through lua/sliding_log.lua at `now`; must be admitted. */
 void sl_admit(const char *path, long long limit, long long window_ms, long long now);
+/*
+ * State of `algorithm` for `path` as its client leaves it, written directly
+ * (for the reset and listing tests, which take any keys): `entries` members
+ * in the state key (a sorted set: scores now, now + 1, ...; a hash for the
+ * hash algorithms, "count" = entries), the path in its shard's due index at
+ * `due` ms.  No meta.
+ */
+void put_state(const char *algorithm, const char *path, int entries, long long now, long long due);
+/* The path's due time in its shard's due index of `algorithm` (ms), or -1 when it is not there. */
+long long due_of_path(const char *algorithm, const char *path);
+/* "/v1/paths/" + every byte of `path` percent-encoded + `suffix`, into a new string (caller frees). */
+char *encoded_url(const char *path, size_t len, const char *suffix);
 /* The rules hash and version as text: "<HLEN>/<version or nil>/<HGET api or nil>". */
 void rules_snapshot(char *buf, size_t cap);
 /* The stored rules version (0 when none). */

@@ -28,9 +28,18 @@
 #include <unistd.h>
 
 #define PFX "sluice:"
+/* Registry set names of 0.1's layout, for the suites that still use them as a
+ * foreign layout's registry; sluice's own registries are one sorted set per
+ * shard (test_registry). */
 #define LB_REG "sluice:registry:leaky_bucket"
 #define SL_REG "sluice:registry:sliding_log"
-#define HOUR_MS 3600000LL
+/*
+ * How far ahead of the server clock a test admits with an explicit `now`
+ * (ms): the scripts never move stored time backward, so the state is read at
+ * that time and every value is exact for as long again; the client scripts
+ * refuse a `now` more than max_clock_skew_ms (10 s) ahead of Redis TIME.
+ */
+#define AHEAD_MS 9000LL
 /* Redis timeout of the api and worker objects. */
 #define OBJECTS_TIMEOUT_MS 5000
 

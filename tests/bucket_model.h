@@ -181,6 +181,90 @@ MODEL_FN void lbm_drain(struct lb_model *m, double rate, long long now, long lon
 	}
 }
 
+/* ---- the leaky bucket on key layout 2: recorded rate, due index, shard job ---------- */
+
+/*
+ * DESIGN.md "State model (key layout 2)": the client records the rate it
+ * applied (on admission) and puts the path in its shard's due index at the
+ * time its next entry leaks (ZADD LT: a path already there keeps the earlier
+ * time); the worker's job over a shard takes the paths due by now, drains
+ * each at the rate its meta records, and reschedules it at its next leak
+ * (at least now + 1) or removes it once its bucket is empty.
+ */
+struct lb2_model {
+	struct lb_model b; /* level, mark, carry; b.registered: in the due index */
+	char rate_rec[24]; /* the rate the last admission recorded, as passed ("": none) */
+	long long due;     /* its due time while b.registered (ms) */
+};
+
+/* leaky_bucket.lua on layout 2: out = {allowed, remaining, retry_after_ms, reset_ms}. */
+MODEL_FN void lb2m_acquire(struct lb2_model *m, long long cap, const char *rate_s, long long n, long long now,
+			   long long out[4])
+{
+	double rate = strtod(rate_s, NULL);
+	int was = m->b.registered;
+
+	lbm_acquire(&m->b, cap, rate, n, now, out);
+	if (out[0]) {
+		long long due = m->b.last + lbm_ms_until(&m->b, rate, 1);
+
+		snprintf(m->rate_rec, sizeof(m->rate_rec), "%s", rate_s);
+		m->due = was && m->due < due ? m->due : due;
+		m->b.registered = 1;
+	}
+}
+
+/*
+ * leaky_bucket_drain_shard.lua's job on one due path at now: adds the
+ * entries it removed to *done; returns 1 when the path left the due index,
+ * else 0 with m->due its next due time.  (Every path of a trace has a mark
+ * and a recorded rate once it is registered.)
+ */
+MODEL_FN int lb2m_job(struct lb2_model *m, long long now, long long *done)
+{
+	double rate = strtod(m->rate_rec, NULL), due;
+	long long t = lbm_t(&m->b, now), k, next;
+
+	ck_assert_msg(m->b.marked && m->rate_rec[0], "model: a registered path without a mark or a rate");
+	due = rate * (double)(t - m->b.last) / 1000 + m->b.carry;
+	k = (long long)floor(due + MODEL_EPS);
+	if (k < 1) {
+		next = m->b.last + lbm_ms_until(&m->b, rate, 1); /* nothing due: nothing written */
+	} else if (k >= m->b.level) {
+		*done += m->b.level; /* emptied: the meta stays as the mark */
+		m->b.level = 0, m->b.last = t, m->b.carry = 0;
+		m->b.registered = 0;
+		return 1;
+	} else {
+		*done += k;
+		m->b.level -= k, m->b.last = t, m->b.carry = fmax(0, due - (double)k);
+		next = t + lbm_ms_until(&m->b, rate, 1);
+	}
+	m->due = model_max(next, now + 1);
+	return 0;
+}
+
+/*
+ * The shard job over the paths m[0..n) at now, for those whose shard[i] is
+ * `shard` (the job's limit above n): out = {done, removed, visited, skipped,
+ * next_due (-1: none registered), backlog}.
+ */
+MODEL_FN void lb2m_shard_job(struct lb2_model *m, const unsigned *shard, int n, unsigned which, long long now,
+			     long long out[6])
+{
+	out[0] = out[1] = out[2] = out[3] = out[5] = 0;
+	out[4] = -1;
+	for (int i = 0; i < n; i++) {
+		if (shard[i] != which || !m[i].b.registered || m[i].due > now)
+			continue;
+		out[2]++;
+		out[1] += lb2m_job(&m[i], now, &out[0]);
+	}
+	for (int i = 0; i < n; i++)
+		if (shard[i] == which && m[i].b.registered && (out[4] < 0 || m[i].due < out[4]))
+			out[4] = m[i].due;
+}
+
 /* ---- the token bucket ---------------------------------------------------------- */
 
 struct tb_model {
@@ -463,6 +547,93 @@ MODEL_FN void model_run(redisContext *rc, uint64_t seed, const struct model_alg 
 			same = model_same(r, want, 4, msg, sizeof(msg));
 			freeReplyObject(r);
 			ck_assert_msg(same, "%s: %s", where, msg);
+		}
+	}
+	free(calls);
+}
+
+/* ---- a trace against a client script of the calling contract and its shard job ------- */
+
+/*
+ * One algorithm's side of a trace on key layout 2 (model_run_contract): the
+ * client's replies end with the rule applied, the job's reply has six
+ * elements, and the paths are the side's (so that it can put several in one
+ * shard).
+ */
+struct model_contract_alg {
+	const char *script, *job_script; /* the client's and the shard job's, by name */
+	int job_pct;                     /* % of the calls that are the worker's job */
+	const char *const *paths;        /* MODEL_PATHS paths (C strings) */
+	/* KEYS then ARGV of k's call on `path` into argv, the KEYS count in *nkeys; returns how many. */
+	int (*args)(const struct model_call *k, const char *path, const char *argv[13], int *nkeys);
+	/* The model's answer to k: want[0..*nwant), then (a client's call) the rule string *rule, else NULL. */
+	void (*answer)(void *ctx, const struct model_call *k, long long want[6], size_t *nwant, const char **rule,
+		       const char *where);
+	/* After each pipeline: the side compares what else Redis holds (the due index) with its model; or NULL. */
+	void (*check)(void *ctx, redisContext *rc, const char *where);
+	void *ctx;
+};
+
+/* Whether r is the integers want[0..n) followed (rule not NULL) by the string rule; if not, both in msg. */
+MODEL_FN int model_same_rule(const redisReply *r, const long long *want, size_t n, const char *rule, char *msg,
+			     size_t cap)
+{
+	int ok = r->elements == n + (rule != NULL);
+
+	for (size_t i = 0; ok && i < n; i++)
+		ok = r->element[i]->type == REDIS_REPLY_INTEGER && r->element[i]->integer == want[i];
+	if (ok && rule)
+		ok = r->element[n]->type == REDIS_REPLY_STRING && strcmp(r->element[n]->str, rule) == 0;
+	if (ok)
+		return 1;
+	model_same(r, want, n, msg, cap); /* writes both */
+	if (rule && strlen(msg) + strlen(rule) + 16 < cap)
+		snprintf(msg + strlen(msg), cap - strlen(msg), " then rule \"%s\"", rule);
+	return 0;
+}
+
+/*
+ * model_run on the calling contract: the trace of `seed` over alg->paths,
+ * MODEL_CHUNK calls per pipeline; every reply must be the model's answer,
+ * and after each pipeline alg->check compares the rest.
+ */
+MODEL_FN void model_run_contract(redisContext *rc, uint64_t seed, const struct model_contract_alg *alg)
+{
+	struct model_call *calls = calloc(MODEL_CALLS, sizeof(*calls));
+	char sha[2][41];
+
+	ck_assert_ptr_nonnull(calls);
+	model_trace(seed, calls, MODEL_CALLS, MODEL_PATHS, alg->job_pct, model_skew_ms());
+	model_load(rc, alg->script, sha[0]);
+	model_load(rc, alg->job_script, sha[1]);
+	for (int i0 = 0; i0 < MODEL_CALLS; i0 += MODEL_CHUNK) {
+		int i1 = i0 + MODEL_CHUNK < MODEL_CALLS ? i0 + MODEL_CHUNK : MODEL_CALLS;
+		char where[320];
+
+		for (int i = i0; i < i1; i++) {
+			const char *argv[13];
+			int nkeys = 0, argc = alg->args(&calls[i], alg->paths[calls[i].path], argv, &nkeys);
+
+			model_send(rc, sha[calls[i].job], nkeys, argc, argv);
+		}
+		for (int i = i0; i < i1; i++) {
+			long long want[6] = { 0 };
+			size_t nwant = 0;
+			const char *rule = NULL;
+			redisReply *r = model_reply(rc);
+			char msg[512];
+			int same;
+
+			snprintf(where, sizeof(where), "seed %llu, ", (unsigned long long)seed);
+			model_show_call(calls, i, MODEL_CALLS, where + strlen(where), sizeof(where) - strlen(where));
+			alg->answer(alg->ctx, &calls[i], want, &nwant, &rule, where);
+			same = model_same_rule(r, want, nwant, rule, msg, sizeof(msg));
+			freeReplyObject(r);
+			ck_assert_msg(same, "%s: %s", where, msg);
+		}
+		if (alg->check) {
+			snprintf(where, sizeof(where), "seed %llu, after call %d", (unsigned long long)seed, i1 - 1);
+			alg->check(alg->ctx, rc, where);
 		}
 	}
 	free(calls);

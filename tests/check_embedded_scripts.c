@@ -6,6 +6,8 @@
  */
 #include "tests/script_fixture.h"
 
+#include "core/algorithm.h"
+
 /* ---- embedding ----------------------------------------------------------- */
 
 START_TEST(test_all_scripts_embedded_and_compile)
@@ -24,28 +26,36 @@ START_TEST(test_all_scripts_embedded_and_compile)
 }
 END_TEST
 
+/*
+ * Each script's first line says what Redis may do with it at maxmemory
+ * (lua/README.md, "Memory"): the five client scripts "#!lua" (refused before
+ * they write), the state reads "#!lua flags=no-writes", the worker's jobs
+ * (the shard jobs of sluice's own layout, the batch jobs of foreign ones) and
+ * reset "#!lua flags=allow-oom".
+ */
 START_TEST(test_new_scripts_embedded_and_compile)
 {
-	static const char *const names[] = {
-		"fixed_window",	    "fixed_window_repair",   "fixed_window_state", "sliding_counter",
-		"sliding_counter_prune", "sliding_counter_state", "token_bucket",	  "token_bucket_reclaim",
-		"token_bucket_state", "sliding_log_prune",
-	};
+	static const char *const clients[] = { "leaky_bucket", "sliding_log", "sliding_counter", "fixed_window",
+					       "token_bucket" };
+	static const char *const jobs[] = { "leaky_bucket_drain", "sliding_log_prune", "sliding_counter_prune",
+					    "fixed_window_repair", "token_bucket_reclaim" };
+	char name[64];
 
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		const struct script_src *s = script_find(names[i]);
-		int state = strstr(names[i], "_state") != NULL;
-		redisReply *r;
+	for (int i = 0; i < TEST_N(clients); i++) {
+		const struct script_src *s;
 
-		ck_assert_msg(s != NULL, "lua/%s.lua not embedded", names[i]);
-		ck_assert_uint_eq(strlen(s->body), s->len);
-		/* Admin reads declare no-writes; the others must not (they write). */
-		ck_assert_int_eq(strncmp(s->body, "#!lua flags=no-writes\n", 22) == 0, state);
-		r = test_cmd(c, "SCRIPT LOAD %s", s->body);
-		ck_assert_msg(r->type == REDIS_REPLY_STRING && r->len == 40, "%s does not load: %s", s->name,
-			      r->type == REDIS_REPLY_ERROR ? r->str : "?");
-		freeReplyObject(r);
+		ck_assert_msg((s = script_find(clients[i])) != NULL, "lua/%s.lua not embedded", clients[i]);
+		ck_assert_msg(strncmp(s->body, "#!lua\n", 6) == 0, "%s: not \"#!lua\"", clients[i]);
+		snprintf(name, sizeof(name), "%s_state", clients[i]);
+		ck_assert_msg((s = script_find(name)) != NULL, "lua/%s.lua not embedded", name);
+		ck_assert_msg(strncmp(s->body, "#!lua flags=no-writes\n", 22) == 0, "%s: not no-writes", name);
+		for (int shard = 0; shard < 2; shard++) {
+			snprintf(name, sizeof(name), "%s%s", jobs[i], shard ? "_shard" : "");
+			ck_assert_msg((s = script_find(name)) != NULL, "lua/%s.lua not embedded", name);
+			ck_assert_msg(strncmp(s->body, "#!lua flags=allow-oom\n", 22) == 0, "%s: not allow-oom", name);
+		}
 	}
+	ck_assert_msg(strncmp(script_find("reset")->body, "#!lua flags=allow-oom\n", 22) == 0, "reset: not allow-oom");
 	/* Every embedded script compiles, whatever the daemon calls. */
 	for (size_t i = 0; i < script_srcs_len; i++) {
 		redisReply *r = test_cmd(c, "SCRIPT LOAD %s", script_srcs[i].body);
@@ -60,26 +70,35 @@ END_TEST
 
 START_TEST(test_evalsha_and_noscript)
 {
-	const struct script_src *s = script_get(SCRIPT_LEAKY_BUCKET);
-	redisReply *load = test_cmd(c, "SCRIPT LOAD %s", s->body);
-	char sha[41];
+	const char *p = "/sha";
+	const char *const params[] = { "3", "1" };
+	char text[128];
+	redisReply *r;
 
-	ck_assert_int_eq(load->type, REDIS_REPLY_STRING);
-	ck_assert_uint_eq(load->len, 40);
-	memcpy(sha, load->str, 41);
-	freeReplyObject(load);
-	ck_reply(test_cmd(c, "EVALSHA %s 3 %s %s %s /sha 3 1 1 1000", sha, test_lb_key("/sha"),
-			  test_lb_meta("/sha"), LB_REG),
-		 1, 2, 0, 1000);
+	/* As applications call it: SCRIPT LOAD, then EVALSHA by the calling contract. */
+	r = test_client_call(c, TEST_EVALSHA, "leaky_bucket", p, "1", 1000, params, 2);
+	ck_assert_str_eq(test_show_reply(r, text, sizeof(text)), "{1, 2, 0, 1000, \"\"}");
+	freeReplyObject(r);
 	/* Same script, same state, whichever way it is called. */
-	ck_reply(lb_acquire("/sha", "3", "1", "1", "1000"), 1, 1, 0, 1000);
+	r = lb_acquire(p, "3", "1", "1", "1000");
+	ck_assert_str_eq(test_show_reply(r, text, sizeof(text)), "{1, 1, 0, 1000, \"\"}");
+	freeReplyObject(r);
 	/* A restart, failover or SCRIPT FLUSH empties the script cache: EVALSHA then
 	 * answers NOSCRIPT and the daemon must SCRIPT LOAD again and retry. */
-	freeReplyObject(test_cmd(c, "SCRIPT FLUSH"));
-	ck_error(test_cmd(c, "EVALSHA %s 3 %s %s %s /sha 3 1 1 1000", sha, test_lb_key("/sha"),
-			  test_lb_meta("/sha"), LB_REG),
-		 "NOSCRIPT");
-	ck_assert_int_eq(zcard(test_lb_key("/sha")), 2);
+	{
+		const struct script_src *s = script_get(SCRIPT_LEAKY_BUCKET);
+		redisReply *load = test_cmd(c, "SCRIPT LOAD %s", s->body);
+		char sha[41];
+
+		memcpy(sha, load->str, 41);
+		freeReplyObject(load);
+		freeReplyObject(test_cmd(c, "SCRIPT FLUSH"));
+		ck_error(test_cmd(c, "EVALSHA %s 5 %s %s %s %s %s %s 1 1000 \"\" 3 1", sha, test_lb_key(p), test_lb_meta(p),
+				  test_registry("leaky_bucket", p), test_shard_key("leaky_bucket", p, "rules"),
+				  test_shard_key("leaky_bucket", p, "stats"), p),
+			 "NOSCRIPT");
+	}
+	ck_assert_int_eq(zcard(test_lb_key(p)), 2);
 }
 END_TEST
 
@@ -88,52 +107,97 @@ END_TEST
 /* Redis 7's answer to EVAL_RO of a script that declares flags but not no-writes. */
 #define RO_REFUSED "ERR Can not execute a script with write flag using *_ro command."
 
+static int cmp_pair(const void *a, const void *b)
+{
+	return strcmp(a, b);
+}
+
+/* recorded (a flat array field, value, ...) as "a=1 b=2", its pairs sorted. */
+static void recorded_text(const redisReply *r, char *buf, size_t cap)
+{
+	char pairs[8][64];
+	size_t n = 0;
+
+	buf[0] = '\0';
+	ck_assert_int_eq(r->type, REDIS_REPLY_ARRAY);
+	for (size_t i = 0; i + 1 < r->elements && n < 8; i += 2)
+		snprintf(pairs[n++], sizeof(pairs[0]), "%s=%s", r->element[i]->str, r->element[i + 1]->str);
+	qsort(pairs, n, sizeof(pairs[0]), cmp_pair);
+	for (size_t i = 0; i < n; i++)
+		snprintf(buf + strlen(buf), cap - strlen(buf), "%s%s", i ? " " : "", pairs[i]);
+}
+
+/*
+ * Each algorithm's state read, after one client call at 0 with these
+ * parameters: KEYS state, meta; ARGV "" for each parameter (the recorded
+ * ones) and now 0; the reply's first three elements (count, remaining,
+ * reset_ms), then after ttl_ms the recorded parameters and the rule.
+ */
+static const struct {
+	enum algo al;
+	enum algorithm alg;
+	const char *a, *b, *s; /* the client's parameters (acquire()) */
+	int nparams;
+	long long head[3];
+	const char *recorded;
+} ro_cases[] = {
+	{ LB, ALG_LEAKY_BUCKET, "5", "2", NULL, 2, { 1, 4, 500 }, "capacity=5 rate=2" },
+	{ SL, ALG_SLIDING_LOG, "3", "1000", NULL, 2, { 1, 2, 1000 }, "limit=3 window_ms=1000" },
+	{ SC, ALG_SLIDING_COUNTER, "3", "1000", "10", 3, { 1, 2, 1000 }, "limit=3 sub_windows=10 window_ms=1000" },
+	{ FW, ALG_FIXED_WINDOW, "3", "1000", NULL, 2, { 1, 2, 1000 }, "limit=3 window_ms=1000" },
+	{ TB, ALG_TOKEN_BUCKET, "3", "1", NULL, 2, { 1, 2, 1000 }, "capacity=3 rate=1" },
+};
+
 START_TEST(test_state_scripts_are_read_only)
 {
-	const char *lb_args[] = { test_lb_key("/ro"), test_lb_meta("/ro"), "5", "2", "0" };
-	const char *sl_args[] = { test_sl_key("/ro"), "3", "1000", "0" };
-	const char *acq_args[] = { test_lb_key("/ro"), test_lb_meta("/ro"), LB_REG, "/ro", "5", "2", "1", "0" };
-
-	freeReplyObject(lb_acquire("/ro", "5", "2", "1", "0"));
-	freeReplyObject(sl_acquire("/ro", "3", "1000", "0"));
+	const struct alg_ops *ops = algorithm_get(ro_cases[_i].alg);
+	const char *p = "/ro", *keys[2], *argv[6];
+	const char *const params[3] = { ro_cases[_i].a, ro_cases[_i].b, ro_cases[_i].s };
+	char rec[256], name[64];
 	redisReply *r;
+	int argc = 0;
 
-	/* Declared no-writes: Redis runs them with EVAL_RO, and refuses writes there. */
-	r = eval_argv(SCRIPT_LEAKY_BUCKET_STATE, 1, 2, 5, lb_args);
-	ck_assert_int_gt(test_elem_int(r, 4), 400);
-	ck_reply(r, 1, 4, 500, 0, test_elem_int(r, 4));
-	r = eval_argv(SCRIPT_SLIDING_LOG_STATE, 1, 1, 4, sl_args);
-	ck_assert_int_gt(test_elem_int(r, 3), 900);
-	ck_reply(r, 1, 2, 1000, test_elem_int(r, 3));
-	/* The writers declare no flags (#!lua): Redis refuses them with EVAL_RO before they run. */
-	ck_error(eval_argv(SCRIPT_LEAKY_BUCKET, 1, 3, 8, acq_args), RO_REFUSED);
-}
-END_TEST
-
-START_TEST(test_new_state_scripts_are_read_only)
-{
-	const char *fw_args[] = { FW_KEY("/ro"), "3", "1000", "0" };
-	const char *sc_args[] = { SC_KEY("/ro"), "3", "1000", "10", "0" };
-	const char *tb_args[] = { TB_KEY("/ro"), "3", "1", "0" };
-	const char *fw_acq[] = { FW_KEY("/ro"), FW_REG, "/ro", "3", "1000", "0" };
-	const char *sc_acq[] = { SC_KEY("/ro"), SC_REG, "/ro", "3", "1000", "10", "0" };
-	const char *tb_acq[] = { TB_KEY("/ro"), TB_REG, "/ro", "3", "1", "1", "0" };
-	redisReply *r;
-
-	freeReplyObject(fw("/ro", "3", "1000", 0));
-	freeReplyObject(sc("/ro", "3", "1000", "10", 0));
-	freeReplyObject(tb("/ro", "3", "1", "1", 0));
+	state_keys(ro_cases[_i].al, p, keys);
+	argv[argc++] = keys[0];
+	argv[argc++] = keys[1];
+	for (int i = 0; i < ro_cases[_i].nparams; i++)
+		argv[argc++] = "";
+	argv[argc++] = "0";
+	freeReplyObject(acquire(ro_cases[_i].al, p, ro_cases[_i].a, ro_cases[_i].b, ro_cases[_i].s, "1", "0"));
 	/* Declared no-writes: Redis runs them with EVAL_RO. */
-	r = eval_argv("fixed_window_state", 1, 1, 4, fw_args);
-	ck_reply(r, 1, 2, 1000, test_elem_int(r, 3));
-	r = eval_argv("sliding_counter_state", 1, 1, 5, sc_args);
-	ck_reply(r, 1, 2, 1000, test_elem_int(r, 3));
-	r = eval_argv("token_bucket_state", 1, 1, 4, tb_args);
-	ck_reply(r, 1, 2, 1000, 0, test_elem_int(r, 4));
-	/* and the writers are refused there, before they run. */
-	ck_error(eval_argv("fixed_window", 1, 2, 6, fw_acq), RO_REFUSED);
-	ck_error(eval_argv("sliding_counter", 1, 2, 7, sc_acq), RO_REFUSED);
-	ck_error(eval_argv("token_bucket", 1, 2, 7, tb_acq), RO_REFUSED);
+	r = eval_argv(ops->state_script, 1, 2, argc, argv);
+	ck_assert_msg(r->type == REDIS_REPLY_ARRAY && r->elements == ops->state_ttl_at + 3, "%s: %s",
+		      script_name(ops->state_script), test_show_reply(r, rec, sizeof(rec)));
+	for (int i = 0; i < 3; i++)
+		ck_assert_int_eq(test_elem_int(r, (size_t)i), ro_cases[_i].head[i]);
+	ck_assert_int_gt(test_elem_int(r, ops->state_ttl_at), 0);
+	recorded_text(r->element[ops->state_ttl_at + 1], rec, sizeof(rec));
+	ck_assert_str_eq(rec, ro_cases[_i].recorded);
+	ck_assert_str_eq(r->element[ops->state_ttl_at + 2]->str, "");
+	freeReplyObject(r);
+	/* The writers are refused there, before they run: the client script and the jobs. */
+	{
+		const char *kv[11];
+		int kc = 0;
+
+		kv[kc++] = keys[0];
+		kv[kc++] = keys[1];
+		kv[kc++] = test_registry(ops->name, p);
+		kv[kc++] = test_shard_key(ops->name, p, "rules");
+		kv[kc++] = test_shard_key(ops->name, p, "stats");
+		kv[kc++] = p;
+		kv[kc++] = "1";
+		kv[kc++] = "0";
+		kv[kc++] = "";
+		for (int i = 0; i < ro_cases[_i].nparams; i++)
+			kv[kc++] = params[i];
+		ck_error(eval_argv(ops->client_script, 1, 5, kc, kv), RO_REFUSED);
+		snprintf(name, sizeof(name), "%s", script_name(ops->shard_script));
+		kv[0] = test_registry(ops->name, p);
+		kv[1] = "0";
+		kv[2] = "500";
+		ck_error(eval_argv(name, 1, 1, 3, kv), RO_REFUSED);
+	}
 }
 END_TEST
 
@@ -191,8 +255,7 @@ static Suite *embedded_scripts_suite(void)
 	tcase_add_test(tc, test_embedded_scripts_are_self_contained);
 
 	tc = test_tcase(s, "state", script_setup, script_teardown, 60);
-	tcase_add_test(tc, test_state_scripts_are_read_only);
-	tcase_add_test(tc, test_new_state_scripts_are_read_only);
+	tcase_add_loop_test(tc, test_state_scripts_are_read_only, 0, TEST_N(ro_cases));
 	return s;
 }
 

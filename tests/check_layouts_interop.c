@@ -2,10 +2,17 @@
  * sluice's worker scripts on keys written the way the seed articles' clients
  * write them (../shared/seeds/README.md, examples/seeds.json): seed 001's
  * INCR/EXPIRE counters repaired, seeds 000 and 002's sliding logs and a log
- * scored in seconds pruned, seed 004's leaky bucket drained at its rate.  The
- * fixture and helpers are tests/script_fixture.h's.
+ * scored in seconds pruned, seed 004's leaky bucket drained at its rate;
+ * sluice's own layout (key layout 2) in the same Redis, on the same paths,
+ * maintained by its own job and unseen by the seeds' layouts.  The fixture
+ * and helpers are tests/script_fixture.h's.
  */
 #include "tests/script_fixture.h"
+
+#include <cjson/cJSON.h>
+
+#include "core/layout.h"
+#include "core/strbuf.h"
 
 /* ---- interop: keys written the way the seeds' clients write them ------------------ */
 
@@ -191,6 +198,8 @@ END_TEST
  * "Vv" for LeakyBucket:/t, slot 14920).  A client
  * that keeps knocking (every 10 ms) is admitted exactly as often as the drain
  * leaks: floor(rate * busy time) entries, whatever the tick.
+ * (These layouts' keys are their clients'; sluice's own layout, key layout
+ * 2, sits beside them: test_own_layout_beside_the_seeds.)
  */
 struct seed004_case {
 	const char *rate;
@@ -275,6 +284,204 @@ START_TEST(test_seed004_admissions_at_the_leak_times)
 }
 END_TEST
 
+/* ---- sluice's own layout beside the seeds' --------------------------------------- */
+
+/* The layouts of examples/seeds.json after sluice's own (prefix "sluice:"). */
+static void seed_layouts(struct layout **all, size_t *n)
+{
+	char *json = test_read_src("examples/seeds.json", NULL);
+	cJSON *doc = json ? cJSON_Parse(json) : NULL;
+	char *layouts = doc ? cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(doc, "layouts")) : NULL;
+
+	ck_assert_msg(layouts != NULL, "examples/seeds.json: no layouts");
+	test_layouts("sluice:", layouts, all, n);
+	free(layouts);
+	cJSON_Delete(doc);
+	free(json);
+}
+
+/* A layout of `all` by name. */
+static const struct layout *layout_named(const struct layout *all, size_t n, const char *name)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(all[i].name, name) == 0)
+			return &all[i];
+	ck_abort_msg("no layout %s", name);
+	return NULL;
+}
+
+/* Keys SCAN MATCH glob [TYPE type] finds, sorted, as {"a", "b"}, into buf. */
+static const char *scan_all(const char *glob, const char *type, char *buf, size_t cap)
+{
+	char *names[64], cursor[32] = "0";
+	redisReply *kept[64];
+	size_t n = 0, nk = 0, k = 0;
+
+	do {
+		redisReply *r = type ? test_cmd(c, "SCAN %s MATCH %s TYPE %s COUNT 100", cursor, glob, type)
+				     : test_cmd(c, "SCAN %s MATCH %s COUNT 100", cursor, glob);
+
+		ck_assert_int_eq(r->type, REDIS_REPLY_ARRAY);
+		snprintf(cursor, sizeof(cursor), "%s", r->element[0]->str);
+		for (size_t i = 0; i < r->element[1]->elements && n < 64; i++)
+			names[n++] = r->element[1]->element[i]->str;
+		ck_assert_uint_lt(nk, 64);
+		kept[nk++] = r;
+	} while (strcmp(cursor, "0") != 0);
+	qsort(names, n, sizeof(names[0]), test_cmp_str);
+	k += (size_t)snprintf(buf, cap, "{");
+	for (size_t i = 0; i < n && k < cap; i++)
+		k += (size_t)snprintf(buf + k, cap - k, "%s\"%s\"", i ? ", " : "", names[i]);
+	if (k < cap)
+		snprintf(buf + k, cap - k, "}");
+	for (size_t i = 0; i < nk; i++)
+		freeReplyObject(kept[i]);
+	return buf;
+}
+
+/*
+ * sluice's own leaky buckets (key layout 2) on the very paths the seeds'
+ * clients use, in one Redis with seeds 000, 001, 002 and 004: each layout
+ * is maintained by its own job at its own rate, and none sees the other's
+ * keys.  Seed 004's client and sluice's client both knock every 10 ms on
+ * "/test" for 5 s; the batch drain of the seed-004 layout runs at its rule's
+ * rate (1/s, examples/seeds.json), the shard job of sluice's own at the
+ * 2/s its client applies (recorded in its meta), every 250 ms from 100.
+ */
+START_TEST(test_own_layout_beside_the_seeds)
+{
+	const char *own_paths[] = { "/test", "user1:/api/orders", "api-key-7", "login" };
+	struct layout *all;
+	size_t nall;
+	const struct layout *l004, *own;
+	struct strbuf fkey = { 0 }, fmeta = { 0 }, okey = { 0 }, ometa = { 0 }, oreg = { 0 }, glob = { 0 };
+	long long fadmitted = 0, oadmitted = 0, fleaked = 0, oleaked = 0, last_tick = 100;
+	char want[1024], got[1024];
+
+	seed_layouts(&all, &nall);
+	l004 = layout_named(all, nall, "seed004-leaky");
+	own = layout_named(all, nall, "leaky_bucket");
+	ck_assert_int_eq(own->foreign, 0);
+	ck_assert_int_eq(layout_key(l004, "/test", 5, 0, &fkey), 0);
+	ck_assert_int_eq(layout_key(l004, "/test", 5, 1, &fmeta), 0);
+	ck_assert_int_eq(layout_key(own, "/test", 5, 0, &okey), 0);
+	ck_assert_int_eq(layout_key(own, "/test", 5, 1, &ometa), 0);
+	ck_assert_int_eq(layout_registry_key(own, "/test", 5, &oreg), 0);
+	ck_assert_str_eq(fkey.p, "LeakyBucket:/test");
+	ck_assert_str_eq(okey.p, test_lb_key("/test"));
+	ck_assert_str_eq(ometa.p, test_lb_meta("/test"));
+	ck_assert_str_eq(oreg.p, test_registry("leaky_bucket", "/test"));
+
+	/* The other seeds' clients, and sluice's own buckets on their paths. */
+	ck_assert_int_eq(seed000_hit("limit:user1:/api/orders", 5, 1000, 1000), 1);
+	ck_assert_int_eq(seed001_hit("rate_limit:login", 5, 60, 0), 1);
+	ck_assert_int_eq(seed002_hit("rate_limit:api-key-7", 2, 1, 1000, "5f0c6a3e-8d1b-4c7a-9e2f-0a1b2c3d4e5f"), 1);
+	for (int i = 1; i < 4; i++)
+		ck_assert_int_eq(test_acquire(c, TEST_EVAL, "leaky_bucket", own_paths[i], 1000, "5", "1", NULL), 1);
+
+	for (long long t = 0; t <= 5000; t += 10) {
+		if (t >= 100 && (t - 100) % 250 == 0) {
+			redisReply *r = ev("leaky_bucket_drain", 3, l004->registry, fkey.p, fmeta.p, num(t), "/test", "1",
+					   NULL);
+
+			fleaked += test_elem_int(r, 0);
+			freeReplyObject(r);
+			r = ev("leaky_bucket_drain_shard", 1, oreg.p, num(t), "500", NULL);
+			oleaked += test_elem_int(r, 0);
+			freeReplyObject(r);
+			/* the meter of each, at its own rate: floor(rate * busy time) */
+			ck_assert_int_eq(fleaked, (t - 100) / 1000);
+			last_tick = t;
+		}
+		fadmitted += seed004_hit(fkey.p, l004->registry, "/test", 10, t);
+		oadmitted += test_acquire(c, TEST_EVAL, "leaky_bucket", "/test", t, "10", "2", NULL);
+	}
+	/* Seed 004's: 10, then one per leak of its drain.  sluice's: 10 at 0, then
+	 * one every 500 ms from its own last (0) to 5000, by its client's leak or
+	 * the job's, whichever came first. */
+	ck_assert_int_eq(fadmitted - 10, (last_tick - 100) / 1000);
+	ck_assert_int_eq(fleaked, fadmitted - 10);
+	ck_assert_int_eq(oadmitted, 10 + 10);
+	ck_assert_int_eq(zcard(okey.p), 10);
+	ck_assert_int_eq(zcard(fkey.p), 10);
+	ck_cmd("{\"10\", \"2\", \"\"}", "HMGET %s capacity rate rule", ometa.p);
+	/* The clients stop; the jobs go on.  sluice's bucket (10 entries, last
+	 * 5000) is drained by its job at 2/s, emptied at the tick after 10000;
+	 * seed 004's at 1/s keeps its meter, floor((t - 100) / 1000). */
+	oleaked = 0;
+	for (long long t = last_tick + 250; t <= 10100; t += 250) {
+		redisReply *r = ev("leaky_bucket_drain", 3, l004->registry, fkey.p, fmeta.p, num(t), "/test", "1", NULL);
+
+		fleaked += test_elem_int(r, 0);
+		freeReplyObject(r);
+		ck_assert_int_eq(fleaked, (t - 100) / 1000);
+		r = ev("leaky_bucket_drain_shard", 1, oreg.p, num(t), "500", NULL);
+		oleaked += test_elem_int(r, 0);
+		freeReplyObject(r);
+		ck_assert_int_eq(oleaked, t < 10000 ? (t - 5000) * 2 / 1000 : 10);
+	}
+	ck_assert_int_eq(test_cmd_int(c, "EXISTS %s", okey.p), 0);
+	ck_assert_int_eq(zcard(fkey.p), 10 - (10 - (last_tick - 100) / 1000));
+
+	/* Each foreign layout finds only its client's keys; sluice's own are not among them. */
+	for (size_t i = 0; i < nall; i++) {
+		const struct layout *l = &all[i];
+
+		if (!l->foreign || !l->scan)
+			continue;
+		glob.len = 0;
+		ck_assert_int_eq(layout_scan_glob(l, "*", &glob), 0);
+		scan_all(glob.p, l->scan_type, got, sizeof(got));
+		if (strcmp(l->name, "seed000-log") == 0)
+			ck_assert_str_eq(got, "{\"limit:user1:/api/orders\"}");
+		else if (strcmp(l->name, "seed002-log") == 0)
+			ck_assert_str_eq(got, "{\"rate_limit:api-key-7\"}");
+		else if (strcmp(l->name, "seed001-fixed") == 0)
+			ck_assert_str_eq(got, "{\"rate_limit:login\"}");
+		else
+			ck_abort_msg("unexpected scan layout %s", l->name);
+	}
+	ck_cmd("{\"/test\"}", "SMEMBERS %s", l004->registry);
+	/* sluice's keys: each own path's state, meta and its shard's due index, but
+	 * for the emptied "/test" its meta alone (the time mark); seed 004's meta. */
+	scan_all("sluice:*", NULL, got, sizeof(got));
+	{
+		char *names[16];
+		size_t n = 0, k = 0;
+		struct strbuf b[12] = { { 0 } };
+
+		for (int i = 0; i < 4; i++) {
+			size_t len = strlen(own_paths[i]);
+
+			ck_assert_int_eq(layout_key(own, own_paths[i], len, 0, &b[3 * i]) ||
+						 layout_key(own, own_paths[i], len, 1, &b[3 * i + 1]) ||
+						 layout_registry_key(own, own_paths[i], len, &b[3 * i + 2]),
+					 0);
+			for (int j = 0; j < 3; j++)
+				if (i > 0 || j == 1)
+					names[n++] = b[3 * i + j].p;
+		}
+		names[n++] = fmeta.p;
+		qsort(names, n, sizeof(names[0]), test_cmp_str);
+		k += (size_t)snprintf(want, sizeof(want), "{");
+		for (size_t i = 0; i < n; i++)
+			if (i == 0 || strcmp(names[i], names[i - 1]) != 0) /* two paths may share a shard's index */
+				k += (size_t)snprintf(want + k, sizeof(want) - k, "%s\"%s\"", k > 1 ? ", " : "", names[i]);
+		snprintf(want + k, sizeof(want) - k, "}");
+		for (int i = 0; i < 12; i++)
+			strbuf_free(&b[i]);
+	}
+	ck_assert_str_eq(got, want);
+	strbuf_free(&fkey);
+	strbuf_free(&fmeta);
+	strbuf_free(&okey);
+	strbuf_free(&ometa);
+	strbuf_free(&oreg);
+	strbuf_free(&glob);
+	layouts_free(all, nall);
+}
+END_TEST
+
 static Suite *layouts_interop_suite(void)
 {
 	Suite *s = suite_create("layouts_interop");
@@ -288,6 +495,7 @@ static Suite *layouts_interop_suite(void)
 	tcase_add_test(tc, test_log_in_seconds_pruned);
 	tcase_add_loop_test(tc, test_seed004_leaky_bucket_drained_at_rate, 0, TEST_N(seed004_cases));
 	tcase_add_test(tc, test_seed004_admissions_at_the_leak_times);
+	tcase_add_test(tc, test_own_layout_beside_the_seeds);
 	return s;
 }
 

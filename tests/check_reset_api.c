@@ -1,9 +1,11 @@
 /*
- * The reset routes (admin/routes_paths.c) over core/reset.c: POST
- * /v1/paths/{path}/reset (every layout's keys of one path, its registry
- * entries) and the bulk reset POST /v1/reset (a glob over the registries and
- * SCAN layouts, dry runs).  The fixture and the conventions are
- * tests/api_fixture.h's.
+ * The reset routes (admin/routes_paths.c) over core/reset.c on key layout 2:
+ * POST /v1/paths/{path}/reset (the path's state and meta of every algorithm
+ * in its shard, its entries in that shard's due indexes; a foreign layout's
+ * keys and registry) and the bulk reset POST /v1/reset (a glob over every
+ * shard's due indexes, the foreign registries and SCAN layouts, dry runs).
+ * A registry of another type is reported and left alone: it fails no reset.
+ * The fixture and the conventions are tests/api_fixture.h's.
  */
 #include "tests/api_fixture.h"
 
@@ -11,32 +13,33 @@
 
 START_TEST(test_reset_leaky_bucket)
 {
-	long long t = test_server_ms(c) + HOUR_MS;
+	long long t = test_server_ms(c) + AHEAD_MS;
 
 	put_ok("api", "{\"match\":\"/api/*\",\"algorithm\":\"leaky_bucket\",\"capacity\":10,\"rate\":0.1}");
 	lb_admit("/api/users", 10, "0.1", t);
 	lb_admit("/api/users", 10, "0.1", t + 1);
 	lb_admit("/api/users", 10, "0.1", t + 2);
 	lb_admit("/api/other", 10, "0.1", t);
-	ck_assert_int_eq(test_cmd_int(c, "EXISTS %s", test_lb_meta("/api/users")), 1);
+	ck_assert_int_eq(test_cmd_int(c, "HLEN %s", test_lb_meta("/api/users")), 6);
 
-	/* the meta hash is bookkeeping (last, carry, seq): listed, not counted as entries */
+	/* the meta hash is bookkeeping (last, carry, seq, the parameters): listed, not counted as entries */
 	call("POST", "/v1/paths/%2Fapi%2Fusers/reset", NULL);
 	ck_res(200, "{\"path\":\"/api/users\",\"keys_removed\":2,\"entries_removed\":3,\"registries_removed\":1,"
-		    "\"keys\":[{\"key\":\"sluice:{/api/users}:leaky_bucket\",\"entries\":3},"
-		    "{\"key\":\"sluice:{/api/users}:leaky_bucket:meta\",\"meta\":true}]}");
+		    "\"keys\":[{\"key\":\"sluice:{839}:leaky_bucket:/api/users\",\"entries\":3},"
+		    "{\"key\":\"sluice:{839}:leaky_bucket_meta:/api/users\",\"meta\":true}]}");
 
-	/* gone from Redis and from the registry */
+	/* gone from Redis and from its shard's due index */
 	ck_assert_int_eq(test_cmd_int(c, "EXISTS %s %s", test_lb_key("/api/users"), test_lb_meta("/api/users")), 0);
-	ck_assert_int_eq(test_cmd_int(c, "SISMEMBER %s /api/users", LB_REG), 0);
+	ck_assert_int_eq(due_of_path("leaky_bucket", "/api/users"), -1);
 	/* the other path untouched */
 	ck_assert_int_eq(test_cmd_int(c, "ZCARD %s", test_lb_key("/api/other")), 1);
 	ck_assert_int_eq(test_cmd_int(c, "EXISTS %s", test_lb_meta("/api/other")), 1);
-	ck_assert_int_eq(test_cmd_int(c, "SISMEMBER %s /api/other", LB_REG), 1);
+	ck_assert_int_eq(due_of_path("leaky_bucket", "/api/other"), t + 10000);
 	get("/v1/paths/%2Fapi%2Fusers");
 	ck_assert_int_eq(res.status, 200);
 	ck_assert_int_eq(jint("count"), 0);
 	ck_assert(cJSON_IsFalse(jat("registered")));
+	ck_assert_str_eq(jstr("rule"), "api");
 
 	/* again: nothing left */
 	call("POST", "/v1/paths/%2Fapi%2Fusers/reset", NULL);
@@ -45,44 +48,40 @@ START_TEST(test_reset_leaky_bucket)
 END_TEST
 
 /*
- * BUG: "entries_removed" adds the meta hash's field count (last, carry, seq:
- * HLEN = 3) to the bucket's entries: resetting a bucket of 3 entries reports
- * entries_removed 6.  Entries are admitted requests (DESIGN.md); the meta key's
- * fields are not.  core/reset.c reset_path sums every key's "entries"
- * (reply of lua/reset.lua); it should sum only the data keys (skip the meta
- * keys it pushed), and likely report the meta key with its own count apart.
+ * Every algorithm's state and meta of the path, and its entry in each of its
+ * shard's due indexes, in one call.  A hash state's entries are its fields
+ * (HLEN: lua/reset.lua sizes a key by its type).
  */
-START_TEST(test_bug_reset_entries_removed_counts_meta_fields)
+START_TEST(test_reset_every_algorithm)
 {
-	long long t = test_server_ms(c) + HOUR_MS;
+	const char *p = "/log/x";
+	long long t = test_server_ms(c) + AHEAD_MS;
 
-	lb_admit("/api/users", 10, "0.1", t);
-	lb_admit("/api/users", 10, "0.1", t + 1);
-	lb_admit("/api/users", 10, "0.1", t + 2);
-	ck_assert_int_eq(test_cmd_int(c, "HLEN %s", test_lb_meta("/api/users")), 3);
-	call("POST", "/v1/paths/%2Fapi%2Fusers/reset", NULL);
-	ck_assert_int_eq(res.status, 200);
-	ck_assert_int_eq(jint("keys_removed"), 2);
-	ck_assert_int_eq(jint("registries_removed"), 1);
-	ck_assert_msg(jint("entries_removed") == 3, "3 entries reset, entries_removed %lld: %s",
-		      jint("entries_removed"), res.text);
-}
-END_TEST
-
-START_TEST(test_reset_sliding_log)
-{
-	long long t = test_server_ms(c) + HOUR_MS;
-
-	sl_admit("/log/x", 10, 60000, t);
-	sl_admit("/log/x", 10, 60000, t + 5);
-	sl_admit("/log/y", 10, 60000, t);
+	lb_admit(p, 10, "1", t);
+	put_state("sliding_log", p, 2, t, t + 60000);
+	freeReplyObject(test_cmd(c, "HSET %s t %lld", test_key(p, "sliding_log_meta"), t + 1));
+	put_state("sliding_counter", p, 4, t, t + 250);
+	put_state("fixed_window", p, 3, t, t + 1000);
+	put_state("token_bucket", p, 1, t, t + 5000);
+	put_state("sliding_log", "/log/y", 1, t, t + 60000);
 	call("POST", "/v1/paths/%2Flog%2Fx/reset", NULL);
-	ck_res(200, "{\"path\":\"/log/x\",\"keys_removed\":1,\"entries_removed\":2,\"registries_removed\":1,"
-		    "\"keys\":[{\"key\":\"sluice:{/log/x}:sliding_log\",\"entries\":2}]}");
-	ck_assert_int_eq(test_cmd_int(c, "EXISTS %s", test_sl_key("/log/x")), 0);
-	ck_assert_int_eq(test_cmd_int(c, "SISMEMBER %s /log/x", SL_REG), 0);
+	ck_res(200, "{\"path\":\"/log/x\",\"keys_removed\":7,\"entries_removed\":6,\"registries_removed\":5,\"keys\":["
+		    "{\"key\":\"sluice:{124}:leaky_bucket:/log/x\",\"entries\":1},"
+		    "{\"key\":\"sluice:{124}:leaky_bucket_meta:/log/x\",\"meta\":true},"
+		    "{\"key\":\"sluice:{124}:sliding_log:/log/x\",\"entries\":2},"
+		    "{\"key\":\"sluice:{124}:sliding_log_meta:/log/x\",\"meta\":true},"
+		    "{\"key\":\"sluice:{124}:sliding_counter:/log/x\",\"entries\":1},"
+		    "{\"key\":\"sluice:{124}:fixed_window:/log/x\",\"entries\":1},"
+		    "{\"key\":\"sluice:{124}:token_bucket:/log/x\",\"entries\":1}]}");
+	for (int i = 0; i < 5; i++) {
+		static const char *const algs[] = { "leaky_bucket", "sliding_log", "sliding_counter", "fixed_window",
+						    "token_bucket" };
+
+		ck_assert_int_eq(due_of_path(algs[i], p), -1);
+		ck_assert_int_eq(test_cmd_int(c, "EXISTS %s", test_key(p, algs[i])), 0);
+	}
 	ck_assert_int_eq(test_cmd_int(c, "ZCARD %s", test_sl_key("/log/y")), 1);
-	ck_assert_int_eq(test_cmd_int(c, "SISMEMBER %s /log/y", SL_REG), 1);
+	ck_assert_int_eq(due_of_path("sliding_log", "/log/y"), t + 60000);
 }
 END_TEST
 
@@ -90,33 +89,109 @@ START_TEST(test_reset_unknown_path)
 {
 	call("POST", "/v1/paths/%2Fnothing/reset", NULL);
 	ck_res(200, "{\"path\":\"/nothing\",\"keys_removed\":0,\"entries_removed\":0,\"registries_removed\":0,\"keys\":[]}");
-	/* a registry entry without state is still cleaned */
-	freeReplyObject(test_cmd(c, "SADD %s /stale", SL_REG));
+	/* a due index entry without state is still cleaned */
+	freeReplyObject(test_cmd(c, "ZADD %s 5 /stale", test_registry("sliding_log", "/stale")));
 	call("POST", "/v1/paths/%2Fstale/reset", NULL);
 	ck_res(200, "{\"path\":\"/stale\",\"keys_removed\":0,\"entries_removed\":0,\"registries_removed\":1,\"keys\":[]}");
-	ck_assert_int_eq(test_cmd_int(c, "EXISTS %s", SL_REG), 0);
+	ck_assert_int_eq(test_cmd_int(c, "EXISTS %s", test_registry("sliding_log", "/stale")), 0);
 }
 END_TEST
 
-/* A registry key of another type: a clear 500 for the list, no partial reset, no 500 elsewhere. */
+/*
+ * A due index of another type (here: the sliding log's of /api/users's shard,
+ * 839) fails no reset: the path's keys go, the other due indexes lose it,
+ * that registry is left alone and reported.  It used to make every reset of
+ * every path answer 500, and the listing stop there.
+ */
 START_TEST(test_registry_of_wrong_type)
 {
-	long long t = test_server_ms(c) + HOUR_MS;
+	long long t = test_server_ms(c) + AHEAD_MS;
+	const char *skipped = "\"skipped_registries\":[{\"key\":\"sluice:{839}:registry:sliding_log\","
+			      "\"error\":\"a string, not a sorted set or set: left alone\"}]";
+	char want[800];
 
 	put_ok("api", "{\"match\":\"/api/*\",\"algorithm\":\"leaky_bucket\",\"capacity\":10,\"rate\":0.1}");
 	lb_admit("/api/users", 10, "0.1", t);
-	freeReplyObject(test_cmd(c, "SET %s oops", SL_REG));
-	list(NULL, "1-0", NULL);
-	ck_err(500, "redis_refused", NULL);
+	lb_admit("/api/a", 10, "0.1", t);
+	freeReplyObject(test_cmd(c, "SET %s oops", test_registry("sliding_log", "/api/users")));
+	/* the listing reports it and goes on */
+	list(NULL, NULL, NULL);
+	ck_assert_int_eq(res.status, 200);
+	ck_assert_int_eq(cJSON_GetArraySize(jat("paths")), 2);
+	{
+		char *got = cJSON_PrintUnformatted(jat("skipped_registries"));
+
+		ck_assert_str_eq(got, "[{\"key\":\"sluice:{839}:registry:sliding_log\",\"error\":\"WRONGTYPE Operation "
+				      "against a key holding the wrong kind of value\"}]");
+		free(got);
+	}
+	/* a path of another shard: nothing to report */
+	call("POST", "/v1/paths/%2Fapi%2Fa/reset", NULL);
+	ck_res(200, "{\"path\":\"/api/a\",\"keys_removed\":2,\"entries_removed\":1,\"registries_removed\":1,"
+		    "\"keys\":[{\"key\":\"sluice:{598}:leaky_bucket:/api/a\",\"entries\":1},"
+		    "{\"key\":\"sluice:{598}:leaky_bucket_meta:/api/a\",\"meta\":true}]}");
+	/* the path of that shard: reset, the registry reported */
 	call("POST", "/v1/paths/%2Fapi%2Fusers/reset", NULL);
-	ck_err(500, "redis_refused", NULL);
-	ck_assert_int_eq(test_cmd_int(c, "ZCARD %s", test_lb_key("/api/users")), 1); /* nothing was reset */
-	ck_assert_int_eq(test_cmd_int(c, "SISMEMBER %s /api/users", LB_REG), 1);
-	get("/v1/paths/%2Fnorule");
-	ck_err(404, "not_found", NULL);
+	snprintf(want, sizeof(want),
+		 "{\"path\":\"/api/users\",\"keys_removed\":2,\"entries_removed\":1,\"registries_removed\":1,"
+		 "\"keys\":[{\"key\":\"sluice:{839}:leaky_bucket:/api/users\",\"entries\":1},"
+		 "{\"key\":\"sluice:{839}:leaky_bucket_meta:/api/users\",\"meta\":true}],%s}",
+		 skipped);
+	ck_res(200, want);
+	ck_assert_int_eq(test_cmd_int(c, "EXISTS %s", test_lb_key("/api/users")), 0);
+	ck_assert_int_eq(due_of_path("leaky_bucket", "/api/users"), -1);
+	{
+		redisReply *r = test_cmd(c, "GET %s", test_registry("sliding_log", "/api/users"));
+
+		ck_assert_str_eq(r->str, "oops");
+		freeReplyObject(r);
+	}
+	/* the path state still answers, and a path without rule or state still is 404 */
 	get("/v1/paths/%2Fapi%2Fusers");
 	ck_assert_int_eq(res.status, 200);
-	ck_assert_int_eq(jint("count"), 1);
+	ck_assert_int_eq(jint("count"), 0);
+	get("/v1/paths/%2Fnorule");
+	ck_err(404, "not_found", NULL);
+}
+END_TEST
+
+/* A foreign layout's registry of another type: the same. */
+START_TEST(test_foreign_registry_of_wrong_type)
+{
+	const char *json = "[{\"name\":\"seed004\",\"algorithm\":\"leaky_bucket\",\"key_prefix\":\"LeakyBucket:\","
+			   "\"registry\":\"LeakyBucket::pathSet\"}]";
+	struct layout *all = NULL;
+	size_t nall = 0;
+	struct api_config ac = { .redis = &target, .timeout_ms = 5000, .prefix = PFX };
+	struct api *fa;
+
+	test_layouts(PFX, json, &all, &nall);
+	ac.layouts = all;
+	ac.nlayouts = nall;
+	fa = api_new(&ac);
+	freeReplyObject(test_cmd(c, "ZADD LeakyBucket:/f 1 a"));
+	freeReplyObject(test_cmd(c, "HSET LeakyBucket::pathSet x y"));
+	call_on(fa, "POST", "/v1/paths/%2Ff/reset", NULL, 0, NULL, NULL, NULL);
+	ck_res(200, "{\"path\":\"/f\",\"keys_removed\":1,\"entries_removed\":1,\"registries_removed\":0,"
+		    "\"keys\":[{\"key\":\"LeakyBucket:/f\",\"entries\":1}],"
+		    "\"skipped_registries\":[{\"key\":\"LeakyBucket::pathSet\",\"error\":\"a hash, not a sorted set or set: left alone\"}]}");
+	/* the bulk reset cannot walk it: reported once (the reset of /own met it first), the rest walked */
+	lb_admit("/own", 10, "1", test_server_ms(c) + AHEAD_MS);
+	{
+		const char *b = "{\"match\":\"*\"}";
+
+		call_on(fa, "POST", "/v1/reset", b, strlen(b), NULL, NULL, NULL);
+		ck_res(200, "{\"match\":\"*\",\"dry_run\":false,\"paths\":1,\"keys\":2,\"entries\":1,"
+			    "\"skipped_registries\":[{\"key\":\"LeakyBucket::pathSet\",\"error\":\"a hash, not a sorted "
+			    "set or set: left alone\"}]}");
+		/* alone, the walk's own report */
+		call_on(fa, "POST", "/v1/reset", b, strlen(b), NULL, NULL, NULL);
+		ck_res(200, "{\"match\":\"*\",\"dry_run\":false,\"paths\":0,\"keys\":0,\"entries\":0,"
+			    "\"skipped_registries\":[{\"key\":\"LeakyBucket::pathSet\",\"error\":\"WRONGTYPE Operation "
+			    "against a key holding the wrong kind of value\"}]}");
+	}
+	api_free(fa);
+	layouts_free(all, nall);
 }
 END_TEST
 
@@ -124,15 +199,15 @@ END_TEST
 
 START_TEST(test_bulk_reset)
 {
-	long long t = test_server_ms(c) + HOUR_MS, dbsize;
+	long long t = test_server_ms(c) + AHEAD_MS, dbsize;
 	const char *body;
 
 	lb_admit("/api/a", 10, "0.1", t);
 	lb_admit("/api/a", 10, "0.1", t + 1);
 	lb_admit("/api/b", 10, "0.1", t);
 	lb_admit("/web/c", 10, "0.1", t);
-	sl_admit("/api/a", 10, 60000, t);   /* the same path in a second registry */
-	sl_admit("/api/x", 10, 60000, t);
+	put_state("sliding_log", "/api/a", 1, t, t + 1000); /* the same path in a second algorithm */
+	put_state("sliding_log", "/api/x", 1, t, t + 1000);
 	dbsize = test_cmd_int(c, "DBSIZE");
 
 	body = "{\"match\":\"/api/*\",\"dry_run\":true}";
@@ -140,25 +215,55 @@ START_TEST(test_bulk_reset)
 	/* /api/a: bucket (2) + meta + log (1); /api/b: bucket (1) + meta; /api/x: log (1) */
 	ck_res(200, "{\"match\":\"/api/*\",\"dry_run\":true,\"paths\":3,\"keys\":6,\"entries\":5}");
 	ck_assert_int_eq(test_cmd_int(c, "DBSIZE"), dbsize); /* nothing removed */
-	ck_assert_int_eq(test_cmd_int(c, "SCARD %s", LB_REG), 3);
+	ck_assert_int_eq(due_of_path("leaky_bucket", "/api/a"), t + 10000);
 
 	call("POST", "/v1/reset", "{\"match\":\"/api/*\"}");
 	ck_res(200, "{\"match\":\"/api/*\",\"dry_run\":false,\"paths\":3,\"keys\":6,\"entries\":5}");
-	ck_assert_int_eq(test_cmd_int(c, "SCARD %s", LB_REG), 1);
-	ck_assert_int_eq(test_cmd_int(c, "SISMEMBER %s /web/c", LB_REG), 1);
-	ck_assert_int_eq(test_cmd_int(c, "EXISTS %s", SL_REG), 0);
+	ck_assert_int_eq(due_of_path("leaky_bucket", "/api/a"), -1);
+	ck_assert_int_eq(due_of_path("leaky_bucket", "/api/b"), -1);
+	ck_assert_int_eq(due_of_path("sliding_log", "/api/a"), -1);
+	ck_assert_int_eq(due_of_path("sliding_log", "/api/x"), -1);
+	ck_assert_int_eq(due_of_path("leaky_bucket", "/web/c"), t + 10000);
 	ck_assert_int_eq(test_cmd_int(c, "ZCARD %s", test_lb_key("/web/c")), 1);
-	ck_assert_int_eq(test_cmd_int(c, "EXISTS %s %s %s %s", test_lb_key("/api/a"), test_lb_meta("/api/a"),
-				      test_sl_key("/api/a"), test_lb_key("/api/b")), 0);
+	ck_assert_int_eq(test_cmd_int(c, "EXISTS %s %s %s %s %s", test_lb_key("/api/a"), test_lb_meta("/api/a"),
+				      test_sl_key("/api/a"), test_lb_key("/api/b"), test_sl_key("/api/x")),
+			 0);
+	/* /web/c's bucket, meta and due index */
+	ck_assert_int_eq(test_cmd_int(c, "DBSIZE"), 3);
 	/* again: nothing left to match */
 	call("POST", "/v1/reset", "{\"match\":\"/api/*\",\"dry_run\":false}");
 	ck_res(200, "{\"match\":\"/api/*\",\"dry_run\":false,\"paths\":0,\"keys\":0,\"entries\":0}");
 }
 END_TEST
 
+/* Hundreds of paths over hundreds of shards, more than one pipeline of resets: each counted once. */
+START_TEST(test_bulk_reset_many)
+{
+	enum { N = 450 };
+	long long t = test_server_ms(c) + AHEAD_MS;
+
+	for (int i = 0; i < N; i++) {
+		char p[32];
+
+		snprintf(p, sizeof(p), "/bulk/%d", i);
+		put_state("leaky_bucket", p, 1 + i % 3, t, t + 1000);
+		if (i % 5 == 0)
+			put_state("token_bucket", p, 1, t, t + 1000); /* also found walking the token buckets */
+	}
+	put_state("leaky_bucket", "/keep", 1, t, t + 1000);
+	/* entries: 150 x (1 + 2 + 3) of the buckets + 90 token buckets (a hash counts its fields: 1) */
+	call("POST", "/v1/reset", "{\"match\":\"/bulk/*\",\"dry_run\":true}");
+	ck_res(200, "{\"match\":\"/bulk/*\",\"dry_run\":true,\"paths\":450,\"keys\":540,\"entries\":990}");
+	call("POST", "/v1/reset", "{\"match\":\"/bulk/*\"}");
+	ck_res(200, "{\"match\":\"/bulk/*\",\"dry_run\":false,\"paths\":450,\"keys\":540,\"entries\":990}");
+	ck_assert_int_eq(test_cmd_int(c, "ZCARD %s", test_lb_key("/keep")), 1);
+	ck_assert_int_eq(test_cmd_int(c, "DBSIZE"), 2); /* /keep's bucket and due index */
+}
+END_TEST
+
 START_TEST(test_bulk_reset_errors)
 {
-	lb_admit("/api/a", 10, "0.1", test_server_ms(c) + HOUR_MS);
+	lb_admit("/api/a", 10, "0.1", test_server_ms(c) + AHEAD_MS);
 	call("POST", "/v1/reset", "{}");
 	ck_err(400, "invalid_body", "match");
 	call("POST", "/v1/reset", "{\"match\":\"\"}");
@@ -189,7 +294,7 @@ END_TEST
 START_TEST(test_bulk_reset_glob_dialect)
 {
 	static const char *const paths[] = { "/a[b", "/ab", "/a\\", "/a!", "/ac", "/a[b]" };
-	long long t = test_server_ms(c) + HOUR_MS;
+	long long t = test_server_ms(c) + AHEAD_MS;
 	char *before, *after;
 
 	for (size_t i = 0; i < TEST_N(paths); i++)
@@ -211,6 +316,26 @@ START_TEST(test_bulk_reset_glob_dialect)
 	ck_assert_str_eq(before, after);
 	free(before);
 	free(after);
+}
+END_TEST
+
+/* Binary paths and '}'-leading ones, by glob. */
+START_TEST(test_bulk_reset_binary_paths)
+{
+	long long t = test_server_ms(c) + AHEAD_MS;
+
+	lb_admit_bin("}x\0y", 4, 10, "1", t);
+	lb_admit_bin("}\0", 2, 10, "1", t);
+	lb_admit("}z", 10, "1", t);
+	lb_admit("/other", 10, "1", t);
+	call("POST", "/v1/reset", "{\"match\":\"}*\",\"dry_run\":true}");
+	ck_res(200, "{\"match\":\"}*\",\"dry_run\":true,\"paths\":3,\"keys\":6,\"entries\":3}");
+	call("POST", "/v1/reset", "{\"match\":\"}?\"}");
+	ck_res(200, "{\"match\":\"}?\",\"dry_run\":false,\"paths\":2,\"keys\":4,\"entries\":2}");
+	ck_assert_int_eq(test_cmd_int(c, "EXISTS %s", test_lb_key("}z")), 0);
+	call("POST", "/v1/reset", "{\"match\":\"}*\"}");
+	ck_res(200, "{\"match\":\"}*\",\"dry_run\":false,\"paths\":1,\"keys\":2,\"entries\":1}");
+	ck_assert_int_eq(test_cmd_int(c, "ZCARD %s", test_lb_key("/other")), 1);
 }
 END_TEST
 
@@ -241,6 +366,47 @@ START_TEST(test_bulk_reset_scan_prefix_with_star)
 }
 END_TEST
 
+/* A path in an own layout and in a foreign one is counted once by a dry run, and reset in both. */
+START_TEST(test_bulk_reset_across_layouts)
+{
+	const char *json = "[{\"name\":\"seed004\",\"algorithm\":\"leaky_bucket\",\"key_prefix\":\"LeakyBucket:\","
+			   "\"registry\":\"LeakyBucket::pathSet\"},"
+			   "{\"name\":\"seed000\",\"algorithm\":\"sliding_log\",\"key_prefix\":\"limit:\",\"scan\":true}]";
+	struct layout *all = NULL;
+	size_t nall = 0;
+	struct api_config ac = { .redis = &target, .timeout_ms = 5000, .prefix = PFX };
+	struct api *fa;
+	long long t = test_server_ms(c) + AHEAD_MS;
+	const char *dry = "{\"match\":\"/p*\",\"dry_run\":true}", *wet = "{\"match\":\"/p*\"}";
+
+	test_layouts(PFX, json, &all, &nall);
+	ac.layouts = all;
+	ac.nlayouts = nall;
+	fa = api_new(&ac);
+	lb_admit("/p", 10, "1", t);
+	freeReplyObject(test_cmd(c, "ZADD LeakyBucket:/p 1 a 2 b"));
+	freeReplyObject(test_cmd(c, "ZADD LeakyBucket:/q 1 a"));
+	freeReplyObject(test_cmd(c, "SADD LeakyBucket::pathSet /p /q"));
+	freeReplyObject(test_cmd(c, "ZADD limit:/p 1 a"));
+	freeReplyObject(test_cmd(c, "ZADD limit:/p2 1 a"));
+	/* /p: own bucket + meta (1), foreign bucket (2), SCAN layout's key (1); /p2: the SCAN layout's (1) */
+	call_on(fa, "POST", "/v1/reset", dry, strlen(dry), NULL, NULL, NULL);
+	ck_res(200, "{\"match\":\"/p*\",\"dry_run\":true,\"paths\":2,\"keys\":5,\"entries\":5}");
+	call_on(fa, "POST", "/v1/reset", wet, strlen(wet), NULL, NULL, NULL);
+	ck_res(200, "{\"match\":\"/p*\",\"dry_run\":false,\"paths\":2,\"keys\":5,\"entries\":5}");
+	ck_assert_int_eq(test_cmd_int(c, "EXISTS LeakyBucket:/p limit:/p limit:/p2 %s", test_lb_key("/p")), 0);
+	{
+		redisReply *r = test_cmd(c, "SMEMBERS LeakyBucket::pathSet");
+
+		ck_assert_int_eq(r->elements, 1);
+		ck_assert_str_eq(r->element[0]->str, "/q");
+		freeReplyObject(r);
+	}
+	api_free(fa);
+	layouts_free(all, nall);
+}
+END_TEST
+
 static Suite *reset_api_suite(void)
 {
 	Suite *s = suite_create("reset_api");
@@ -248,16 +414,19 @@ static Suite *reset_api_suite(void)
 
 	tc = test_tcase(s, "reset", api_setup, api_teardown, 60);
 	tcase_add_test(tc, test_reset_leaky_bucket);
-	tcase_add_test(tc, test_reset_sliding_log);
+	tcase_add_test(tc, test_reset_every_algorithm);
 	tcase_add_test(tc, test_reset_unknown_path);
-	tcase_add_test(tc, test_bug_reset_entries_removed_counts_meta_fields);
 	tcase_add_test(tc, test_registry_of_wrong_type);
+	tcase_add_test(tc, test_foreign_registry_of_wrong_type);
 
 	tc = test_tcase(s, "bulk_reset", api_setup, api_teardown, 60);
 	tcase_add_test(tc, test_bulk_reset);
+	tcase_add_test(tc, test_bulk_reset_many);
 	tcase_add_test(tc, test_bulk_reset_errors);
 	tcase_add_test(tc, test_bulk_reset_scan_prefix_with_star);
 	tcase_add_test(tc, test_bulk_reset_glob_dialect);
+	tcase_add_test(tc, test_bulk_reset_binary_paths);
+	tcase_add_test(tc, test_bulk_reset_across_layouts);
 	return s;
 }
 

@@ -605,9 +605,14 @@ char *example_body(const struct op *op)
 
 void seed(void)
 {
-	const char *bad[] = { "SET", "sluice:{/doc-bad}:leaky_bucket", "a string" };
-	const char *addbad[] = { "SADD", LB_REG, "/doc-bad", "\xff/bin" };
-	long long t = test_server_ms(c) + HOUR_MS;
+	long long t = test_server_ms(c) + AHEAD_MS;
+	const char *bad[] = { "SET", test_key("/doc-bad", "leaky_bucket"), "a string" };
+	const char *regbad[] = { "ZADD", test_registry("leaky_bucket", "/doc-bad"), "5", "/doc-bad" };
+	const char *regbin[] = { "ZADD", test_registry("leaky_bucket", "\xff/bin"), "5", "\xff/bin" };
+	/* a sliding log as its client leaves it (key layout 2): entries, the recorded parameters, its due time */
+	const char *log[] = { "ZADD", test_key("/doc-log", "sliding_log"), test_num(t), "a" };
+	const char *logmeta[] = { "HSET", test_key("/doc-log", "sliding_log_meta"), "limit", "10", "window_ms", "60000", "rule", "" };
+	const char *logreg[] = { "ZADD", test_registry("sliding_log", "/doc-log"), test_num(t + 60000), "/doc-log" };
 	struct request rq = { .method = "PUT", .path = "/v1/rules/doc-rule", .body = RULE_BODY };
 	struct answer a;
 
@@ -618,9 +623,12 @@ void seed(void)
 	ck_assert_int_eq(test_acquire(c, TEST_EVAL, "leaky_bucket", "/doc", t, "20", "5", NULL), 1);
 	ck_assert_int_eq(test_acquire(c, TEST_EVAL, "leaky_bucket", "/doc", t + 1, "20", "5", NULL), 1);
 	ck_assert_int_eq(test_acquire(c, TEST_EVAL, "leaky_bucket", "/free", t, "20", "5", NULL), 1);
-	ck_assert_int_eq(test_acquire(c, TEST_EVAL, "sliding_log", "/doc-log", t, "10", "60000", NULL), 1);
+	redis_do(log, 4);
+	redis_do(logmeta, 8);
+	redis_do(logreg, 4);
 	redis_do(bad, 3);
-	redis_do(addbad, 4);
+	redis_do(regbad, 4);
+	redis_do(regbin, 4);
 }
 
 void openapi_setup(void)

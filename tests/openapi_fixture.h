@@ -135,10 +135,12 @@ char *example_body(const struct op *op);
 #define RULE_BODY "{\"match\":\"/doc*\",\"algorithm\":\"leaky_bucket\",\"capacity\":20,\"rate\":5}"
 
 /*
- * State every probe starts from: rule "doc-rule" (leaky bucket, "/doc*"), a
- * bucket at /doc under it, a sliding log at /doc-log (a rule of another
- * algorithm governs it), a bucket at /free (no rule), a wrong-typed key at
- * /doc-bad, and a registry member that is not UTF-8.
+ * State every probe starts from (key layout 2): rule "doc-rule" (leaky
+ * bucket, "/doc*"), a bucket at /doc under it and one at /free (no rule),
+ * both made by the client script with explicit parameters; a sliding log at
+ * /doc-log (a rule of another algorithm matches it) as its client leaves
+ * it; a wrong-typed key at /doc-bad, registered; and a due index member
+ * that is not UTF-8.
  */
 void seed(void);
 

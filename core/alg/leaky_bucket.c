@@ -2,9 +2,14 @@
  * Leaky bucket as a meter (DESIGN.md "State model"; the leaky-bucket-as-meter
  * of Turner 1986 and ATM's GCRA): a sorted set of admitted entries that leaks
  * `rate` entries per second; a request of cost n is admitted while
- * level + n <= capacity.  lua/leaky_bucket.lua is the application's check,
- * lua/leaky_bucket_drain.lua the worker's drain (floor(rate x elapsed + carry)
- * of the oldest entries, the fraction kept in the meta hash),
+ * level + n <= capacity.  lua/leaky_bucket.lua is the application's check
+ * (it records the capacity, rate and rule it applied in the meta, and puts
+ * the path in its shard's due index at the time its next entry leaks);
+ * lua/leaky_bucket_drain_shard.lua the worker's drain of one shard's due
+ * buckets, at the rate each meta records (sluice's own layout);
+ * lua/leaky_bucket_drain.lua the worker's batched drain of a foreign
+ * layout's buckets at the matching rule's rate (floor(rate x elapsed +
+ * carry) of the oldest entries, the fraction kept in the meta hash);
  * lua/leaky_bucket_state.lua the admin read.
  */
 #include <errno.h>
@@ -12,13 +17,13 @@
 #include "core/alg/alg.h"
 #include "core/rules.h"
 
-/* drain ARGV per path: rate (entries per second) */
+/* foreign drain ARGV per path: rate (entries per second) */
 static int job_args(const struct rule *r, struct cmdargs *a)
 {
 	return cmdargs_double(a, r->rate);
 }
 
-/* state ARGV: capacity, rate, now ("" = Redis TIME) */
+/* state ARGV: capacity, rate, now ("" = Redis TIME); the script reads "" parameters from the meta */
 static int state_args(const struct rule *r, struct cmdargs *a)
 {
 	return cmdargs_int(a, r->capacity) || job_args(r, a) || cmdargs_add(a, "", 0) ? -ENOMEM : 0;

@@ -20,6 +20,7 @@
 -- yet (contract_shard), since a key that exists was made by a call that
 -- passed the check (or by hand).
 --@include lib/time.lua
+--@include lib/skew.lua
 --@include lib/shard.lua
 
 -- The path as an error message shows it: printable ASCII as is, other bytes
@@ -72,6 +73,11 @@ end
 -- ARGV[2..4] and the count of the rest: n (at most max_n, nil = 2^53-1),
 -- now and the rule, or an error reply last.  `nparams` names the
 -- parameters for the usage message, `count` how many there are.
+-- An explicit now more than SKEW_MS ahead of Redis TIME is refused: served
+-- at, it would become the path's time mark, and every later call (at Redis
+-- time) would be served at that far future, the state kept until then.  A
+-- clock that far ahead is not one the skew horizon covers.  (Set SKEW_MS
+-- with skew_read first.)
 local function contract_args(alg, nparams, count, max_n)
   if #ARGV ~= 4 + count then
     return nil, nil, nil, usage(alg .. ' takes ARGV path, n, now, rule, then ' .. nparams
@@ -82,6 +88,13 @@ local function contract_args(alg, nparams, count, max_n)
   local now
   now, err = arg_now(ARGV[3])
   if err then return nil, nil, nil, err end
+  if ARGV[3] ~= '' then
+    local server = arg_now('')
+    if now > server + SKEW_MS then
+      return nil, nil, nil, fail('now (ARGV[3])', 'at most max_clock_skew_ms (' .. fmt_int(SKEW_MS)
+        .. ' ms) ahead of Redis TIME; it is ' .. fmt_int(now - server) .. ' ms ahead')
+    end
+  end
   if ARGV[4] ~= '' then
     return nil, nil, nil, fail('rule (ARGV[4])', '"" with explicit parameters in ARGV[5..]'
       .. ' (rule names and "*" are not supported by this version)')
