@@ -261,15 +261,19 @@ CM_FN void cm_gone(struct cm_path *p)
 	p->nf = 0;
 }
 
-/* When, in the path's own timeline, its oldest held sub-window leaves the window under rule r; -1 when none. */
-CM_FN long long cm_edge(const struct cm_path *p, const struct cm_rule *r)
+/*
+ * When, in the path's own timeline, its oldest held sub-window leaves the
+ * window under the parameters it records (those its fields were written
+ * under); -1 when it holds none.
+ */
+CM_FN long long cm_edge(const struct cm_path *p)
 {
 	long long lo = -1;
 
 	for (int i = 0; i < p->nf; i++)
 		if (lo < 0 || p->f[i].idx < lo)
 			lo = p->f[i].idx;
-	return lo < 0 ? -1 : (lo + r->subs) * cm_sub(r);
+	return lo < 0 ? -1 : (lo + p->rec.subs) * cm_sub(&p->rec);
 }
 
 #endif
