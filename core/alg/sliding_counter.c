@@ -37,18 +37,10 @@ static int job_args(const struct rule *r, struct cmdargs *a)
 	return cmdargs_int(a, r->window_ms) || cmdargs_int(a, r->sub_windows) ? -ENOMEM : 0;
 }
 
-/*
- * state ARGV: limit, window (ms), sub-windows, now ("" = Redis TIME); with no
- * rule (r NULL) every parameter is "": the script reads the ones the counter
- * records.
- */
+/* state ARGV: limit, window (ms), sub-windows, now ("" = Redis TIME); the script reads "" parameters from the
+ * counter's hash */
 static int state_args(const struct rule *r, struct cmdargs *a)
 {
-	if (!r)
-		return cmdargs_add(a, "", 0) || cmdargs_add(a, "", 0) || cmdargs_add(a, "", 0) ||
-				       cmdargs_add(a, "", 0)
-			       ? -ENOMEM
-			       : 0;
 	return cmdargs_int(a, r->limit) || cmdargs_int(a, r->window_ms) || cmdargs_int(a, r->sub_windows) ||
 			       cmdargs_add(a, "", 0)
 		       ? -ENOMEM
