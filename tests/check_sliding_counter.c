@@ -318,6 +318,20 @@ START_TEST(test_sc_records_parameters_and_due)
 }
 END_TEST
 
+/* The skew horizon comes from the shard's rules copy when the daemon wrote one: TTL, due time and the job's horizon. */
+START_TEST(test_sc_skew_from_rules_copy)
+{
+	const char *p = "/skew2";
+
+	freeReplyObject(test_cmd(c, "HSET %s max_clock_skew_ms 2000", test_shard_key("sliding_counter", p, "rules")));
+	ck_sc(sc(p, "3", "1000", "10", 150), 1, 2, 0, 1000 - 50);
+	ck_pttl(SC_STATE(p), 1100 + 2000 - 150);
+	ck_assert_int_eq(due_of(SC, p), 1100 + 2000);
+	ck_reply(job(p, 1099 + 2000), 0, 0, 0, 0, 1100 + 2000, 0);
+	ck_reply(job(p, 1100 + 2000), 1, 1, 1, 0, -1, 0);
+}
+END_TEST
+
 /* ---- the shard job -------------------------------------------------------------- */
 
 START_TEST(test_sc_prune_boundary)
@@ -1381,6 +1395,7 @@ static Suite *sliding_counter_suite(void)
 	tcase_add_test(tc, test_sc_uses_redis_time);
 	tcase_add_test(tc, test_sc_rejection_removes_nothing);
 	tcase_add_test(tc, test_sc_records_parameters_and_due);
+	tcase_add_test(tc, test_sc_skew_from_rules_copy);
 
 	tc = test_tcase(s, "shard job", script_setup, script_teardown, 120);
 	tcase_add_test(tc, test_sc_prune_boundary);
