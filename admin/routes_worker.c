@@ -20,6 +20,14 @@ static cJSON *add_object(cJSON *obj, const char *name)
 	return o;
 }
 
+/* obj[name] = v, or null when v < 0 (not applicable).  0 or -ENOMEM. */
+static int add_int_or_null(cJSON *obj, const char *name, int64_t v)
+{
+	if (v >= 0)
+		return jsonv_add_int(obj, name, v);
+	return cJSON_AddNullToObject(obj, name) ? 0 : -ENOMEM;
+}
+
 /* `name`: one job's result of a sweep; `entries` names its entries ("drained", "pruned").  0 or -ENOMEM. */
 static int add_result(cJSON *o, const char *name, const char *entries, const struct worker_result *r,
 		      int64_t us)
@@ -87,7 +95,8 @@ static int add_job(cJSON *jobs, const char *name, const char *entries, const str
 	cJSON *o = add_object(jobs, name);
 
 	return !o || jsonv_add_int(o, "ticks", (int64_t)j->steps) || jsonv_add_int(o, "sweeps", (int64_t)j->sweeps) ||
-	       jsonv_add_int(o, "batches", (int64_t)j->batches) || jsonv_add_int(o, "paths", (int64_t)j->paths) ||
+	       jsonv_add_int(o, "batches", (int64_t)j->batches) || jsonv_add_int(o, "polls", (int64_t)j->polls) ||
+	       jsonv_add_int(o, "paths", (int64_t)j->paths) ||
 	       jsonv_add_int(o, entries, (int64_t)j->entries) || jsonv_add_int(o, "emptied", (int64_t)j->emptied) ||
 	       jsonv_add_int(o, "unmatched", (int64_t)j->unmatched) || jsonv_add_int(o, "skipped", (int64_t)j->skipped) ||
 	       jsonv_add_int(o, "errors", (int64_t)j->errors) ||
@@ -95,8 +104,29 @@ static int add_job(cJSON *jobs, const char *name, const char *entries, const str
 	       jsonv_add_int(o, "last_sweep_us", j->last_sweep_us) || jsonv_add_int(o, "lag_us", j->lag_us) ||
 	       jsonv_add_int(o, "max_lag_us", j->max_lag_us) || jsonv_add_int(o, "overruns", (int64_t)j->overruns) ||
 	       !cJSON_AddBoolToObject(o, "in_sweep", j->in_sweep) ||
+	       jsonv_add_int(o, "due_backlog", (int64_t)j->due_backlog) ||
+	       add_int_or_null(o, "oldest_due_age_ms", j->oldest_due_age_ms) ||
 	       !(j->last_error[0] ? cJSON_AddStringToObject(o, "last_error", j->last_error)
 				  : cJSON_AddNullToObject(o, "last_error"))
+		       ? -ENOMEM : 0;
+}
+
+/*
+ * "skew": the skew horizon the worker keeps in every shard's rules copy
+ * (null when it keeps none), how many copies are not known to hold it,
+ * how many it wrote since start, and why the last write or check failed.
+ * 0 or -ENOMEM.
+ */
+static int add_skew(cJSON *o, const struct worker_status *st)
+{
+	cJSON *k = add_object(o, "skew");
+
+	return !k ||
+	       add_int_or_null(k, "max_clock_skew_ms", st->skew_ms) ||
+	       jsonv_add_int(k, "shards_pending", (int64_t)st->skew_pending) ||
+	       jsonv_add_int(k, "shards_written", (int64_t)st->skew_written) ||
+	       !(st->skew_error[0] ? cJSON_AddStringToObject(k, "last_error", st->skew_error)
+				   : cJSON_AddNullToObject(k, "last_error"))
 		       ? -ENOMEM : 0;
 }
 
@@ -161,7 +191,7 @@ void route_worker(struct api *a, struct api_response *res)
 	}
 	if (add_totals(o, &st) || !(jobs = cJSON_AddObjectToObject(o, "jobs")) ||
 	    add_job(jobs, "drain", "drained", &st.job[WORKER_DRAIN]) ||
-	    add_job(jobs, "prune", "pruned", &st.job[WORKER_PRUNE]) || add_layouts(o, &st)) {
+	    add_job(jobs, "prune", "pruned", &st.job[WORKER_PRUNE]) || add_layouts(o, &st) || add_skew(o, &st)) {
 		cJSON_Delete(o);
 		o = NULL;
 	}

@@ -22,6 +22,7 @@ int config_defaults(struct config *cfg)
 	cfg->prune_interval_ms = 1000;
 	cfg->batch_size = 500;
 	cfg->redis_timeout_ms = 500;
+	cfg->max_clock_skew_ms = CONFIG_SKEW_DEFAULT_MS;
 	cfg->max_body_bytes = 65536;
 	cfg->max_connections = 64;
 	cfg->idle_timeout_s = 30;
@@ -140,6 +141,7 @@ static const struct int_field int_fields[] = {
 	{ "sweep_budget_ms", 0, 3600000, offsetof(struct config, sweep_budget_ms) },
 	{ "batch_size", 1, 100000, offsetof(struct config, batch_size) },
 	{ "redis_timeout_ms", 1, 600000, offsetof(struct config, redis_timeout_ms) },
+	{ "max_clock_skew_ms", 0, 3600000, offsetof(struct config, max_clock_skew_ms) },
 	{ "max_body_bytes", 1, 64 << 20, offsetof(struct config, max_body_bytes) },
 	{ "max_connections", 1, 65536, offsetof(struct config, max_connections) },
 	{ "idle_timeout_s", 1, 3600, offsetof(struct config, idle_timeout_s) },

@@ -14,6 +14,9 @@
 #include "core/redis_target.h"
 #include "core/rules.h"
 
+/* The scripts' own default skew horizon (lua/lib/skew.lua SKEW_MS), ms. */
+#define CONFIG_SKEW_DEFAULT_MS 10000
+
 struct config {
 	char *redis_url;             /* owned; default redis://127.0.0.1:6379/0 */
 	struct redis_target redis;
@@ -25,6 +28,9 @@ struct config {
 	int64_t sweep_budget_ms;     /* per tick; 0 = 80% of the job's interval */
 	int64_t batch_size;          /* paths per SSCAN and per script call, default 500 */
 	int64_t redis_timeout_ms;    /* connect and command timeout, default 500 (bounds SIGTERM's wait) */
+	int64_t max_clock_skew_ms;   /* the skew horizon (DESIGN.md "Time"), 0..3600000, default
+				      * CONFIG_SKEW_DEFAULT_MS: how far a client's clock may lag Redis and
+				      * still be held to its rule; written into every shard's rules copy */
 	int64_t max_body_bytes;      /* admin request bodies, default 65536 */
 	int64_t max_connections;     /* admin connections, default 64 */
 	int64_t idle_timeout_s;      /* admin connections idle this long are closed, default 30 */

@@ -7,7 +7,9 @@
  * loop, so no handler runs inside a batch.  Start-up order: config, one
  * attempt at storing the config's rules in Redis (seed_step; retried by the
  * worker's ticks until it succeeds, the admin API's rule routes and /readyz
- * answering 503 meanwhile), the admin server, the scheduler.  Shutdown
+ * answering 503 meanwhile), the admin server, the scheduler; the worker's
+ * first tick writes max_clock_skew_ms into every shard's rules copy that
+ * lacks it, and drains whether or not the rules could be stored.  Shutdown
  * order: stop the admin server, stop scheduling (the batch in flight has
  * finished by then: it runs on this thread), free everything.
  */
@@ -46,6 +48,13 @@ struct job_ctx {
 	int failing;             /* last step failed: log only the transitions */
 };
 
+/* What the log last said of the shards' skew copies (log only the transitions). */
+struct skew_log {
+	int failing;             /* skew_sync_failed was logged and no skew_synced since */
+	uint64_t written;        /* copies written when skew_synced was last logged */
+	char why[160];
+};
+
 struct daemon {
 	struct config cfg;
 	struct layout *layouts;
@@ -58,6 +67,7 @@ struct daemon {
 	int64_t seed_started_us; /* CLOCK_MONOTONIC of the first attempt */
 	struct sched *sched;
 	struct job_ctx jobs[WORKER__JOBS];
+	struct skew_log skew;
 };
 
 static int64_t mono_us(void *arg)
@@ -134,6 +144,35 @@ static int seed_step(struct daemon *d)
 	return 0;
 }
 
+/*
+ * Log what became of the shards' copies of max_clock_skew_ms after a step:
+ * skew_synced when every copy holds it and some were written since the last
+ * such line (at start, after SIGHUP, after Redis lost them), skew_sync_failed
+ * when a write or check failed (once per reason; the worker retries).
+ */
+static void log_skew(struct daemon *d)
+{
+	struct worker_status ws;
+	char q[200];
+
+	worker_status(d->worker, &ws);
+	if (ws.skew_ms < 0)
+		return;
+	if (ws.skew_error[0] && (!d->skew.failing || strcmp(ws.skew_error, d->skew.why))) {
+		log_event(LOG_WARN, "skew_sync_failed", "max_clock_skew_ms=%lld shards_pending=%zu reason=%s "
+			  "retry=1s", (long long)ws.skew_ms, ws.skew_pending,
+			  log_quote(q, sizeof(q), ws.skew_error, strlen(ws.skew_error)));
+		d->skew.failing = 1;
+		snprintf(d->skew.why, sizeof(d->skew.why), "%s", ws.skew_error);
+	}
+	if (ws.skew_pending == 0 && (ws.skew_written != d->skew.written || d->skew.failing)) {
+		log_event(LOG_INFO, "skew_synced", "max_clock_skew_ms=%lld shards_written=%llu",
+			  (long long)ws.skew_ms, (unsigned long long)(ws.skew_written - d->skew.written));
+		d->skew.written = ws.skew_written;
+		d->skew.failing = 0;
+	}
+}
+
 static int run_job(void *arg)
 {
 	struct job_ctx *j = arg;
@@ -142,13 +181,18 @@ static int run_job(void *arg)
 	struct sched_stats st;
 	int rc;
 
-	if (seed_step(d)) {
-		j->failing = 1;
-		return -EAGAIN; /* the worker waits for the rules (seed_step logged why) */
-	}
+	/*
+	 * The config's rules are stored first while they wait to be (seed_step
+	 * logs why it failed).  The worker runs all the same: its own layouts
+	 * need no rules (their state records its parameters), a foreign path
+	 * with no rule yet is left alone, and at maxmemory the drain is what
+	 * frees the memory that storing the rules waits for.
+	 */
+	seed_step(d);
 	if (!sched_get_stats(d->sched, (size_t)j->sched_idx, &st))
 		worker_note_schedule(d->worker, j->job, st.last_lag_us, st.overruns);
 	rc = worker_step(d->worker, j->job, j->budget_us, -1, &res);
+	log_skew(d);
 	if (rc) {
 		if (!j->failing) {
 			struct worker_status ws;
@@ -195,8 +239,9 @@ static int64_t budget_us(const struct config *cfg, int64_t interval_ms)
 
 /*
  * SIGHUP: read the command line and config file again.  A broken file is
- * logged and changes nothing.  Rules, intervals, the sweep budget and the log
- * level apply at once; the Redis address, listen address, prefix, batch size
+ * logged and changes nothing.  Rules, intervals, the sweep budget, the skew
+ * horizon (max_clock_skew_ms: every shard's copy at the next tick) and the
+ * log level apply at once; the Redis address, listen address, prefix, batch size
  * and admin settings need a restart (logged when they differ).
  */
 static void reload(struct daemon *d, int argc, char **argv)
@@ -250,6 +295,8 @@ static void reload(struct daemon *d, int argc, char **argv)
 	d->cfg.prune_interval_ms = next.prune_interval_ms;
 	d->cfg.sweep_budget_ms = next.sweep_budget_ms;
 	d->cfg.log_level = next.log_level;
+	d->cfg.max_clock_skew_ms = next.max_clock_skew_ms;
+	worker_set_skew(d->worker, d->cfg.max_clock_skew_ms); /* every copy checked at the next tick */
 	log_set_level(next.log_level);
 	interval[WORKER_DRAIN] = d->cfg.drain_interval_ms;
 	interval[WORKER_PRUNE] = d->cfg.prune_interval_ms;
@@ -267,8 +314,9 @@ static void reload(struct daemon *d, int argc, char **argv)
 	next.nrules = 0;
 	if (d->cfg.nrules && !d->seed_conn)
 		d->seed_conn = rconn_new(&d->cfg.redis, d->cfg.redis_timeout_ms);
-	log_event(LOG_INFO, "reloaded", "drain_interval_ms=%lld prune_interval_ms=%lld rules=%zu",
-		  (long long)d->cfg.drain_interval_ms, (long long)d->cfg.prune_interval_ms, d->cfg.nrules);
+	log_event(LOG_INFO, "reloaded", "drain_interval_ms=%lld prune_interval_ms=%lld rules=%zu max_clock_skew_ms=%lld",
+		  (long long)d->cfg.drain_interval_ms, (long long)d->cfg.prune_interval_ms, d->cfg.nrules,
+		  (long long)d->cfg.max_clock_skew_ms);
 	config_free(&next);
 }
 
@@ -345,6 +393,7 @@ int main(int argc, char **argv)
 		struct worker_config wc = {
 			.redis = &d.cfg.redis, .timeout_ms = d.cfg.redis_timeout_ms, .prefix = d.cfg.prefix,
 			.batch_size = (size_t)d.cfg.batch_size, .layouts = d.layouts, .nlayouts = d.nlayouts,
+			.write_skew = 1, .max_clock_skew_ms = d.cfg.max_clock_skew_ms,
 		};
 		struct api_config ac = {
 			.redis = &d.cfg.redis, .timeout_ms = d.cfg.redis_timeout_ms, .prefix = d.cfg.prefix,
@@ -364,7 +413,7 @@ int main(int argc, char **argv)
 	 * Redis is up, the first GET /v1/rules lists them.  When it is not, the
 	 * server starts all the same (/healthz never waits on Redis), /readyz and
 	 * the rule and path routes answer 503 until a worker tick's retry stored
-	 * them, and the worker waits for them too.  An attempt ends at the first
+	 * them (the worker runs meanwhile).  An attempt ends at the first
 	 * connect or command that fails or times out (redis_timeout_ms).
 	 */
 	if (!d.cfg.nrules)

@@ -1,54 +1,85 @@
 #!lua
--- sluice: token bucket, client-side acquire.  Contract: lua/README.md.
+-- sluice: token bucket, client-side acquire.  Contract: lua/README.md,
+-- "Calling a client script" (DESIGN.md, "Client scripts: the calling contract").
 --
--- KEYS[1] bucket   hash: tokens = tokens the bucket held at `last` ('%.17g'),
---                        last   = ms of the last admission
--- KEYS[2] registry set of paths that have state (walked by the daemon)
--- ARGV[1] path (registry member), ARGV[2] capacity (tokens, integer >= 1),
--- ARGV[3] rate (tokens added per second, > 0), ARGV[4] n (cost, default 1),
--- ARGV[5] now (ms; absent or "" = Redis TIME)
--- Reply {allowed 0|1, remaining (whole tokens), retry_after_ms (-1: n > capacity),
---        reset_ms (until the bucket is full)}
+-- KEYS[1] bucket   <prefix>{k}:token_bucket:<path>: hash
+--                    tokens = tokens held at `last` ('%.17g', may be fractional),
+--                    last   = ms of the latest admission (the time mark),
+--                    capacity, rate = the parameters last applied (as passed),
+--                    rule   = the rule named ("" for explicit parameters)
+-- KEYS[2] meta     <prefix>{k}:token_bucket_meta:<path>: accepted and left
+--                  alone (the bucket keeps its bookkeeping in its own hash)
+-- KEYS[3] registry <prefix>{k}:registry:token_bucket (due index: when the
+--                  bucket will have been full for the skew horizon)
+-- KEYS[4] rules: the shard's rules copy (read: max_clock_skew_ms, lib/skew.lua)
+-- KEYS[5] stats: the shard's decision counters; accepted, not used yet
+-- ARGV[1] path, ARGV[2] n (cost in tokens, "" = 1), ARGV[3] now (ms, "" =
+-- Redis TIME), ARGV[4] rule ("" only), ARGV[5] capacity (tokens, integer
+-- >= 1), ARGV[6] rate (tokens added per second, > 0)
+-- Reply {allowed 0|1, remaining (whole tokens), retry_after_ms (-1: n >
+--        capacity), reset_ms (until the bucket is full), rule}
 --
--- Lazy refill (lib/refill.lua, shared with token_bucket_reclaim.lua and
--- token_bucket_state.lua): at t the bucket holds
--- min(capacity, tokens + rate * (t - last) / 1000).
--- An absent bucket is full, and so is the same as a bucket that has refilled to
--- capacity, but for `last`, the bucket's time mark: a caller whose now is
--- older is served at it.  So the key expires SKEW_MS after the bucket is full
--- (lib/skew.lua), and the worker's reclaim deletes only buckets full for that
--- long.  Only an admission writes; a rejected request takes nothing and writes
--- nothing.
+-- Lazy refill (lib/refill.lua, shared with the reclaims and
+-- token_bucket_state.lua): at t = max(now, last) the bucket holds
+-- min(capacity, tokens + rate * (t - last) / 1000).  An absent bucket is
+-- full, and so is the same as a bucket that has refilled to capacity, but
+-- for `last`, the bucket's time mark: a caller whose now is older is served
+-- at it.  So the key expires SKEW_MS after the bucket is full (lib/skew.lua),
+-- and the worker's reclaim deletes only buckets full for that long, by the
+-- capacity and rate recorded here.  Only an admission writes; a rejected
+-- request takes nothing and writes nothing.
 
+--@include lib/contract.lua
 --@include lib/bucket.lua
 --@include lib/refill.lua
+--@include lib/due.lua
 
-if #KEYS ~= 2 then return usage('token_bucket takes 2 KEYS (bucket, registry)') end
-local bucket, registry = KEYS[1], KEYS[2]
-local path, capacity, rate, n, now, err = arg_bucket_call(ARGV, 'tokens')
+local path, base, k, err = contract_keys('token_bucket', 'capacity, rate')
 if err then return err end
+SKEW_MS = skew_read(KEYS[4])
+local n, now, rule
+n, now, rule, err = contract_args('token_bucket', 'capacity, rate', 2)
+if err then return err end
+local capacity, rate
+capacity, rate, err = arg_bucket(ARGV[5], ARGV[6], 'tokens')
+if err then return err end
+local bucket = KEYS[1]
 
-local tokens0, last, t = refill_read(redis.call('HMGET', bucket, 'tokens', 'last'), capacity, now)
-local tokens = refill_at(tokens0, last, capacity, rate, t)
+local m = redis.call('HMGET', bucket, 'tokens', 'last', 'capacity', 'rate', 'rule')
+local tokens0, last, t, found, tokens = refill_read(m, capacity, rate, now)
+if not found then
+  -- No state: the path is new (or its bucket was full and went), the one
+  -- time its shard is checked.
+  err = contract_shard(path, k)
+  if err then return err end
+end
 
--- ms after `last` until the bucket holds `want` tokens (retry_after, reset_ms, TTL).
-local function ms_until(want) return refill_ms_until(tokens0, rate, want) end
-
-local allowed, retry_after = 0, 0
+local allowed, retry_after, reset = 0, 0, nil
 if n > capacity then
   retry_after = -1 -- can never be admitted; nothing is stored
+  reset = refill_reset_ms(tokens, tokens0, last, capacity, rate, t)
 elseif tokens + EPS >= n then -- EPS: see lib/num.lua
   allowed = 1
   tokens = math.max(0, tokens - n)
-  tokens0, last = tokens, t
-  redis.call('HSET', bucket, 'tokens', fmt_real(tokens), 'last', fmt_int(t))
-  -- Keep the bucket until it is full again (then it is the same as absent),
-  -- measured from the caller's now, + 1 ms for the expiry clock's rounding,
-  -- and SKEW_MS more for its mark (refills in more than 2^53 ms: never expire).
-  expire_in(bucket, t + ms_until(capacity) - now + 1 + SKEW_MS)
-  redis.call('SADD', registry, path)
+  -- the parameters applied, recorded when they change (the reclaim goes by them)
+  if m[3] ~= ARGV[5] or m[4] ~= ARGV[6] or m[5] ~= rule then
+    redis.call('HSET', bucket, 'tokens', fmt_real(tokens), 'last', fmt_int(t),
+      'capacity', ARGV[5], 'rate', ARGV[6], 'rule', rule)
+  else
+    redis.call('HSET', bucket, 'tokens', fmt_real(tokens), 'last', fmt_int(t))
+  end
+  -- Not full now (n >= 1 was taken): full in `reset` ms.  Keep the bucket
+  -- until it has been full for SKEW_MS (then it is the same as absent to
+  -- every caller within the horizon), measured from the caller's now, + 1 ms
+  -- for the expiry clock's rounding (refills in 2^53 ms or more: never
+  -- expire); due for the reclaim at that time.
+  reset = refill_ms_until(tokens, rate, capacity)
+  local due = refill_due(t, reset)
+  expire_in(bucket, due < MAX_INT and due - now + 1 or MAX_INT)
+  due_set(KEYS[3], path, due, now, base, 'token_bucket')
 else
-  retry_after = math.max(1, last + ms_until(n) - t)
+  retry_after = math.max(1, last + refill_ms_until(tokens0, rate, n) - t)
+  reset = refill_reset_ms(tokens, tokens0, last, capacity, rate, t)
 end
 
-return { allowed, refill_whole(tokens, capacity), retry_after, refill_reset_ms(tokens0, last, capacity, rate, t) }
+return { allowed, refill_whole(tokens, capacity), retry_after, reset, rule }

@@ -39,7 +39,7 @@ return batch_run(nb, function(i, now)
   local m = redis.pcall('HMGET', bucket, 'tokens', 'last')
   if m.err then return nil end
   -- Absent or unreadable reads as full, as the acquire reads it (no mark).
-  local tokens0, last, _, found = refill_read(m, capacity, now)
+  local tokens0, last, _, found = refill_read(m, capacity, rate, now)
   local b = now - SKEW_MS
   if found and (last > b or not refill_full(refill_at(tokens0, last, capacity, rate, b), capacity)) then
     return 0, 0

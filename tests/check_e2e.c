@@ -16,6 +16,7 @@
 #include <cjson/cJSON.h>
 
 #include "core/scripts.h"
+#include "core/shard.h"
 #include "tests/harness.h"
 
 static struct test_redis R;
@@ -101,11 +102,11 @@ static void write_config(struct daemon_proc *d, const char *redis_url, const cha
 	fclose(f);
 }
 
-/* Start sluiced with the config; do not wait. */
-static void spawn_daemon(struct daemon_proc *d, const char *redis_url)
+/* Start sluiced with the config and `extra` members (",\"k\":v...", or NULL); do not wait. */
+static void spawn_daemon_with(struct daemon_proc *d, const char *redis_url, const char *extra)
 {
 	d->port = test_free_port();
-	write_config(d, redis_url, NULL);
+	write_config(d, redis_url, extra);
 	snprintf(d->log, sizeof(d->log), "%s.log", d->config);
 	d->pid = fork();
 	ck_assert_int_ge(d->pid, 0);
@@ -118,6 +119,11 @@ static void spawn_daemon(struct daemon_proc *d, const char *redis_url)
 	}
 }
 
+static void spawn_daemon(struct daemon_proc *d, const char *redis_url)
+{
+	spawn_daemon_with(d, redis_url, NULL);
+}
+
 /* ck_wait_until condition: `d` answers /healthz with 200; it must still be running. */
 static int healthy(const struct daemon_proc *d)
 {
@@ -127,11 +133,16 @@ static int healthy(const struct daemon_proc *d)
 	return http_status(d->port, "GET", "/healthz", NULL) == 200;
 }
 
-/* Start sluiced with the config; wait for /healthz. */
+/* Start sluiced with the config and `extra` members; wait for /healthz. */
+static void start_daemon_with(struct daemon_proc *d, const char *redis_url, const char *extra)
+{
+	spawn_daemon_with(d, redis_url, extra);
+	ck_wait_until(healthy(d), 5000, "sluiced did not answer /healthz");
+}
+
 static void start_daemon(struct daemon_proc *d, const char *redis_url)
 {
-	spawn_daemon(d, redis_url);
-	ck_wait_until(healthy(d), 5000, "sluiced did not answer /healthz");
+	start_daemon_with(d, redis_url, NULL);
 }
 
 /*
@@ -161,24 +172,88 @@ static int stop_daemon(struct daemon_proc *d)
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-/* Client acquire at `now` ms, or at the server's clock when now < 0 (what production clients do). */
+/*
+ * Client acquire of cost 1 of the leaky bucket at `path` (capacity 10, rate
+ * 50, the config's e2e-bucket numbers) at `now` ms, or at the server's clock
+ * when now < 0 (what production clients do), by the calling contract
+ * (lua/README.md): the five keys of the path's shard.
+ */
 static long long lb_acquire(const char *path, long long now)
 {
-	const struct script_src *s = script_get(SCRIPT_LEAKY_BUCKET);
-	char k1[128], k2[128], nowb[24] = "";
-	redisReply *r;
-	long long allowed;
+	static const char *const params[] = { "10", "50" };
 
-	snprintf(k1, sizeof(k1), "sluice:{%s}:leaky_bucket", path);
-	snprintf(k2, sizeof(k2), "sluice:{%s}:leaky_bucket:meta", path);
-	if (now >= 0)
-		snprintf(nowb, sizeof(nowb), "%lld", now);
-	r = test_cmd(C, "EVAL %s 3 %s %s sluice:registry:leaky_bucket %s 10 50 1 %s", s->body, k1, k2,
-		     path, nowb);
-	ck_assert_int_eq(r->type, REDIS_REPLY_ARRAY);
-	allowed = r->element[0]->integer;
+	return test_script_allowed(test_client_call(C, TEST_EVAL, "leaky_bucket", path, "1", now, params, 2),
+				   "leaky_bucket");
+}
+
+/* A sliding log call (limit 3, window 300 ms: the config's e2e-log) at `now` (< 0: Redis TIME); returns `allowed`. */
+static long long sl_acquire(const char *path, long long now)
+{
+	static const char *const params[] = { "3", "300" };
+
+	return test_script_allowed(test_client_call(C, TEST_EVAL, "sliding_log", path, "1", now, params, 2),
+				   "sliding_log");
+}
+
+/* max_clock_skew_ms in shard k's rules copy on `c`, or -1 when it has none. */
+static long long copy_on(redisContext *c, unsigned k)
+{
+	redisReply *r = test_cmd(c, "HGET sluice:{%u}:rules max_clock_skew_ms", k);
+	long long v = r->type == REDIS_REPLY_STRING ? atoll(r->str) : -1;
+
 	freeReplyObject(r);
-	return allowed;
+	return v;
+}
+
+/* How many of the 1024 shards' rules copies on `c` hold max_clock_skew_ms = ms. */
+static int copies_holding(redisContext *c, long long ms)
+{
+	int n = 0;
+
+	for (unsigned k = 0; k < 1024; k++)
+		redisAppendCommand(c, "HGET sluice:{%u}:rules max_clock_skew_ms", k);
+	for (unsigned k = 0; k < 1024; k++) {
+		redisReply *r = NULL;
+
+		ck_assert_int_eq(redisGetReply(c, (void **)&r), REDIS_OK);
+		n += r->type == REDIS_REPLY_STRING && atoll(r->str) == ms;
+		freeReplyObject(r);
+	}
+	return n;
+}
+
+/* Delete every shard's rules copy on `c`. */
+static void drop_copies(redisContext *c)
+{
+	for (unsigned k = 0; k < 1024; k++)
+		redisAppendCommand(c, "DEL sluice:{%u}:rules", k);
+	for (unsigned k = 0; k < 1024; k++) {
+		redisReply *r = NULL;
+
+		ck_assert_int_eq(redisGetReply(c, (void **)&r), REDIS_OK);
+		freeReplyObject(r);
+	}
+}
+
+/* The whole log of `d` so far, in `buf`. */
+static const char *read_log(const struct daemon_proc *d, char *buf, size_t cap)
+{
+	FILE *f = fopen(d->log, "r");
+	size_t n;
+
+	ck_assert_ptr_nonnull(f);
+	n = fread(buf, 1, cap - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+	return buf;
+}
+
+/* ck_wait_until condition: the log of `d` (its first 32 KB) holds `what`. */
+static int log_has(const struct daemon_proc *d, const char *what)
+{
+	char buf[32768];
+
+	return strstr(read_log(d, buf, sizeof(buf)), what) != NULL;
 }
 
 static void setup(void)
@@ -222,68 +297,70 @@ START_TEST(drain_seen_through_admin_api)
 	j = NULL;
 	ck_wait_until(jint(refetch(&j, d.port, "/v1/paths/%2Fbucket%2Fa"), "count") == 0, 3000,
 		      "bucket not drained after 3 s");
-	ck_assert_str_eq(cJSON_GetObjectItem(j, "rule")->valuestring, "e2e-bucket");
 	ck_assert_int_eq(jint(j, "remaining"), 10);
 	ck_assert_int_eq(jint(j, "capacity"), 10);
 	cJSON_Delete(j);
-	test_sleep_ms(100); /* a few more drain ticks */
-	j = get_json(d.port, "/v1/worker", 200);
-	ck_assert_int_eq(jint(j, "drained"), 10); /* each admitted entry leaked exactly once */
-	ck_assert_int_eq(jint(j, "jobs.drain.emptied"), 1);
+	/* the worker counts each admitted entry leaked exactly once, and the bucket leaves its registry */
+	j = NULL;
+	ck_wait_until(jint(refetch(&j, d.port, "/v1/worker"), "jobs.drain.emptied") == 1, 3000,
+		      "the emptied bucket did not leave its registry within 3 s");
+	ck_assert_int_eq(jint(j, "drained"), 10);
 	ck_assert_int_eq(jint(j, "errors"), 0);
+	ck_assert_int_eq(jint(j, "jobs.drain.due_backlog"), 0);
+	ck_assert_int_ge(jint(j, "jobs.drain.oldest_due_age_ms"), 0);
+	/* the skew horizon of the config (default 10000) is in every shard's rules copy */
+	ck_assert_int_eq(jint(j, "skew.max_clock_skew_ms"), 10000);
+	ck_assert_int_eq(jint(j, "skew.shards_pending"), 0);
+	ck_assert_int_eq(jint(j, "skew.shards_written"), 1024);
 	cJSON_Delete(j);
-	ck_assert_int_eq(test_cmd_int(C, "EXISTS sluice:{/bucket/a}:leaky_bucket"), 0);
-	ck_assert_int_eq(test_cmd_int(C, "SCARD sluice:registry:leaky_bucket"), 0);
+	ck_assert_int_eq(copies_holding(C, 10000), 1024);
+	ck_assert_int_eq(test_cmd_int(C, "EXISTS %s", test_lb_key("/bucket/a")), 0);
+	ck_assert_int_eq(test_cmd_int(C, "EXISTS %s", test_registry("leaky_bucket", "/bucket/a")), 0);
+	ck_wait_until(log_has(&d, "event=skew_synced max_clock_skew_ms=10000 shards_written=1024"), 1000,
+		      "no skew_synced in the log");
 	ck_assert_int_eq(stop_daemon(&d), 0);
 }
 END_TEST
 
+/*
+ * The prune seen through the admin API, with a skew horizon of 200 ms in
+ * the config (max_clock_skew_ms, in every shard's rules copy, where the
+ * scripts read it): a log's entries go 300 + 200 ms after they were
+ * admitted, not 10.3 s; then a reset through the API.
+ */
 START_TEST(prune_and_reset_through_admin_api)
 {
-	const struct script_src *s = script_get(SCRIPT_SLIDING_LOG);
 	struct daemon_proc d;
 	struct test_http_res h;
-	redisReply *r;
 	cJSON *j;
 
-	start_daemon(&d, R.url);
+	start_daemon_with(&d, R.url, ",\"max_clock_skew_ms\":200");
 	/*
 	 * Before the log is written: while the daemon's connections load their
-	 * scripts, the three entries would be spread in time, and a prune tick
-	 * between their expiries would prune only some of them.
+	 * scripts and write the skew copies, the entries would be spread in time,
+	 * and a prune tick between their expiries would prune only some of them.
 	 */
 	wait_worker_connected(&d);
-	for (int i = 0; i < 4; i++) {
-		r = test_cmd(C, "EVAL %s 2 sluice:{/log}:sliding_log sluice:registry:sliding_log /log 3 300",
-			     s->body);
-		ck_assert_int_eq(r->element[0]->integer, i < 3 ? 1 : 0); /* the 4th is over the limit */
-		freeReplyObject(r);
-	}
+	j = NULL;
+	ck_wait_until(jint(refetch(&j, d.port, "/v1/worker"), "skew.shards_pending") == 0, 3000,
+		      "the skew copies were not written within 3 s");
+	cJSON_Delete(j);
+	ck_assert_int_eq(copy_on(C, shard_of("/log", 4)), 200);
+	for (int i = 0; i < 4; i++)
+		ck_assert_int_eq(sl_acquire("/log", -1), i < 3 ? 1 : 0); /* the 4th is over the limit */
 	j = get_json(d.port, "/v1/paths/%2Flog", 200);
 	ck_assert_int_eq(jint(j, "count"), 3);
 	ck_assert_int_eq(jint(j, "limit"), 3);
 	ck_assert_int_eq(jint(j, "remaining"), 0);
 	cJSON_Delete(j);
-	/* The worker keeps those entries until they have left the window of every
-	 * client whose clock lags Redis by up to the skew horizon (10 s,
-	 * lua/lib/skew.lua).  So that the test need not wait that long: the same
-	 * three from a client lagging by the whole horizon, whose entries leave
-	 * every such window 300 ms later; the worker prunes them then, long
-	 * before their TTL (10.3 s) ends, unregisters the path, and then counts
-	 * the step in its status (a moment after the registry changed: the wait
-	 * is for both). */
-	freeReplyObject(test_cmd(C, "DEL sluice:{/log}:sliding_log"));
-	for (int i = 0; i < 3; i++) {
-		r = test_cmd(C, "EVAL %s 2 sluice:{/log}:sliding_log sluice:registry:sliding_log /log 3 300 %lld",
-			     s->body, test_server_ms(C) - 10000);
-		ck_assert_int_eq(r->element[0]->integer, 1);
-		freeReplyObject(r);
-	}
+	/* they leave every window of a client within the 200 ms horizon at +500 ms; the worker prunes
+	 * them then, unregisters the path, and counts the step in its status (a moment after the
+	 * registry changed: the wait is for both) */
 	j = NULL;
-	ck_wait_until(test_cmd_int(C, "SISMEMBER sluice:registry:sliding_log /log") != 1 &&
+	ck_wait_until(test_cmd_int(C, "EXISTS %s", test_registry("sliding_log", "/log")) == 0 &&
 			      jint(refetch(&j, d.port, "/v1/worker"), "jobs.prune.emptied") > 0,
 		      3000, "log not pruned (and counted by the worker) after 3 s");
-	ck_assert_int_eq(test_cmd_int(C, "EXISTS sluice:{/log}:sliding_log"), 0);
+	ck_assert_int_eq(test_cmd_int(C, "EXISTS %s", test_sl_key("/log")), 0);
 	ck_assert_int_eq(jint(j, "jobs.prune.emptied"), 1);
 	ck_assert_int_eq(jint(j, "pruned"), 3);
 	cJSON_Delete(j);
@@ -296,7 +373,50 @@ START_TEST(prune_and_reset_through_admin_api)
 	ck_assert_str_eq(cJSON_GetObjectItem(j, "path")->valuestring, "/bucket/r");
 	ck_assert_int_eq(jint(j, "registries_removed"), 1);
 	cJSON_Delete(j);
-	ck_assert_int_eq(test_cmd_int(C, "EXISTS sluice:{/bucket/r}:leaky_bucket"), 0);
+	ck_assert_int_eq(test_cmd_int(C, "EXISTS %s %s", test_lb_key("/bucket/r"), test_lb_meta("/bucket/r")), 0);
+	ck_assert_int_eq(stop_daemon(&d), 0);
+}
+END_TEST
+
+/*
+ * The skew copies: a copy lost (DEL by hand) is written again by the
+ * rolling check (every shard each 5 s); SIGHUP with another value writes it
+ * into every copy at the next tick, and the log says so.
+ */
+START_TEST(skew_copies_kept_and_reloaded)
+{
+	struct daemon_proc d;
+	char log[8192];
+	FILE *f;
+	cJSON *j = NULL;
+
+	start_daemon_with(&d, R.url, ",\"max_clock_skew_ms\":3000");
+	ck_wait_until(copies_holding(C, 3000) == 1024, 3000, "the copies do not hold 3000 after 3 s");
+	freeReplyObject(test_cmd(C, "DEL sluice:{600}:rules"));
+	ck_wait_until(copy_on(C, 600) == 3000, 7000, "the lost copy was not written again within 7 s");
+	ck_wait_until(jint(refetch(&j, d.port, "/v1/worker"), "skew.shards_written") == 1025, 1000,
+		      "the status does not count the copy written again");
+	cJSON_Delete(j);
+	j = NULL;
+	/* the same file with another value, and a SIGHUP */
+	f = fopen(d.config, "w");
+	fprintf(f,
+		"{\"redis\":\"%s\",\"listen\":\"127.0.0.1:%d\",\"drain_interval_ms\":20,\"prune_interval_ms\":50,"
+		"\"max_clock_skew_ms\":4000}",
+		R.url, d.port);
+	fclose(f);
+	kill(d.pid, SIGHUP);
+	ck_wait_until(copies_holding(C, 4000) == 1024, 3000, "the copies do not hold 4000 3 s after the SIGHUP");
+	ck_wait_until(jint(refetch(&j, d.port, "/v1/worker"), "skew.max_clock_skew_ms") == 4000 &&
+			      jint(j, "skew.shards_written") == 2049,
+		      1000, "the status does not show the new value written");
+	cJSON_Delete(j);
+	ck_wait_until(log_has(&d, "event=skew_synced max_clock_skew_ms=4000 shards_written=1024"), 1000,
+		      "no skew_synced for 4000 in the log");
+	read_log(&d, log, sizeof(log));
+	ck_assert_msg(strstr(log, "event=skew_synced max_clock_skew_ms=3000 shards_written=1024"), "%s", log);
+	ck_assert_msg(strstr(log, "event=reloaded drain_interval_ms=20 prune_interval_ms=50 rules=0 max_clock_skew_ms=4000"),
+		      "%s", log);
 	ck_assert_int_eq(stop_daemon(&d), 0);
 }
 END_TEST
@@ -333,27 +453,6 @@ static const char *error_code(const cJSON *j)
 
 	ck_assert_msg(cJSON_IsString(c), "not an error body");
 	return c->valuestring;
-}
-
-/* The whole log of `d` so far, in `buf`. */
-static const char *read_log(const struct daemon_proc *d, char *buf, size_t cap)
-{
-	FILE *f = fopen(d->log, "r");
-	size_t n;
-
-	ck_assert_ptr_nonnull(f);
-	n = fread(buf, 1, cap - 1, f);
-	buf[n] = '\0';
-	fclose(f);
-	return buf;
-}
-
-/* ck_wait_until condition: the log of `d` (its first 4 KB) holds `what`. */
-static int log_has(const struct daemon_proc *d, const char *what)
-{
-	char buf[4096];
-
-	return strstr(read_log(d, buf, sizeof(buf)), what) != NULL;
 }
 
 /*
@@ -488,12 +587,18 @@ START_TEST(redis_outage_and_recovery)
 		      8000, "worker did not recover");
 	ck_assert_int_ge(jint(j, "connects"), 2);
 	cJSON_Delete(j);
-	/* the new Redis is empty: the config's rules are stored again */
+	/* the new Redis is empty: the config's rules are stored again, and the skew copies written again */
 	j = NULL;
 	ck_wait_until(n_rules(refetch(&j, d.port, "/v1/rules")) == 2, 3000, "rules not re-stored after the restart");
 	ck_assert_str_eq(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "rules"), 0), "name")->valuestring,
 			 "e2e-bucket");
 	cJSON_Delete(j);
+	{
+		redisContext *c2 = test_redis_connect(&r2);
+
+		ck_wait_until(copies_holding(c2, 10000) == 1024, 3000, "the skew copies not written again after the restart");
+		redisFree(c2);
+	}
 	snprintf(url, sizeof(url), "%s", r2.url);
 	(void)url;
 	ck_assert_int_eq(stop_daemon(&d), 0);
@@ -581,7 +686,7 @@ START_TEST(sighup_reloads_config)
 	ck_wait_until(log_has(&d, "event=reload_failed"), 3000, "no reload_failed in the log 3 s after the SIGHUP");
 	ck_assert_int_eq(http_status(d.port, "GET", "/healthz", NULL), 200); /* still running */
 	read_log(&d, log, sizeof(log));
-	ck_assert_ptr_nonnull(strstr(log, "event=reloaded drain_interval_ms=20 prune_interval_ms=1000 rules=1"));
+	ck_assert_ptr_nonnull(strstr(log, "event=reloaded drain_interval_ms=20 prune_interval_ms=1000 rules=1 max_clock_skew_ms=10000"));
 	ck_assert_ptr_nonnull(strstr(log, "event=reload_failed field=\"config\""));
 	ck_assert_int_eq(stop_daemon(&d), 0);
 }
@@ -659,6 +764,7 @@ START_TEST(started_at_maxmemory)
 	redis_limit(0);
 	start_daemon(&d, R.url);
 	ck_wait_until(http_status(d.port, "GET", "/v1/rules", NULL) == 200, 5000, "rules not stored within 5 s");
+	ck_wait_until(copies_holding(C, 10000) == 1024, 3000, "skew copies not written within 3 s");
 	ck_assert_int_eq(stop_daemon(&d), 0);
 	t0 = test_server_ms(C);
 	for (int i = 0; i < 10; i++)
@@ -671,8 +777,12 @@ START_TEST(started_at_maxmemory)
 	ck_wait_until(jint(refetch(&j, d.port, "/v1/worker"), "drained") == 10, 3000,
 		      "bucket not drained at maxmemory after 3 s (see %s)", d.log);
 	ck_assert_int_eq(jint(j, "errors"), 0);
+	/* the copies were there: nothing to write, nothing refused */
+	ck_assert_int_eq(jint(j, "skew.shards_pending"), 0);
+	ck_assert_int_eq(jint(j, "skew.shards_written"), 0);
 	cJSON_Delete(j);
-	ck_assert_int_eq(test_cmd_int(C, "EXISTS sluice:{/bucket/oom}:leaky_bucket"), 0);
+	j = NULL;
+	ck_assert_int_eq(test_cmd_int(C, "EXISTS %s", test_lb_key("/bucket/oom")), 0);
 	test_http(d.port, "PUT", "/v1/rules/late",
 		  "{\"match\":\"/late\",\"algorithm\":\"sliding_log\",\"limit\":1,\"window_ms\":1000}",
 		  TEST_HTTP_PLAIN, &h);
@@ -681,22 +791,46 @@ START_TEST(started_at_maxmemory)
 		      "PUT at maxmemory: %ld %s", h.status, h.body);
 	read_log(&d, log, sizeof(log));
 	ck_assert_msg(strstr(log, "event=rules_ready rules=2"), "%s", log);
-	ck_assert_msg(!strstr(log, "job_failed") && !strstr(log, "rules_seed_failed"), "%s", log);
+	ck_assert_msg(!strstr(log, "job_failed") && !strstr(log, "rules_seed_failed") && !strstr(log, "skew_sync"),
+		      "%s", log);
 	ck_assert_int_eq(stop_daemon(&d), 0);
 
-	/* a stored rule the config file disagrees with: the file's cannot be stored now */
+	/*
+	 * A stored rule the config file disagrees with, and no skew copies: at
+	 * the limit the file's rule cannot be stored nor the copies written,
+	 * which the log says; the worker drains all the same (it frees the
+	 * memory the writes wait for), and once the limit is lifted both are
+	 * written.
+	 */
 	redis_limit(0);
 	freeReplyObject(test_cmd(C, "HSET sluice:rules e2e-log %s",
 				 "{\"name\":\"e2e-log\",\"match\":\"/log\",\"algorithm\":\"sliding_log\",\"limit\":4,"
 				 "\"window_ms\":300}"));
 	freeReplyObject(test_cmd(C, "INCR sluice:rules:version"));
+	drop_copies(C);
+	t0 = test_server_ms(C);
+	for (int i = 0; i < 10; i++)
+		ck_assert_int_eq(lb_acquire("/bucket/oom2", t0), 1);
 	redis_limit(1);
 	start_daemon(&d, R.url);
-	ck_wait_until(strstr(read_log(&d, log, sizeof(log)), "event=rules_seed_failed") != NULL, 3000,
-		      "no rules_seed_failed within 3 s: %s", log);
+	ck_wait_until(log_has(&d, "event=rules_seed_failed") && log_has(&d, "event=skew_sync_failed"), 3000,
+		      "no rules_seed_failed and skew_sync_failed within 3 s: %s", read_log(&d, log, sizeof(log)));
+	read_log(&d, log, sizeof(log));
 	ck_assert_msg(strstr(log, "event=rules_seed_failed reason=\"Redis is out of memory (maxmemory)\""), "%s", log);
-	ck_assert_int_eq(stop_daemon(&d), 0);
+	ck_assert_msg(strstr(log, "event=skew_sync_failed max_clock_skew_ms=10000 shards_pending=1024 reason=\"HSET of shard 0's "
+				  "rules copy: Redis is out of memory (maxmemory)\" retry=1s"),
+		      "%s", log);
+	ck_wait_until(jint(refetch(&j, d.port, "/v1/worker"), "drained") == 10, 3000,
+		      "bucket not drained at maxmemory while the rules could not be stored (see %s)", d.log);
+	ck_assert_int_eq(jint(j, "skew.shards_pending"), 1024);
+	cJSON_Delete(j);
+	j = NULL;
 	redis_limit(0);
+	ck_wait_until(log_has(&d, "event=skew_synced max_clock_skew_ms=10000 shards_written=1024"), 3000,
+		      "no skew_synced within 3 s of lifting the limit");
+	ck_wait_until(log_has(&d, "event=rules_ready rules=2"), 3000, "the rules were not stored after the limit");
+	ck_assert_int_eq(copies_holding(C, 10000), 1024);
+	ck_assert_int_eq(stop_daemon(&d), 0);
 }
 END_TEST
 
@@ -710,6 +844,7 @@ static Suite *e2e_suite(void)
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, drain_seen_through_admin_api);
 	tcase_add_test(tc, prune_and_reset_through_admin_api);
+	tcase_add_test(tc, skew_copies_kept_and_reloaded);
 	tcase_add_test(tc, redis_outage_and_recovery);
 	tcase_add_test(tc, first_rules_answer_lists_config_rules);
 	tcase_add_test(tc, redis_down_at_start);

@@ -12,6 +12,7 @@
  */
 #include <errno.h>
 
+#include "core/reset.h"
 #include "core/rulestore.h"
 #include "tests/api_fixture.h"
 
@@ -94,7 +95,8 @@ START_TEST(test_shebangs_by_role)
 		ck_assert_msg(strncmp(s->body, want, strlen(want)) == 0, "%s.lua starts with \"%.30s\", want \"%s\"",
 			      s->name, s->body, want);
 	}
-	ck_assert_uint_eq(script_srcs_len, 16);
+	/* 5 client scripts, 5 state reads, 5 batched jobs (foreign layouts), 5 shard jobs, reset */
+	ck_assert_uint_eq(script_srcs_len, 21);
 }
 END_TEST
 
@@ -140,8 +142,8 @@ START_TEST(test_client_scripts_refused_at_oom)
 		ck_error(acquire_reply(TEST_EVALSHA, client_scripts[i], "/oom/new", 2000), OOM_REPLY);
 	}
 	/* a cost of 100000 (12 MB of entries without the shebang) is refused as well */
-	ck_error(test_script(c, "leaky_bucket", 3, test_lb_key("/oom/big"), test_lb_meta("/oom/big"), LB_REG,
-			     "/oom/big", "200000", "2", "100000", "3000", NULL),
+	ck_error(test_client_call(c, TEST_EVALSHA, "leaky_bucket", "/oom/big", "100000", 3000,
+				  (const char *const[]){ "200000", "2" }, 2),
 		 OOM_REPLY);
 	after = test_snapshot(c);
 	ck_assert_str_eq(after, before); /* nothing was written */
@@ -156,75 +158,114 @@ END_TEST
 
 /* ---- (b) the worker's scripts, reset and the reads still run ------------------- */
 
+/* The drain of one shard's due index, sluice's own layout (lua/leaky_bucket_drain_shard.lua), at `now`. */
+static redisReply *drain_shard(const char *path, long long now)
+{
+	return test_script(c, "leaky_bucket_drain_shard", 1, test_registry("leaky_bucket", path), test_num(now), "500",
+			   NULL);
+}
+
 START_TEST(test_drain_runs_at_oom)
 {
-	/* 6 entries at t = 1000 ms into a bucket of capacity 10 leaking 2 per second */
+	/* 6 entries at t = 1000 ms into a bucket of capacity 10 leaking 2 per second: due at 1500 */
 	for (int i = 0; i < 6; i++)
 		lb_admit("/oom/d", 10, "2", 1000);
 	ck_assert_int_eq(test_cmd_int(c, "ZCARD %s", test_lb_key("/oom/d")), 6);
 	at_limit();
-	/* at 3000 ms: 2 s x 2/s = 4 leak; reply {drained, emptied, buckets, skipped} */
-	ck_reply(test_script(c, "leaky_bucket_drain", 3, LB_REG, test_lb_key("/oom/d"), test_lb_meta("/oom/d"),
-			     "3000", "/oom/d", "2", NULL),
-		 4, 0, 1, 0);
+	/* at 3000 ms: 2 s x 2/s = 4 leak; reply {drained, removed, visited, skipped, next_due, backlog} */
+	ck_reply(drain_shard("/oom/d", 3000), 4, 0, 1, 0, 3500, 0);
 	ck_assert_int_eq(test_cmd_int(c, "ZCARD %s", test_lb_key("/oom/d")), 2);
-	/* the same instant again removes nothing */
-	ck_reply(test_script(c, "leaky_bucket_drain", 3, LB_REG, test_lb_key("/oom/d"), test_lb_meta("/oom/d"),
-			     "3000", "/oom/d", "2", NULL),
-		 0, 0, 1, 0);
-	/* at 4000 ms the last 2 go: the bucket and its registry member are freed; the meta
-	 * stays SKEW_MS as the bucket's time mark (written at the limit too) */
-	ck_reply(test_script(c, "leaky_bucket_drain", 3, LB_REG, test_lb_key("/oom/d"), test_lb_meta("/oom/d"),
-			     "4000", "/oom/d", "2", NULL),
-		 2, 1, 1, 0);
+	/* the same instant again: nothing due, nothing removed */
+	ck_reply(drain_shard("/oom/d", 3000), 0, 0, 0, 0, 3500, 0);
+	/* at 4500 ms 3 are due and the last 2 go: the bucket and its registry member are freed; the
+	 * meta stays SKEW_MS as the bucket's time mark (written at the limit too) */
+	ck_reply(drain_shard("/oom/d", 4500), 2, 1, 1, 0, -1, 0);
 	ck_assert_int_eq(test_cmd_int(c, "EXISTS %s", test_lb_key("/oom/d")), 0);
-	test_check_cmd(__FILE__, __LINE__, c, "{\"4000\", \"0\"}", "HMGET %s last carry", test_lb_meta("/oom/d"));
-	ck_assert_int_eq(test_cmd_int(c, "SISMEMBER %s /oom/d", LB_REG), 0);
+	test_check_cmd(__FILE__, __LINE__, c, "{\"4500\", \"0\"}", "HMGET %s last carry", test_lb_meta("/oom/d"));
+	ck_assert_int_eq(test_cmd_int(c, "EXISTS %s", test_registry("leaky_bucket", "/oom/d")), 0);
 	/* still over the limit: a client call stays refused */
-	ck_error(acquire_reply(TEST_EVAL, "leaky_bucket", "/oom/d", 4000), OOM_REPLY);
+	ck_error(acquire_reply(TEST_EVAL, "leaky_bucket", "/oom/d", 4500), OOM_REPLY);
 }
 END_TEST
 
+/* A foreign layout's batched drain (lua/leaky_bucket_drain.lua: keys given, registry a set) runs too. */
+START_TEST(test_foreign_drain_runs_at_oom)
+{
+	static const char *const key = "LeakyBucket:/oom/f", *meta = "sluice:{x}:seed_meta:LeakyBucket:/oom/f";
+
+	for (int i = 0; i < 6; i++)
+		freeReplyObject(test_cmd(c, "ZADD %s %d %d", key, 1000 + i, 1000 + i));
+	freeReplyObject(test_cmd(c, "SADD LeakyBucket::pathSet /oom/f"));
+	freeReplyObject(test_cmd(c, "HSET %s last 1000 carry 0", meta));
+	at_limit();
+	/* reply {drained, emptied, buckets, skipped} */
+	ck_reply(test_script(c, "leaky_bucket_drain", 3, "LeakyBucket::pathSet", key, meta, "3000", "/oom/f", "2", NULL),
+		 4, 0, 1, 0);
+	ck_reply(test_script(c, "leaky_bucket_drain", 3, "LeakyBucket::pathSet", key, meta, "3000", "/oom/f", "2", NULL),
+		 0, 0, 1, 0);
+	ck_reply(test_script(c, "leaky_bucket_drain", 3, "LeakyBucket::pathSet", key, meta, "4500", "/oom/f", "2", NULL),
+		 2, 1, 1, 0);
+	ck_assert_int_eq(test_cmd_int(c, "EXISTS %s", key), 0);
+	ck_assert_int_eq(test_cmd_int(c, "SISMEMBER LeakyBucket::pathSet /oom/f"), 0);
+}
+END_TEST
+
+/*
+ * The state read (no-writes), a sliding log's prune (allow-oom) and a reset
+ * run at the limit.  By the contract (DESIGN.md, "Fixed decisions"): the
+ * state script takes KEYS state, meta and ARGV capacity, rate, now, and adds
+ * the recorded parameters and rule to its reply; the shard job's reply is
+ * lua/lib/due.lua's.
+ */
 START_TEST(test_state_prune_and_reset_run_at_oom)
 {
+	cJSON *out = NULL;
+
 	for (int i = 0; i < 3; i++)
 		lb_admit("/oom/s", 10, "2", 1000);
 	sl_admit("/log/a", 5, 1000, 1000);
 	sl_admit("/log/a", 5, 1000, 1500);
 	at_limit();
-	/* state (no-writes) with EVAL_RO: {level 3, remaining 7, next leak in 500 ms, last 1000 ms, PTTL} */
+	/* state with EVAL_RO: {level 3, remaining 7, next leak in 500 ms, last 1000 ms, PTTL, recorded, rule} */
 	{
-		const char *argv[] = { test_lb_key("/oom/s"), test_lb_meta("/oom/s"), "10", "2", "1000" };
+		const char *argv[] = { test_lb_key("/oom/s"), test_lb_meta("/oom/s"), "", "", "1000" };
 		long long ttl_before = test_cmd_int(c, "PTTL %s", test_lb_key("/oom/s")), ttl_after;
 		redisReply *r = test_script_argv(c, TEST_EVAL_RO, "leaky_bucket_state", 2, 5, argv, NULL);
+		char text[256];
 
 		/* the reply's ttl_ms is the bucket's PTTL, read between the two around it */
 		ttl_after = test_cmd_int(c, "PTTL %s", test_lb_key("/oom/s"));
+		ck_assert_msg(r->type == REDIS_REPLY_ARRAY && r->elements == 7, "state: %s",
+			      test_show_reply(r, text, sizeof(text)));
 		ck_assert_int_gt(ttl_after, 0);
+		ck_assert_int_eq(test_elem_int(r, 0), 3);
+		ck_assert_int_eq(test_elem_int(r, 1), 7);
+		ck_assert_int_eq(test_elem_int(r, 2), 500);
+		ck_assert_int_eq(test_elem_int(r, 3), 1000);
 		ck_assert_int_le(test_elem_int(r, 4), ttl_before);
 		ck_assert_int_ge(test_elem_int(r, 4), ttl_after);
-		ck_reply(r, 3, 7, 500, 1000, test_elem_int(r, 4));
-	}
-	/* prune as of 2200 ms (Redis at 12200, less the 10 s skew horizon): the entry of
-	 * 1000 ms left the 1000 ms window, the one of 1500 ms stays */
-	ck_reply(test_script(c, "sliding_log_prune", 2, SL_REG, test_sl_key("/log/a"), "12200", "/log/a", "1000", NULL),
-		 1, 0, 1, 0);
-	ck_assert_int_eq(test_cmd_int(c, "ZCARD %s", test_sl_key("/log/a")), 1);
-	/* reset deletes the bucket: {registries the path left, {key, entries}, {key, entries}} */
-	{
-		redisReply *r = test_script(c, "reset", 3, LB_REG, test_lb_key("/oom/s"), test_lb_meta("/oom/s"), "1",
-					    "/oom/s", NULL);
-		char text[256];
-
-		ck_assert_msg(r->type == REDIS_REPLY_ARRAY && r->elements == 3, "reset: %s",
-			      test_show_reply(r, text, sizeof(text)));
-		ck_assert_int_eq(test_elem_int(r, 0), 1);
-		ck_assert_str_eq(test_show_reply(r->element[1], text, sizeof(text)), "{\"sluice:{/oom/s}:leaky_bucket\", 3}");
-		ck_assert_str_eq(test_show_reply(r->element[2], text, sizeof(text)),
-				 "{\"sluice:{/oom/s}:leaky_bucket:meta\", 3}");
+		ck_assert_str_eq(test_show_reply(r->element[5], text, sizeof(text)), "{\"capacity\", \"10\", \"rate\", \"2\"}");
+		ck_assert_str_eq(test_show_reply(r->element[6], text, sizeof(text)), "\"\"");
 		freeReplyObject(r);
 	}
+	/* the log's prune at 12200 ms (Redis at 12200, less the 10 s skew horizon: 2200): the entry of
+	 * 1000 ms left the 1000 ms window, the one of 1500 ms stays, due when it leaves every client's
+	 * window (1500 + 1000 + 10000) */
+	ck_reply(test_script(c, "sliding_log_prune_shard", 1, test_registry("sliding_log", "/log/a"), "12200", "500",
+			     NULL),
+		 1, 0, 1, 0, 12500, 0);
+	ck_assert_int_eq(test_cmd_int(c, "ZCARD %s", test_sl_key("/log/a")), 1);
+	/* reset deletes the bucket, its meta and its registry member */
+	{
+		struct rconn *rc = rconn_new(&target, OBJECTS_TIMEOUT_MS);
+
+		ck_assert_ptr_nonnull(rc);
+		ck_assert_int_eq(reset_path(rc, layouts, nlayouts, "/oom/s", 6, &out), 0);
+		cJSON_Delete(out);
+		rconn_free(rc);
+	}
 	ck_assert_int_eq(test_cmd_int(c, "EXISTS %s %s", test_lb_key("/oom/s"), test_lb_meta("/oom/s")), 0);
+	ck_assert_int_eq(test_cmd_int(c, "EXISTS %s", test_registry("leaky_bucket", "/oom/s")), 0);
 }
 END_TEST
 
@@ -334,25 +375,88 @@ START_TEST(test_worker_drains_at_oom)
 	struct worker_status st;
 
 	put_ok("lb", OOM_RULE_LB);
-	put_ok("sl", OOM_RULE_SL);
 	for (int i = 0; i < 6; i++)
 		lb_admit("/oom/w", 10, "2", 1000);
-	sl_admit("/log/w", 5, 1000, 1000);
+	lb_admit("/oom/e", 10, "2", 1000);
 	at_limit();
 	/* a new worker: its connection, script loads and rules load all happen at the limit */
 	ck_assert_int_eq(worker_sweep(w, WORKER_DRAIN, 2500, &r), 0);
-	ck_assert_uint_eq(r.entries, 3); /* 1.5 s x 2/s */
-	ck_assert_uint_eq(r.emptied, 0);
-	ck_assert_int_eq(worker_sweep(w, WORKER_PRUNE, 12500, &r), 0);
-	ck_assert_uint_eq(r.entries, 1); /* the log's one entry left its window (as of 12500 - the 10 s horizon) */
+	ck_assert_uint_eq(r.entries, 4); /* 1.5 s x 2/s: 3 of /oom/w, and /oom/e's one */
 	ck_assert_uint_eq(r.emptied, 1);
+	ck_assert_uint_eq(r.batches, 1024);
 	ck_assert_int_eq(test_cmd_int(c, "ZCARD %s", test_lb_key("/oom/w")), 3);
-	ck_assert_int_eq(test_cmd_int(c, "EXISTS %s", test_sl_key("/log/w")), 0);
+	ck_assert_int_eq(test_cmd_int(c, "EXISTS %s", test_lb_key("/oom/e")), 0);
+	/* the prune job runs too (each shard's four jobs, nothing registered) */
+	ck_assert_int_eq(worker_sweep(w, WORKER_PRUNE, 12500, &r), 0);
+	ck_assert_uint_eq(r.batches, 4096);
 	worker_status(w, &st);
-	ck_assert_uint_eq(st.rules, 2);
+	ck_assert_uint_eq(st.rules, 1);
 	ck_assert_uint_eq(st.job[WORKER_DRAIN].errors, 0);
 	ck_assert_str_eq(st.job[WORKER_DRAIN].last_error, "");
 	ck_assert_str_eq(st.job[WORKER_PRUNE].last_error, "");
+}
+END_TEST
+
+/* The prune of a sliding log by the worker at the limit (contract: lua/lib/due.lua, DESIGN.md). */
+START_TEST(test_worker_prunes_at_oom)
+{
+	struct worker_result r;
+
+	sl_admit("/log/w", 5, 1000, 1000);
+	at_limit();
+	ck_assert_int_eq(worker_sweep(w, WORKER_PRUNE, 12500, &r), 0);
+	ck_assert_uint_eq(r.entries, 1); /* the log's one entry left its window (as of 12500 - the 10 s horizon) */
+	ck_assert_uint_eq(r.emptied, 1);
+	ck_assert_int_eq(test_cmd_int(c, "EXISTS %s", test_sl_key("/log/w")), 0);
+}
+END_TEST
+
+/*
+ * A daemon's worker that starts at the limit cannot write the skew copies
+ * it lacks: its status says so and names the cause, it drains all the same
+ * (the step does not fail), and once memory is freed the next try (a
+ * second later) writes them.  Copies already there need no write.
+ */
+START_TEST(test_skew_copies_at_oom)
+{
+	struct worker_config wc = { .redis = &target, .timeout_ms = OBJECTS_TIMEOUT_MS, .prefix = PFX,
+				    .batch_size = 100, .layouts = layouts, .nlayouts = nlayouts,
+				    .write_skew = 1, .max_clock_skew_ms = 10000 };
+	struct worker *wk = worker_new(&wc), *again;
+	struct worker_result r;
+	struct worker_status st;
+
+	ck_assert_ptr_nonnull(wk);
+	for (int i = 0; i < 6; i++)
+		lb_admit("/oom/k", 10, "2", 1000);
+	at_limit();
+	ck_assert_int_eq(worker_step(wk, WORKER_DRAIN, INT64_MAX, 2500, &r), 0);
+	ck_assert_uint_eq(r.entries, 3);
+	worker_status(wk, &st);
+	ck_assert_uint_eq(st.skew_pending, 1024);
+	ck_assert_uint_eq(st.skew_written, 0);
+	ck_assert_msg(strstr(st.skew_error, "rules copy: " REPLY_OOM_TEXT), "%s", st.skew_error);
+	ck_assert_str_eq(st.job[WORKER_DRAIN].last_error, "");
+	lift_limit();
+	ck_assert_int_eq(worker_step(wk, WORKER_DRAIN, INT64_MAX, 3000, &r), 0); /* within the second: not yet */
+	worker_status(wk, &st);
+	ck_assert_uint_eq(st.skew_pending, 1024);
+	ck_assert_int_eq(worker_step(wk, WORKER_DRAIN, INT64_MAX, 3500, &r), 0);
+	worker_status(wk, &st);
+	ck_assert_uint_eq(st.skew_pending, 0);
+	ck_assert_uint_eq(st.skew_written, 1024);
+	ck_assert_str_eq(st.skew_error, "");
+	/* a daemon that starts at the limit with the copies in place writes nothing and reports nothing */
+	at_limit();
+	again = worker_new(&wc);
+	ck_assert_ptr_nonnull(again);
+	ck_assert_int_eq(worker_step(again, WORKER_DRAIN, INT64_MAX, 4000, &r), 0);
+	worker_status(again, &st);
+	ck_assert_uint_eq(st.skew_pending, 0);
+	ck_assert_uint_eq(st.skew_written, 0);
+	ck_assert_str_eq(st.skew_error, "");
+	worker_free(again);
+	worker_free(wk);
 }
 END_TEST
 
@@ -389,12 +493,15 @@ static Suite *oom_suite(void)
 	tcase_add_test(tc, test_shebangs_by_role);
 	tcase_add_test(tc, test_client_scripts_refused_at_oom);
 	tcase_add_test(tc, test_drain_runs_at_oom);
+	tcase_add_test(tc, test_foreign_drain_runs_at_oom);
 	tcase_add_test(tc, test_state_prune_and_reset_run_at_oom);
 	tc = test_tcase(s, "rules", oom_setup, oom_teardown, 60);
 	tcase_add_test(tc, test_rules_load_at_oom);
 	tcase_add_test(tc, test_rule_writes_at_oom_name_it);
 	tc = test_tcase(s, "worker", oom_setup, oom_teardown, 60);
 	tcase_add_test(tc, test_worker_drains_at_oom);
+	tcase_add_test(tc, test_worker_prunes_at_oom);
+	tcase_add_test(tc, test_skew_copies_at_oom);
 	tcase_add_test(tc, test_worker_error_names_oom);
 	return s;
 }

@@ -134,6 +134,8 @@ START_TEST(config_defaults_values)
 	ck_assert_int_eq(c.prune_interval_ms, 1000);
 	ck_assert_int_eq(c.batch_size, 500);
 	ck_assert_int_eq(c.max_body_bytes, 65536);
+	ck_assert_int_eq(c.max_clock_skew_ms, 10000); /* the scripts' own default (lua/lib/skew.lua) */
+	ck_assert_int_eq(c.max_clock_skew_ms, CONFIG_SKEW_DEFAULT_MS);
 	ck_assert_int_eq(c.log_level, LOG_INFO);
 	ck_assert_uint_eq(c.nrules, 0);
 	config_free(&c);
@@ -145,7 +147,7 @@ START_TEST(config_full_file)
 	const char *text =
 		"{\"redis\":\"redis://r:6390/1\",\"listen\":\"127.0.0.1:9999\",\"prefix\":\"rl:\","
 		"\"drain_interval_ms\":50,\"prune_interval_ms\":2000,\"batch_size\":64,"
-		"\"log_level\":\"debug\",\"rules\":["
+		"\"max_clock_skew_ms\":2500,\"log_level\":\"debug\",\"rules\":["
 		"{\"name\":\"a\",\"match\":\"/a/*\",\"algorithm\":\"leaky_bucket\",\"capacity\":10,\"rate\":0.5},"
 		"{\"name\":\"b\",\"match\":\"/b\",\"algorithm\":\"sliding_log\",\"limit\":5,\"window_ms\":1000}]}";
 	struct sl_error err = { 0 };
@@ -161,6 +163,7 @@ START_TEST(config_full_file)
 	ck_assert_int_eq(c.drain_interval_ms, 50);
 	ck_assert_int_eq(c.prune_interval_ms, 2000);
 	ck_assert_int_eq(c.batch_size, 64);
+	ck_assert_int_eq(c.max_clock_skew_ms, 2500);
 	ck_assert_int_eq(c.log_level, LOG_DEBUG);
 	ck_assert_uint_eq(c.nrules, 2);
 	ck_assert_str_eq(c.rules[0]->name, "a");
@@ -184,6 +187,12 @@ static const struct {
 	{ "{\"drain_interval_ms\":\"100\"}", "drain_interval_ms" },
 	{ "{\"prune_interval_ms\":-1}", "prune_interval_ms" },
 	{ "{\"batch_size\":1000000}", "batch_size" },
+	{ "{\"max_clock_skew_ms\":-1}", "max_clock_skew_ms" },
+	{ "{\"max_clock_skew_ms\":3600001}", "max_clock_skew_ms" },
+	{ "{\"max_clock_skew_ms\":10.5}", "max_clock_skew_ms" },
+	{ "{\"max_clock_skew_ms\":\"10000\"}", "max_clock_skew_ms" },
+	{ "{\"max_clock_skew_ms\":null}", "max_clock_skew_ms" },
+	{ "{\"max_clock_skew_ms\":1e300}", "max_clock_skew_ms" },
 	{ "{\"redis\":\"tcp://x\"}", "redis" },
 	{ "{\"redis\":5}", "redis" },
 	{ "{\"listen\":\"nowhere\"}", "listen" },
@@ -239,7 +248,41 @@ START_TEST(config_bad_changes_nothing)
 	ck_assert_str_eq(c.redis_url, "redis://127.0.0.1:6379/0");
 	ck_assert_str_eq(c.prefix, "sluice:");
 	ck_assert_uint_eq(c.nrules, 0);
+	ck_assert_int_eq(c.max_clock_skew_ms, 10000);
 	config_free(&c);
+}
+END_TEST
+
+/* max_clock_skew_ms: whole ms from 0 (clients all on Redis TIME) to an hour; what each bad value says. */
+START_TEST(config_skew_bounds)
+{
+	static const struct {
+		const char *json;
+		int rc;
+		long long want;
+		const char *message;
+	} cases[] = {
+		{ "{\"max_clock_skew_ms\":0}", 0, 0, NULL },
+		{ "{\"max_clock_skew_ms\":3600000}", 0, 3600000, NULL },
+		{ "{\"max_clock_skew_ms\":-1}", -EINVAL, 10000, "must be an integer >= 0" },
+		{ "{\"max_clock_skew_ms\":3600001}", -EINVAL, 10000, "must be at most 3600000" },
+		{ "{\"max_clock_skew_ms\":0.5}", -EINVAL, 10000, "must be an integer" },
+		{ "{\"max_clock_skew_ms\":true}", -EINVAL, 10000, "must be an integer" },
+	};
+
+	for (int i = 0; i < TEST_N(cases); i++) {
+		struct sl_error err = { 0 };
+		struct config c;
+
+		config_defaults(&c);
+		ck_assert_int_eq(config_apply_json(&c, cases[i].json, strlen(cases[i].json), &err), cases[i].rc);
+		ck_assert_int_eq(c.max_clock_skew_ms, cases[i].want);
+		if (cases[i].message) {
+			ck_assert_str_eq(err.field, "max_clock_skew_ms");
+			ck_assert_str_eq(err.message, cases[i].message);
+		}
+		config_free(&c);
+	}
 }
 END_TEST
 
@@ -784,25 +827,38 @@ START_TEST(layout_keys)
 	ck_assert_uint_eq(n, 5);
 	ck_assert_str_eq(l[0].name, "leaky_bucket");
 	ck_assert_str_eq(l[2].name, "sliding_counter");
-	ck_assert_str_eq(l[3].registry, "sluice:registry:fixed_window");
-	ck_assert_str_eq(l[4].key_suffix, "}:token_bucket");
-	ck_assert_str_eq(l[0].registry, "sluice:registry:leaky_bucket");
-	ck_assert_str_eq(l[1].registry, "sluice:registry:sliding_log");
+	/* key layout 2: no registry set, a due index per shard; every key of shard k tagged {k} */
+	ck_assert_ptr_null(l[3].registry);
+	ck_assert_int_eq(l[3].foreign, 0);
+	ck_assert_str_eq(l[4].key_suffix, "");
+	ck_assert_int_eq(layout_shard_registry(&l[3], 7, &b), 0);
+	ck_assert_str_eq(b.p, "sluice:{7}:registry:fixed_window");
+	b.len = 0;
+	ck_assert_int_eq(layout_registry_key(&l[0], "/api/users", 10, &b), 0);
+	ck_assert_str_eq(b.p, "sluice:{839}:registry:leaky_bucket"); /* shard_of("/api/users") = 839 */
+	b.len = 0;
 	ck_assert_int_eq(layout_key(&l[0], "/api/users", 10, 0, &b), 0);
-	ck_assert_str_eq(b.p, "sluice:{/api/users}:leaky_bucket");
+	ck_assert_str_eq(b.p, "sluice:{839}:leaky_bucket:/api/users");
 	b.len = 0;
 	layout_key(&l[0], "/api/users", 10, 1, &b);
-	ck_assert_str_eq(b.p, "sluice:{/api/users}:leaky_bucket:meta");
+	ck_assert_str_eq(b.p, "sluice:{839}:leaky_bucket_meta:/api/users");
 	b.len = 0;
 	layout_key(&l[1], "a b\"c", 5, 0, &b);
-	ck_assert_str_eq(b.p, "sluice:{a b\"c}:sliding_log");
-	/* sluice's own meta is the data key + ":meta", as clients are told, whatever the path holds */
+	ck_assert_str_eq(b.p, "sluice:{393}:sliding_log:a b\"c");
+	/* the meta clients are told, whatever the path holds ('}' gave 0.1 an empty hash tag) */
 	b.len = 0;
 	layout_key(&l[0], "}x", 2, 1, &b);
-	ck_assert_str_eq(b.p, "sluice:{}x}:leaky_bucket:meta");
-	b.len = 0;
-	layout_key(&l[0], "", 0, 1, &b);
-	ck_assert_str_eq(b.p, "sluice:{}:leaky_bucket:meta");
+	ck_assert_str_eq(b.p, "sluice:{410}:leaky_bucket_meta:}x");
+	{
+		const char *path;
+		size_t plen;
+
+		ck_assert_int_eq(layout_path_of(&l[0], "sluice:{410}:leaky_bucket:}x", 28, &path, &plen), 0);
+		ck_assert_int_eq(plen, 2);
+		ck_assert_int_eq(memcmp(path, "}x", 2), 0);
+		/* a key of another shard is not of the layout's shape */
+		ck_assert_int_eq(layout_path_of(&l[0], "sluice:{411}:leaky_bucket:}x", 28, &path, &plen), -EINVAL);
+	}
 	layouts_free(l, n);
 	/* a foreign layout: its meta under sluice's prefix, tagged with the data key's slot
 	 * (LeakyBucket:/p is in slot 15052, whose tag is "Vr") */
@@ -849,6 +905,7 @@ static Suite *unit_suite(void)
 	tcase_add_test(tc, listen_good_and_bad);
 	tcase_add_test(tc, config_defaults_values);
 	tcase_add_test(tc, config_full_file);
+	tcase_add_test(tc, config_skew_bounds);
 	tcase_add_loop_test(tc, config_bad_changes_nothing, 0, sizeof(bad_configs) / sizeof(bad_configs[0]));
 	tcase_add_test(tc, config_file_missing);
 	tcase_add_test(tc, config_file_unreadable_or_too_large);

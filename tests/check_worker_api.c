@@ -4,9 +4,13 @@
  * on the worker's own thread).  The fixture and the conventions are
  * tests/api_fixture.h's.
  */
+#include "core/shard.h"
 #include "tests/api_fixture.h"
 
 /* ---- worker ----------------------------------------------------------------- */
+
+/* An entry per 100 s: the keys expire on the real clock long after the test. */
+#define RATE "0.01"
 
 START_TEST(test_worker_status)
 {
@@ -14,59 +18,57 @@ START_TEST(test_worker_status)
 	struct worker_result r;
 	long long us;
 
-	/* before any step: all zero */
+	/* before any step: all zero; this worker keeps no skew copies (the daemon's does) */
 	get("/v1/worker");
 	ck_res(200, "{\"redis_up\":false,\"connects\":0,\"ticks\":0,\"drained\":0,\"pruned\":0,\"errors\":0,"
 		    "\"last_error\":null,\"rules\":{\"version\":0,\"loaded\":0,\"invalid\":0},\"jobs\":{"
-		    "\"drain\":{\"ticks\":0,\"sweeps\":0,\"batches\":0,\"paths\":0,\"drained\":0,\"emptied\":0,"
+		    "\"drain\":{\"ticks\":0,\"sweeps\":0,\"batches\":0,\"polls\":0,\"paths\":0,\"drained\":0,\"emptied\":0,"
 		    "\"unmatched\":0,\"skipped\":0,\"errors\":0,\"last_duration_us\":0,\"last_sweep_us\":0,\"lag_us\":0,"
-		    "\"max_lag_us\":0,\"overruns\":0,\"in_sweep\":false,\"last_error\":null},"
-		    "\"prune\":{\"ticks\":0,\"sweeps\":0,\"batches\":0,\"paths\":0,\"pruned\":0,\"emptied\":0,"
+		    "\"max_lag_us\":0,\"overruns\":0,\"in_sweep\":false,\"due_backlog\":0,\"oldest_due_age_ms\":0,\"last_error\":null},"
+		    "\"prune\":{\"ticks\":0,\"sweeps\":0,\"batches\":0,\"polls\":0,\"paths\":0,\"pruned\":0,\"emptied\":0,"
 		    "\"unmatched\":0,\"skipped\":0,\"errors\":0,\"last_duration_us\":0,\"last_sweep_us\":0,\"lag_us\":0,"
-		    "\"max_lag_us\":0,\"overruns\":0,\"in_sweep\":false,\"last_error\":null}},"
-		    "\"layouts\":{\"leaky_bucket\":{\"algorithm\":\"leaky_bucket\",\"paths\":0,\"drained\":0,\"emptied\":0,\"unmatched\":0,\"skipped\":0},\"sliding_log\":{\"algorithm\":\"sliding_log\",\"paths\":0,\"pruned\":0,\"emptied\":0,\"unmatched\":0,\"skipped\":0},\"sliding_counter\":{\"algorithm\":\"sliding_counter\",\"paths\":0,\"pruned\":0,\"emptied\":0,\"unmatched\":0,\"skipped\":0},\"fixed_window\":{\"algorithm\":\"fixed_window\",\"paths\":0,\"repaired\":0,\"emptied\":0,\"unmatched\":0,\"skipped\":0},\"token_bucket\":{\"algorithm\":\"token_bucket\",\"paths\":0,\"reclaimed\":0,\"emptied\":0,\"unmatched\":0,\"skipped\":0}}}");
+		    "\"max_lag_us\":0,\"overruns\":0,\"in_sweep\":false,\"due_backlog\":0,\"oldest_due_age_ms\":0,\"last_error\":null}},"
+		    "\"layouts\":{\"leaky_bucket\":{\"algorithm\":\"leaky_bucket\",\"paths\":0,\"drained\":0,\"emptied\":0,\"unmatched\":0,\"skipped\":0},\"sliding_log\":{\"algorithm\":\"sliding_log\",\"paths\":0,\"pruned\":0,\"emptied\":0,\"unmatched\":0,\"skipped\":0},\"sliding_counter\":{\"algorithm\":\"sliding_counter\",\"paths\":0,\"pruned\":0,\"emptied\":0,\"unmatched\":0,\"skipped\":0},\"fixed_window\":{\"algorithm\":\"fixed_window\",\"paths\":0,\"repaired\":0,\"emptied\":0,\"unmatched\":0,\"skipped\":0},\"token_bucket\":{\"algorithm\":\"token_bucket\",\"paths\":0,\"reclaimed\":0,\"emptied\":0,\"unmatched\":0,\"skipped\":0}},"
+		    "\"skew\":{\"max_clock_skew_ms\":null,\"shards_pending\":0,\"shards_written\":0,\"last_error\":null}}");
 
-	/* 1 entry per 100 s; the keys expire on the real clock long after the test */
 	put_ok("api", "{\"match\":\"/api/*\",\"algorithm\":\"leaky_bucket\",\"capacity\":10,\"rate\":0.01}");
 	put_ok("log", "{\"match\":\"/log/*\",\"algorithm\":\"sliding_log\",\"limit\":10,\"window_ms\":600000}");
 	/* a rule in Redis that fails validation: counted as invalid */
 	freeReplyObject(test_cmd(c, "HSET %s broken {\"match\":\"/b\",\"algorithm\":\"nope\"}", RULES_HASH));
 	freeReplyObject(test_cmd(c, "INCR %s", RULES_VER));
 	for (int i = 0; i < 5; i++)
-		lb_admit("/api/a", 10, "0.01", t0);
-	lb_admit("/api/b", 10, "0.01", t0);
-	lb_admit("/api/b", 10, "0.01", t0);
-	lb_admit("/other", 10, "0.01", t0);
-	/* a key of another type under the layout's name: left alone, counted as skipped */
-	freeReplyObject(test_cmd(c, "SADD %s /api/str", LB_REG));
-	freeReplyObject(test_cmd(c, "SET %s x", test_lb_key("/api/str")));
-	sl_admit("/log/x", 10, 600000, t0);
-	sl_admit("/log/x", 10, 600000, t0 + 1);
-	sl_admit("/log/x", 10, 600000, t0 + 2);
-	sl_admit("/log/y", 10, 600000, t0 + 300000);
+		lb_admit("/api/a", 10, RATE, t0);
+	lb_admit("/api/b", 10, RATE, t0);
+	lb_admit("/api/b", 10, RATE, t0);
+	lb_admit("/other", 10, RATE, t0); /* no rule: drained all the same, by the rate it records */
+	/* a meta of another type under the layout's name: left alone, counted as skipped */
+	freeReplyObject(test_cmd(c, "ZADD %s %lld /api/str", test_registry("leaky_bucket", "/api/str"), t0));
+	freeReplyObject(test_cmd(c, "SET %s x", test_lb_meta("/api/str")));
 
-	/* 300 s later: /api/a loses 3 of 5, /api/b (2) empties, /other has no rule, /api/str is skipped */
+	/* 300 s later: /api/a loses 3 of 5, /api/b (2) and /other (1) empty, /api/str is skipped */
 	ck_assert_int_eq(worker_sweep(w, WORKER_DRAIN, t0 + 300000, &r), 0);
 	ck_assert_int_eq(r.sweep_done, 1);
 	ck_assert_int_eq(r.paths, 4);
 	ck_assert_int_eq(r.skipped, 1);
-	ck_assert_int_eq(r.entries, 5);
-	ck_assert_int_eq(r.emptied, 1);
-	ck_assert_int_eq(r.unmatched, 1);
-	ck_assert_int_eq(r.batches, 1);
-	/* window 600 s: as of t0 + 600001 (Redis time minus the 10 s skew horizon,
-	 * lua/lib/skew.lua) /log/x (t0 .. t0+1) loses 2, /log/y keeps its one */
+	ck_assert_int_eq(r.entries, 6);
+	ck_assert_int_eq(r.emptied, 2);
+	ck_assert_int_eq(r.unmatched, 0);
+	ck_assert_int_eq(r.batches, 1024); /* one call per shard */
+	/* nothing registered for the prune job's four algorithms: each shard asked once, nothing found */
 	ck_assert_int_eq(worker_sweep(w, WORKER_PRUNE, t0 + 610001, &r), 0);
-	ck_assert_int_eq(r.paths, 2);
-	ck_assert_int_eq(r.entries, 2);
-	ck_assert_int_eq(r.emptied, 0);
+	ck_assert_int_eq(r.paths, 0);
+	ck_assert_int_eq(r.batches, 4096);
 	worker_note_schedule(w, WORKER_DRAIN, 1500, 2);
 	worker_note_schedule(w, WORKER_DRAIN, 700, 2);
 
 	ck_assert_int_eq(test_cmd_int(c, "ZCARD %s", test_lb_key("/api/a")), 2);
 	ck_assert_int_eq(test_cmd_int(c, "EXISTS %s", test_lb_key("/api/b")), 0);
-	ck_assert_int_eq(test_cmd_int(c, "SISMEMBER %s /api/b", LB_REG), 0);
-	ck_assert_int_eq(test_cmd_int(c, "ZCARD %s", test_sl_key("/log/x")), 1);
+	{
+		redisReply *z = test_cmd(c, "ZSCORE %s /api/b", test_registry("leaky_bucket", "/api/b"));
+
+		ck_assert_int_eq(z->type, REDIS_REPLY_NIL); /* it left its shard's registry */
+		freeReplyObject(z);
+	}
 
 	get("/v1/worker");
 	ck_assert_int_eq(res.status, 200);
@@ -86,24 +88,76 @@ START_TEST(test_worker_status)
 			cJSON_DeleteItemFromObjectCaseSensitive(job, "last_sweep_us");
 		}
 	}
-	ck_json_is("{\"redis_up\":true,\"connects\":1,\"ticks\":2,\"drained\":5,\"pruned\":2,\"errors\":0,"
+	ck_json_is("{\"redis_up\":true,\"connects\":1,\"ticks\":2,\"drained\":6,\"pruned\":0,\"errors\":0,"
 		   "\"last_error\":null,\"rules\":{\"version\":3,\"loaded\":2,\"invalid\":1},\"jobs\":{"
-		   "\"drain\":{\"ticks\":1,\"sweeps\":1,\"batches\":1,\"paths\":4,\"drained\":5,\"emptied\":1,"
-		   "\"unmatched\":1,\"skipped\":1,\"errors\":0,\"lag_us\":700,\"max_lag_us\":1500,\"overruns\":2,\"in_sweep\":false,\"last_error\":null},"
-		   "\"prune\":{\"ticks\":1,\"sweeps\":1,\"batches\":1,\"paths\":2,\"pruned\":2,\"emptied\":0,"
-		   "\"unmatched\":0,\"skipped\":0,\"errors\":0,\"lag_us\":0,\"max_lag_us\":0,\"overruns\":0,\"in_sweep\":false,\"last_error\":null}},"
-		   "\"layouts\":{\"leaky_bucket\":{\"algorithm\":\"leaky_bucket\",\"paths\":4,\"drained\":5,\"emptied\":1,\"unmatched\":1,\"skipped\":1},\"sliding_log\":{\"algorithm\":\"sliding_log\",\"paths\":2,\"pruned\":2,\"emptied\":0,\"unmatched\":0,\"skipped\":0},\"sliding_counter\":{\"algorithm\":\"sliding_counter\",\"paths\":0,\"pruned\":0,\"emptied\":0,\"unmatched\":0,\"skipped\":0},\"fixed_window\":{\"algorithm\":\"fixed_window\",\"paths\":0,\"repaired\":0,\"emptied\":0,\"unmatched\":0,\"skipped\":0},\"token_bucket\":{\"algorithm\":\"token_bucket\",\"paths\":0,\"reclaimed\":0,\"emptied\":0,\"unmatched\":0,\"skipped\":0}}}");
+		   "\"drain\":{\"ticks\":1,\"sweeps\":1,\"batches\":1024,\"polls\":0,\"paths\":4,\"drained\":6,\"emptied\":2,"
+		   "\"unmatched\":0,\"skipped\":1,\"errors\":0,\"lag_us\":700,\"max_lag_us\":1500,\"overruns\":2,\"in_sweep\":false,"
+		   "\"due_backlog\":0,\"oldest_due_age_ms\":0,\"last_error\":null},"
+		   "\"prune\":{\"ticks\":1,\"sweeps\":1,\"batches\":4096,\"polls\":0,\"paths\":0,\"pruned\":0,\"emptied\":0,"
+		   "\"unmatched\":0,\"skipped\":0,\"errors\":0,\"lag_us\":0,\"max_lag_us\":0,\"overruns\":0,\"in_sweep\":false,"
+		   "\"due_backlog\":0,\"oldest_due_age_ms\":0,\"last_error\":null}},"
+		   "\"layouts\":{\"leaky_bucket\":{\"algorithm\":\"leaky_bucket\",\"paths\":4,\"drained\":6,\"emptied\":2,\"unmatched\":0,\"skipped\":1},\"sliding_log\":{\"algorithm\":\"sliding_log\",\"paths\":0,\"pruned\":0,\"emptied\":0,\"unmatched\":0,\"skipped\":0},\"sliding_counter\":{\"algorithm\":\"sliding_counter\",\"paths\":0,\"pruned\":0,\"emptied\":0,\"unmatched\":0,\"skipped\":0},\"fixed_window\":{\"algorithm\":\"fixed_window\",\"paths\":0,\"repaired\":0,\"emptied\":0,\"unmatched\":0,\"skipped\":0},\"token_bucket\":{\"algorithm\":\"token_bucket\",\"paths\":0,\"reclaimed\":0,\"emptied\":0,\"unmatched\":0,\"skipped\":0}},"
+		   "\"skew\":{\"max_clock_skew_ms\":null,\"shards_pending\":0,\"shards_written\":0,\"last_error\":null}}");
 
-	/* the same instant again drains nothing more; the counters add up */
+	/* the same instant again drains nothing more, and visits nothing (nothing is due); the counters add up */
 	ck_assert_int_eq(worker_sweep(w, WORKER_DRAIN, t0 + 300000, &r), 0);
 	ck_assert_int_eq(r.entries, 0);
 	get("/v1/worker");
-	ck_assert_int_eq(jint("drained"), 5);
+	ck_assert_int_eq(jint("drained"), 6);
 	ck_assert_int_eq(jint("ticks"), 3);
 	ck_assert_int_eq(jint("jobs.drain.sweeps"), 2);
-	ck_assert_int_eq(jint("jobs.drain.paths"), 7);
-	ck_assert_int_eq(jint("jobs.drain.skipped"), 2);
-	ck_assert_int_eq(jint("jobs.drain.unmatched"), 2);
+	ck_assert_int_eq(jint("jobs.drain.batches"), 2048);
+	ck_assert_int_eq(jint("jobs.drain.paths"), 4);
+	ck_assert_int_eq(jint("jobs.drain.skipped"), 1);
+}
+END_TEST
+
+/*
+ * A step that ran out of budget with a shard's backlog still due: the job
+ * shows how many paths wait and how long the oldest has waited.  Then a
+ * worker that keeps the skew copies shows them.
+ */
+START_TEST(test_worker_backlog_and_skew)
+{
+	const long long t0 = 1000000;
+	struct worker_config wc = { .redis = &target, .timeout_ms = OBJECTS_TIMEOUT_MS, .prefix = PFX,
+				    .batch_size = 2, .layouts = layouts, .nlayouts = nlayouts,
+				    .write_skew = 1, .max_clock_skew_ms = 12000 };
+	struct worker *wk = worker_new(&wc);
+	struct api *a = api_make(&target, wk, NULL, 0);
+	struct worker_result r;
+	char p[32];
+	int found = 0;
+
+	ck_assert_ptr_nonnull(wk);
+	/* 5 buckets in shard 3, due at t0 + 20 (rate 50) */
+	for (int i = 0; found < 5; i++) {
+		snprintf(p, sizeof(p), "/q/%d", i);
+		if (shard_of(p, strlen(p)) != 3)
+			continue;
+		found++;
+		lb_admit(p, 10, "50", t0);
+		freeReplyObject(test_cmd(c, "PEXPIRE %s 600000", test_lb_key(p)));
+	}
+	ck_assert_int_eq(worker_step(wk, WORKER_DRAIN, INT64_MAX, t0, &r), 0); /* every shard polled: none due */
+	ck_assert_int_eq(worker_step(wk, WORKER_DRAIN, 1, t0 + 50, &r), 0);	 /* one round trip: 2 of 5 */
+	ck_assert_int_eq(r.entries, 2);
+	ck_assert_int_eq(r.polls, 51); /* ceil(51.2) shards of the rolling poll, but shard 3, which is called */
+	call_on(a, "GET", "/v1/worker", NULL, 0, NULL, NULL, NULL);
+	ck_assert_int_eq(res.status, 200);
+	ck_assert_int_eq(jint("jobs.drain.polls"), 1024 + 51);
+	ck_assert_int_eq(jint("jobs.drain.batches"), 1);
+	ck_assert_int_eq(jint("jobs.drain.due_backlog"), 3);
+	ck_assert_int_eq(jint("jobs.drain.oldest_due_age_ms"), 30);
+	ck_assert(cJSON_IsTrue(jat("jobs.drain.in_sweep")));
+	ck_assert_int_eq(jint("jobs.prune.due_backlog"), 0);
+	ck_assert_int_eq(jint("jobs.prune.oldest_due_age_ms"), 0);
+	ck_assert_int_eq(jint("skew.max_clock_skew_ms"), 12000);
+	ck_assert_int_eq(jint("skew.shards_pending"), 0);
+	ck_assert_int_eq(jint("skew.shards_written"), 1024);
+	ck_assert(cJSON_IsNull(jat("skew.last_error")));
+	api_free(a);
+	worker_free(wk);
 }
 END_TEST
 
@@ -117,17 +171,19 @@ START_TEST(test_worker_sweep_now)
 	put_ok("api", "{\"match\":\"/api/*\",\"algorithm\":\"leaky_bucket\",\"capacity\":10,\"rate\":0.1}");
 	lb_admit("/api/a", 10, "0.1", t);
 	lb_admit("/api/a", 10, "0.1", t);
-	lb_admit("/norule", 10, "0.1", t);
+	lb_admit("/norule", 10, "0.5", t); /* no rule: drained by its own rate, 5 due, 1 there */
 	sweeps_start(&sw, w);
 	call("POST", "/v1/worker/sweep", NULL);
 	sweeps_stop(&sw);
 	ck_assert_int_eq(res.status, 200);
-	/* 0.1 per second for 10 s: one entry of /api/a; /norule is left alone */
+	/* 0.1 per second for 10 s: one entry of /api/a; /norule empties */
 	ck_assert_int_eq(jint("drain.paths"), 2);
-	ck_assert_int_eq(jint("drain.drained"), 1);
-	ck_assert_int_eq(jint("drain.unmatched"), 1);
-	ck_assert_int_eq(jint("drain.emptied"), 0);
+	ck_assert_int_eq(jint("drain.drained"), 2);
+	ck_assert_int_eq(jint("drain.unmatched"), 0);
+	ck_assert_int_eq(jint("drain.emptied"), 1);
+	ck_assert_int_eq(jint("drain.batches"), 1024);
 	ck_assert_int_eq(jint("prune.paths"), 0);
+	ck_assert_int_eq(jint("prune.batches"), 4096);
 	ck_assert_int_eq(test_cmd_int(c, "ZCARD %s", test_lb_key("/api/a")), 1);
 	call("GET", "/v1/worker/sweep", NULL);
 	ck_err(405, "method_not_allowed", NULL);
@@ -141,6 +197,7 @@ static Suite *worker_api_suite(void)
 
 	tc = test_tcase(s, "worker", api_setup, api_teardown, 60);
 	tcase_add_test(tc, test_worker_status);
+	tcase_add_test(tc, test_worker_backlog_and_skew);
 	tcase_add_test(tc, test_worker_sweep_now);
 	return s;
 }

@@ -575,6 +575,20 @@ void test_check_ints(const char *file, int line, redisReply *r, const long long 
 	freeReplyObject(r);
 }
 
+void test_check_client(const char *file, int line, redisReply *r, const long long want[4], const char *rule)
+{
+	char got[512];
+	int ok = r->type == REDIS_REPLY_ARRAY && r->elements == 5 && r->element[4]->type == REDIS_REPLY_STRING &&
+		 strcmp(r->element[4]->str, rule) == 0;
+
+	for (size_t i = 0; ok && i < 4; i++)
+		ok = r->element[i]->type == REDIS_REPLY_INTEGER && r->element[i]->integer == want[i];
+	if (!ok)
+		ck_abort_msg("%s:%d: reply %s, want {%lld, %lld, %lld, %lld, \"%s\"}", file, line,
+			     test_show_reply(r, got, sizeof(got)), want[0], want[1], want[2], want[3], rule);
+	freeReplyObject(r);
+}
+
 void test_check_error(const char *file, int line, redisReply *r, const char *prefix)
 {
 	char got[512];

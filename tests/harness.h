@@ -177,6 +177,9 @@ void test_layouts(const char *prefix, const char *json, struct layout **all, siz
 const char *test_show_reply(const redisReply *r, char *buf, size_t cap);
 /* Abort the test unless `r` is an array of exactly want[0..n); frees r. */
 void test_check_ints(const char *file, int line, redisReply *r, const long long *want, size_t n);
+/* A client script's reply is exactly {want[0..3], rule} (the calling contract's five
+ * elements); frees r. */
+void test_check_client(const char *file, int line, redisReply *r, const long long want[4], const char *rule);
 /* Abort the test unless `r` is an error reply starting with `prefix`; frees r. */
 void test_check_error(const char *file, int line, redisReply *r, const char *prefix);
 /* Element i of an array reply as an integer (aborts the test otherwise); r stays the caller's. */

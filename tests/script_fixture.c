@@ -192,7 +192,7 @@ void check_algo_case(const struct algo_case *ac)
 			before = test_snapshot(c);
 		}
 		r = acquire(ac->algo, p, ac->a, ac->b, ac->s, n, num(st->now));
-		test_check_ints(where, 0, r, st->want, 4);
+		test_check_client(where, 0, r, st->want, "");
 		if (st->want[0] == 1) {
 			ck_assert_msg(in_registry(ac->algo, p), "%s: path not registered", where);
 			for (int k = 0; k < nk; k++) {
@@ -214,7 +214,7 @@ void check_algo_case(const struct algo_case *ac)
 		free(before);
 		before = test_snapshot(c);
 		r = acquire(ac->algo, p, ac->a, ac->b, ac->s, n, num(st->now));
-		test_check_ints(where, 1, r, st->want, 4);
+		test_check_client(where, 1, r, st->want, "");
 		ck_snapshot_same(before);
 		free(before);
 	}

@@ -224,16 +224,41 @@ static int word_char(char c)
 	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
 }
 
-/* 1 when `name` (n bytes) stands as a whole word in [s, e) outside [skip_a, skip_e). */
+/*
+ * 1 when `name` (n bytes) stands as a whole word in the code of [s, e)
+ * outside [skip_a, skip_e): comments ("--" to the end of the line, outside a
+ * quoted string) do not count, so a comment that names a function does not
+ * keep it in every script.  Strings do count (conservative).
+ */
 static int used_outside(const char *s, const char *e, const char *name, size_t n, const char *skip_a,
 			const char *skip_e)
 {
-	for (const char *p = s; p + n <= e; p++) {
+	char quote = 0;
+
+	for (const char *p = s; p < e; p++) {
 		if (p >= skip_a && p < skip_e) {
 			p = skip_e - 1;
+			quote = 0;
 			continue;
 		}
-		if (memcmp(p, name, n) == 0 && (p == s || !word_char(p[-1])) && (p + n == e || !word_char(p[n])))
+		if (*p == '\n') {
+			quote = 0;
+		} else if (quote) {
+			if (*p == '\\' && p + 1 < e)
+				p++;
+			else if (*p == quote)
+				quote = 0;
+			continue;
+		} else if (*p == '\'' || *p == '"') {
+			quote = *p;
+			continue;
+		} else if (*p == '-' && p + 1 < e && p[1] == '-') {
+			while (p + 1 < e && p[1] != '\n')
+				p++;
+			continue;
+		}
+		if (p + n <= e && memcmp(p, name, n) == 0 && (p == s || !word_char(p[-1])) &&
+		    (p + n == e || !word_char(p[n])))
 			return 1;
 	}
 	return 0;
@@ -245,8 +270,8 @@ static int used_outside(const char *s, const char *e, const char *name, size_t n
  * an unused one costs every call (about 0.85k Redis instructions each; see
  * BENCHMARKS.md).  A function is a line "local function NAME(" at column 0,
  * up to the first line "end" at column 0, or that line alone when it ends in
- * " end"; it is kept when NAME appears as a word anywhere else (comments
- * included: a conservative test).  Repeats until nothing changes, so a
+ * " end"; it is kept when NAME appears as a word anywhere else in the
+ * code (strings included, a conservative test; comments not).  Repeats until nothing changes, so a
  * function only a dropped one called goes too.  Only the fragments' part is
  * pruned: what comes before `code_at`, the script's own code.
  */

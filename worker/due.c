@@ -5,22 +5,33 @@
  * what is due by now from one shard, handles it and reschedules it.  So a
  * step costs what is due, not what is registered.
  *
- * Asking all 1024 shards every tick would cost Redis some 2.5 ms of CPU a
- * tick with nothing due (BENCHMARKS.md), so the worker keeps each shard's
- * next due time from the script's reply and asks only the shards that are
- * due, plus a rolling poll that passes over every shard once per
- * DUE_POLL_MS: that is how it learns of paths that clients registered since
- * (a client's first due time is never earlier than its first leak or
- * expiry, and a due time met late only delays freeing memory: no client
- * decision waits for the worker).
+ * The worker keeps each shard's next due time (the script's reply says the
+ * registry's lowest score after the call) and calls the script only for
+ * the shards that are due.  A rolling poll reads the head of every shard's
+ * registry once per DUE_POLL_MS (1024 shards a second, whatever the tick:
+ * struct roll), with a plain ZRANGE 0 0 WITHSCORES, not a script call:
+ * that is how the worker learns of paths that clients registered since
+ * (ZADD LT may move a shard's due time earlier), and a polled shard found
+ * due is called in the same pass.  A script call with nothing due costs
+ * Redis some 10-20 us (the script's own set-up), a ZRANGE under one: with
+ * five layouts an idle daemon's polls cost some 5 ms of Redis CPU a
+ * second, where calling every shard would cost 50-100 ms.  A client's
+ * first due time is never earlier than its first leak or expiry, and a due
+ * time met late (by up to DUE_POLL_MS) only delays freeing memory: no
+ * client decision waits for the worker.
  *
  * A pass is the set of shards chosen at its start; it runs in pipelines of
- * DUE_DEPTH shard calls, stops when the step's budget is spent and resumes
- * at the next shard in the next step.  A shard that had more due than one
- * call takes (its backlog) is visited again before the pass ends.
+ * DUE_DEPTH commands (shard calls and polls), stops when the step's budget
+ * is spent and resumes at the next shard in the next step.  A shard that
+ * had more due than one call takes (its backlog) is called again before the
+ * pass ends.  A shard whose call or poll fails (its registry has another
+ * type, say) is left to the next poll, and the pass goes on with the
+ * others: one bad key does not stop the maintenance of the rest.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/clock.h"
@@ -31,39 +42,86 @@
 /* shard calls per round trip */
 #define DUE_DEPTH 64
 
+void roll_init(struct roll *r)
+{
+	r->epoch_ms = -1;
+	r->last_ms = -1;
+	r->done = 0;
+	r->at = 0;
+}
+
+size_t roll_slice(struct roll *r, int64_t now, int64_t period_ms, int all, size_t *from)
+{
+	int64_t target;
+	size_t n;
+
+	*from = r->at;
+	if (all || r->epoch_ms < 0) {
+		/* the first time, or on request: every shard once, and a cycle from now */
+		r->epoch_ms = r->last_ms = now;
+		r->done = 0;
+		return SHARD_COUNT;
+	}
+	if (now < r->last_ms) {
+		/* the clock went back: the cycle goes on from now */
+		r->epoch_ms = r->last_ms = now;
+		r->done = 0;
+		return 0;
+	}
+	r->last_ms = now;
+	/* ceil: each shard is covered again at most period_ms after it was */
+	target = now < r->epoch_ms ? 0 : ((now - r->epoch_ms) * SHARD_COUNT + period_ms - 1) / period_ms;
+	if (target - r->done >= SHARD_COUNT) {
+		/* a whole cycle (or more) is owed: every shard once, and a cycle from now */
+		r->epoch_ms = now;
+		r->done = 0;
+		return SHARD_COUNT;
+	}
+	n = target > r->done ? (size_t)(target - r->done) : 0;
+	r->done += (int64_t)n;
+	r->at = (r->at + n) % SHARD_COUNT;
+	if (r->done >= SHARD_COUNT) {
+		/* one period covers SHARD_COUNT shards exactly: keep the numbers small */
+		r->done -= SHARD_COUNT;
+		r->epoch_ms += period_ms;
+	}
+	return n;
+}
+
 void due_init(struct due_state *d, const struct layout *l, size_t index)
 {
 	memset(d, 0, sizeof(*d));
 	d->layout = l;
 	d->index = index;
-	/* unknown: every shard is due until it has answered once */
+	/* unknown (0): every shard is polled by the first pass */
 	for (size_t k = 0; k < SHARD_COUNT; k++)
 		d->next_due[k] = 0;
-	d->last_poll_ms = -1;
+	roll_init(&d->poll);
 }
 
-/* Choose the shards of a new pass at `now` (ms): those due and the poll's next slice; all with `full`. */
+/*
+ * Choose the shards of a new pass at `now` (ms): a call for each one due,
+ * a poll for the rolling poll's slice and for each one not asked yet; a
+ * call for every shard with `full`.
+ */
 static void pass_start(struct due_state *d, int64_t now, int full)
 {
-	size_t slice = SHARD_COUNT;
+	size_t from, slice = roll_slice(&d->poll, now, DUE_POLL_MS, full, &from);
 
-	if (!full && d->last_poll_ms >= 0 && now >= d->last_poll_ms) {
-		int64_t dt = now - d->last_poll_ms;
-
-		slice = dt >= DUE_POLL_MS ? SHARD_COUNT : (size_t)((dt * SHARD_COUNT + DUE_POLL_MS - 1) / DUE_POLL_MS);
-	}
-	if (d->last_poll_ms < 0 || now >= d->last_poll_ms)
-		d->last_poll_ms = now;
 	for (size_t k = 0; k < SHARD_COUNT; k++)
-		d->pending[k] = full || d->next_due[k] <= now;
-	for (size_t i = 0; i < slice; i++)
-		d->pending[(d->poll_at + i) % SHARD_COUNT] = 1;
-	d->poll_at = (d->poll_at + slice) % SHARD_COUNT;
+		d->pending[k] = full || (d->next_due[k] > 0 && d->next_due[k] <= now) ? DUE_CALL
+				: d->next_due[k] == 0 ? DUE_POLL : DUE_NONE;
+	for (size_t i = 0; i < slice; i++) {
+		unsigned char *p = &d->pending[(from + i) % SHARD_COUNT];
+
+		if (*p == DUE_NONE)
+			*p = DUE_POLL;
+	}
 	d->cursor = 0;
 	d->in_pass = 1;
 }
 
-/* Fold shard k's reply {done, removed, visited, skipped, next_due, backlog} into the counts. */
+/* Fold shard k's script reply {done, removed, visited, skipped, next_due, backlog} into the counts. */
 static int fold(struct due_state *d, size_t k, const redisReply *e, int64_t now, struct worker_result *r,
 		struct worker_layout_status *ls, char *why, size_t cap)
 {
@@ -87,7 +145,47 @@ static int fold(struct due_state *d, size_t k, const redisReply *e, int64_t now,
 	d->next_due[k] = v[4] < 0 ? INT64_MAX : v[4];
 	d->backlog[k] = v[5] > 0 ? (uint32_t)v[5] : 0;
 	/* more was due than one call takes: again in this pass */
-	d->pending[k] = d->backlog[k] > 0 && d->next_due[k] <= now;
+	d->pending[k] = d->backlog[k] > 0 && d->next_due[k] <= now ? DUE_CALL : DUE_NONE;
+	return 0;
+}
+
+/* A registry score (ms, as ZRANGE WITHSCORES gives it) as a due time: ceil, at least 1, "inf" INT64_MAX; -1 if not a number. */
+static int64_t score_ms(const redisReply *e)
+{
+	const char *s;
+	size_t len;
+	char *end;
+	double v;
+
+	if (reply_str(e, &s, &len) || len == 0)
+		return -1;
+	v = strtod(s, &end);
+	if (end != s + len || v != v)
+		return -1;
+	if (v >= 9.2e18)
+		return INT64_MAX;
+	return v < 1 ? 1 : (int64_t)ceil(v);
+}
+
+/*
+ * Fold shard k's poll reply (ZRANGE 0 0 WITHSCORES: {} or {member, score}):
+ * its next due time, and a call in this pass when that is by now.
+ */
+static int fold_poll(struct due_state *d, size_t k, const redisReply *e, int64_t now, struct worker_result *r,
+		     char *why, size_t cap)
+{
+	const redisReply *const *el;
+	int64_t due = INT64_MAX;
+	size_t n;
+
+	if (reply_array(e, 0, &el, &n) || (n != 0 && (n != 2 || (due = score_ms(el[1])) < 0))) {
+		snprintf(why, cap, "%s", reply_describe(e));
+		return reply_errno(e);
+	}
+	r->polls++;
+	d->next_due[k] = due;
+	d->backlog[k] = 0;
+	d->pending[k] = due <= now ? DUE_CALL : DUE_NONE;
 	return 0;
 }
 
@@ -103,10 +201,15 @@ void due_backlog(const struct due_state *d, int64_t now, uint64_t *paths, int64_
 
 /*
  * Run d's pass from its cursor until it ends (1) or the budget is spent (0),
- * or a negative errno.  `nows` is the scripts' now ("" = Redis TIME).
+ * or a negative errno when Redis could not be reached (the cursor back at
+ * the first shard of the round trip that failed).  `nows` is the scripts'
+ * now ("" = Redis TIME).  A shard whose call or poll failed leaves the pass
+ * (and is read again only by the poll: no retry every tick); the first such
+ * error goes to *failed (when it is 0) and the job's last_error.
  */
 static int pass_run(struct worker *w, enum worker_job job, struct due_state *d, int64_t now, const char *nows,
-		    int64_t start_us, int64_t budget_us, struct worker_result *r, struct worker_layout_status *ls)
+		    int64_t start_us, int64_t budget_us, struct worker_result *r, struct worker_layout_status *ls,
+		    int *failed)
 {
 	const struct alg_ops *alg = algorithm_get(d->layout->algorithm);
 	struct cmdargs *a = &w->jb.keys;
@@ -115,39 +218,57 @@ static int pass_run(struct worker *w, enum worker_job job, struct due_state *d, 
 	int rc;
 
 	while (d->in_pass) {
+		unsigned char kind[DUE_DEPTH];
 		size_t n = 0;
 
 		rbatch_clear(w->batch);
 		for (; d->cursor < SHARD_COUNT && n < DUE_DEPTH; d->cursor++) {
 			const char *const *argv;
 			const size_t *lens;
-			int argc;
+			int argc, poll = d->pending[d->cursor] == DUE_POLL;
 
-			if (!d->pending[d->cursor])
+			if (d->pending[d->cursor] == DUE_NONE)
 				continue;
 			cmdargs_reset(a);
-			if (cmdargs_end(a, layout_shard_registry(d->layout, (unsigned)d->cursor, cmdargs_begin(a))) ||
-			    cmdargs_str(a, nows) || cmdargs_int(a, (int64_t)w->batch_size) ||
+			if ((poll && cmdargs_str(a, "ZRANGE")) ||
+			    cmdargs_end(a, layout_shard_registry(d->layout, (unsigned)d->cursor, cmdargs_begin(a))) ||
+			    (poll ? cmdargs_str(a, "0") || cmdargs_str(a, "0") || cmdargs_str(a, "WITHSCORES")
+				  : cmdargs_str(a, nows) || cmdargs_int(a, (int64_t)w->batch_size)) ||
 			    (argc = cmdargs_view(a, NULL, &argv, &lens)) < 0 ||
-			    rbatch_eval(w->batch, alg->shard_script, 1, argc, argv, lens))
+			    (poll ? rbatch_cmd(w->batch, argc, argv, lens)
+				  : rbatch_eval(w->batch, alg->shard_script, 1, argc, argv, lens)))
 				return -ENOMEM;
+			kind[n] = d->pending[d->cursor];
 			shard[n++] = d->cursor;
 		}
-		if (n && (rc = rbatch_run(w->conn, w->batch)))
+		if (n && (rc = rbatch_run(w->conn, w->batch))) {
+			/* some of these may have run: they run again (a shard job is idempotent at one instant) */
+			d->cursor = shard[0];
 			return rc;
+		}
 		for (size_t i = 0; i < n; i++) {
-			if ((rc = fold(d, shard[i], rbatch_reply(w->batch, i), now, r, ls, why, sizeof(why)))) {
-				status_error(w, job, "script: %s", why);
-				/* resume after the shard that failed, not before it, next step */
-				d->cursor = shard[i] + 1;
-				return rc;
+			const redisReply *e = rbatch_reply(w->batch, i);
+
+			rc = kind[i] == DUE_POLL ? fold_poll(d, shard[i], e, now, r, why, sizeof(why))
+						 : fold(d, shard[i], e, now, r, ls, why, sizeof(why));
+			if (rc) {
+				d->pending[shard[i]] = DUE_NONE;
+				d->next_due[shard[i]] = INT64_MAX;
+				d->backlog[shard[i]] = 0;
+				if (!*failed) {
+					char shown[256];
+
+					snprintf(shown, sizeof(shown), "%s shard %zu: %s", d->layout->name, shard[i], why);
+					status_error(w, job, kind[i] == DUE_POLL ? "poll: %s" : "script: %s", shown);
+					*failed = rc;
+				}
 			}
 		}
 		if (d->cursor >= SHARD_COUNT) {
 			int again = 0;
 
 			for (size_t k = 0; k < SHARD_COUNT && !again; k++)
-				again = d->pending[k];
+				again = d->pending[k] != DUE_NONE;
 			if (again)
 				d->cursor = 0;
 			else
@@ -159,34 +280,14 @@ static int pass_run(struct worker *w, enum worker_job job, struct due_state *d, 
 	return 1;
 }
 
-/* Redis TIME in ms, or a negative errno. */
-static int redis_now(struct worker *w, int64_t *now)
-{
-	static const char *const argv[1] = { "TIME" };
-	static const size_t lens[1] = { 4 };
-	const redisReply *const *el;
-	long long s, us;
-	size_t n;
-	int rc;
-
-	rbatch_clear(w->batch);
-	if ((rc = rbatch_cmd(w->batch, 1, argv, lens)) || (rc = rbatch_run(w->conn, w->batch)))
-		return rc;
-	if (reply_array(rbatch_reply(w->batch, 0), 2, &el, &n) || reply_int_text(el[0], &s) ||
-	    reply_int_text(el[1], &us))
-		return -EPROTO;
-	*now = (int64_t)s * 1000 + (int64_t)us / 1000;
-	return 0;
-}
-
-int due_step(struct worker *w, enum worker_job job, int64_t start_us, int64_t budget_us, int64_t now_ms,
-	     int full, struct worker_result *r, struct worker_layout_status lr[WORKER_MAX_LAYOUTS])
+int due_step(struct worker *w, enum worker_job job, int64_t start_us, int64_t budget_us, int64_t now,
+	     const char *nows, int full, struct worker_result *r, struct worker_layout_status lr[WORKER_MAX_LAYOUTS],
+	     int *failed)
 {
 	struct job_state *js = &w->jobs[job];
-	char nows[24] = "";
-	int64_t now = now_ms;
-	int rc = 0;
+	int rc = 1;
 
+	*failed = 0;
 	if (js->ndue == 0)
 		return 1;
 	if (full) {
@@ -195,26 +296,18 @@ int due_step(struct worker *w, enum worker_job job, int64_t start_us, int64_t bu
 		for (size_t i = 0; i < js->ndue; i++)
 			js->due[i].in_pass = 0;
 	}
-	if (now_ms >= 0)
-		snprintf(nows, sizeof(nows), "%lld", (long long)now_ms);
-	else if ((rc = redis_now(w, &now))) {
-		status_error(w, job, "redis: %s", rconn_strerror(w->conn, rc));
-		return rc;
-	}
 	js->now_ms = now;
 	for (; js->due_at < js->ndue; js->due_at++) {
 		struct due_state *d = &js->due[js->due_at];
 
 		if (!d->in_pass)
 			pass_start(d, now, full);
-		rc = pass_run(w, job, d, now, nows, start_us, budget_us, r, &lr[d->index]);
+		rc = pass_run(w, job, d, now, nows, start_us, budget_us, r, &lr[d->index], failed);
 		if (rc <= 0)
 			break;
 	}
-	if (rc > 0 || js->due_at >= js->ndue) {
+	if (rc > 0)
 		js->due_at = 0;
-		rc = 1;
-	}
 	if (rc == -EIO || rc == -EAGAIN)
 		status_error(w, job, "redis: %s", rconn_errstr(w->conn));
 	else if (rc == -ENOMEM)

@@ -17,18 +17,64 @@
 #include "core/shard.h"
 #include "worker/worker.h"
 
+/*
+ * A rolling pass over the SHARD_COUNT shards at a steady rate, all of them
+ * per period whatever the tick (due.c): the due walk's poll, the check of
+ * the shards' rules copies (skew.c).
+ */
+struct roll {
+	int64_t epoch_ms;   /* when the current cycle began (ms of the steps' clock); -1: never */
+	int64_t last_ms;    /* now of the last slice */
+	int64_t done;       /* shards covered since epoch_ms */
+	size_t at;          /* the next shard to cover */
+};
+void roll_init(struct roll *r);
+/*
+ * The slice of shards due by `now` (ms): *from its first, the count
+ * returned (up to SHARD_COUNT, wrapping), so that each shard comes again at
+ * most `period_ms` after it came (plus one step); all of them the first
+ * time and with `all` (a new cycle starts then).  A clock that went back
+ * restarts the cycle at now.
+ */
+size_t roll_slice(struct roll *r, int64_t now, int64_t period_ms, int all, size_t *from);
+
+enum { DUE_NONE = 0, DUE_POLL, DUE_CALL };
+
 /* Where the due-driven walk of one of sluice's own layouts stands (due.c). */
 struct due_state {
 	const struct layout *layout;
 	size_t index;                    /* the layout's index in the worker's layouts */
 	int64_t next_due[SHARD_COUNT];   /* ms each shard's registry said its lowest score is
-					  * (INT64_MAX: empty; 0: not asked yet) */
+					  * (INT64_MAX: empty, or its call failed; 0: not asked yet) */
 	uint32_t backlog[SHARD_COUNT];   /* paths each shard still had due after its last call */
-	unsigned char pending[SHARD_COUNT]; /* chosen for the current pass and not done */
+	unsigned char pending[SHARD_COUNT]; /* the current pass's work left for each shard:
+					  * DUE_NONE, DUE_POLL (read its registry's head), DUE_CALL
+					  * (call its shard script) */
 	size_t cursor;                   /* next shard of the pass */
-	size_t poll_at;                  /* where the rolling poll goes on */
-	int64_t last_poll_ms;            /* now of the last pass start; -1: none */
+	struct roll poll;                /* the rolling poll */
 	int in_pass;
+};
+
+enum { SKEW_UNKNOWN = 0, SKEW_OK, SKEW_MISSING };
+
+/*
+ * The skew horizon in every shard's rules copy (skew.c): field
+ * max_clock_skew_ms of <prefix>{k}:rules, which every script reads
+ * (lua/lib/skew.lua skew_read).
+ */
+struct skew_state {
+	int on;                          /* the worker keeps the copies */
+	int64_t ms;
+	char text[24];                   /* ms in decimal, as written */
+	unsigned char state[SHARD_COUNT]; /* SKEW_UNKNOWN, SKEW_OK (seen or written holding it),
+					  * SKEW_MISSING (seen without it: to be written) */
+	size_t pending;                  /* shards not SKEW_OK */
+	struct roll check;               /* the rolling check of the copies */
+	int check_all;                   /* the next step checks every shard */
+	int64_t retry_ms;                /* after a refused write: not again before (steps' clock) */
+	uint64_t connects;               /* the connection's count at the last step */
+	uint64_t written;                /* copies written since start */
+	char error[160];                 /* why the last write or check failed; "" */
 };
 
 /* Where one job's walk stands: the layouts it maintains and the cursor in them. */
@@ -42,7 +88,8 @@ struct job_state {
 	size_t nlayouts;
 	size_t layout;           /* index into layouts of the cursor */
 	char cursor[REPLY_CURSOR_MAX]; /* SSCAN/SCAN cursor, "0" at the start of a layout */
-	int in_sweep;
+	int in_sweep;            /* a sweep is part-way: it started and not both parts ended */
+	int due_swept, walk_swept; /* the due passes / the foreign walk ended since the sweep started */
 	int64_t sweep_start_us;
 };
 
@@ -61,6 +108,7 @@ struct worker {
 	struct job_state jobs[WORKER__JOBS];
 	struct rbatch *batch;
 	struct job_batch jb;
+	struct skew_state skew;
 
 	pthread_mutex_t lock;    /* guards st and the request fields below */
 	struct worker_status st;
@@ -97,13 +145,17 @@ void due_init(struct due_state *d, const struct layout *l, size_t index);
 /*
  * One step over `job`'s own layouts: the pass of each (due shards, the
  * rolling poll's slice; every shard with `full`) from where the last step
- * stopped, until it ends or `budget_us` after `start_us` is spent.
- * `now_ms` >= 0 is the scripts' now, -1 Redis TIME.  1 when every pass
- * ended, 0 when the budget ran out first, or a negative errno (the job's
- * last_error set); the position is kept so the next step resumes.
+ * stopped, until it ends or `budget_us` after `start_us` is spent.  `now`
+ * is the step's time (ms), `nows` what the scripts get ("" = Redis TIME).
+ * 1 when every pass ended, 0 when the budget ran out first, or a negative
+ * errno when Redis could not be reached (-EIO, -EAGAIN) or -ENOMEM (the
+ * job's last_error set); the position is kept so the next step resumes.
+ * A shard call that failed (an error reply) does not stop the step: the
+ * first one's errno goes to *failed (0: none) and its text to last_error.
  */
-int due_step(struct worker *w, enum worker_job job, int64_t start_us, int64_t budget_us, int64_t now_ms,
-	     int full, struct worker_result *r, struct worker_layout_status lr[WORKER_MAX_LAYOUTS]);
+int due_step(struct worker *w, enum worker_job job, int64_t start_us, int64_t budget_us, int64_t now,
+	     const char *nows, int full, struct worker_result *r, struct worker_layout_status lr[WORKER_MAX_LAYOUTS],
+	     int *failed);
 /* Add d's due backlog (paths) to *paths and lower *oldest to its oldest due time (ms) by now. */
 void due_backlog(const struct due_state *d, int64_t now, uint64_t *paths, int64_t *oldest);
 
@@ -114,6 +166,19 @@ void due_backlog(const struct due_state *d, int64_t now, uint64_t *paths, int64_
  */
 int walk_step(struct worker *w, enum worker_job job, int64_t start_us, int64_t budget_us, const char *now,
 	      struct worker_result *r, struct worker_layout_status lr[WORKER_MAX_LAYOUTS]);
+
+/* Start keeping the shards' copies of the skew horizon `ms` (>= 0): every shard is checked at the next step. */
+void skew_init(struct skew_state *s, int64_t ms);
+/*
+ * Keep the shards' copies at `now` (ms, the steps' clock): check the
+ * rolling slice (every shard with `all`, after a reconnect, or when asked)
+ * with HGET, then write those that do not hold the value (HSET, in
+ * pipelines).  A write Redis refuses (out of memory, a copy of another
+ * type) is kept pending and tried again a second later: only s->error
+ * says so, the step goes on.  0, or the rconn error when Redis could not
+ * be reached, or -ENOMEM.
+ */
+int skew_step(struct worker *w, int64_t now, int all);
 
 /* Set job's last_error (printf of `fmt` with one string). */
 void status_error(struct worker *w, enum worker_job job, const char *fmt, const char *detail);

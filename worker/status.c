@@ -57,6 +57,7 @@ void status_fold(struct worker *w, enum worker_job job, int rc, int64_t start_us
 	s->unmatched += r->unmatched;
 	s->skipped += r->skipped;
 	s->batches += r->batches;
+	s->polls += r->polls;
 	s->last_step_us = end - start_us;
 	if (rc)
 		s->errors++;
@@ -79,6 +80,10 @@ void status_fold(struct worker *w, enum worker_job job, int rc, int64_t start_us
 	w->st.rules_version = w->rules.version;
 	w->st.rules = w->rules.n;
 	w->st.rules_invalid = w->rules_invalid;
+	w->st.skew_ms = w->skew.on ? w->skew.ms : -1;
+	w->st.skew_pending = w->skew.on ? w->skew.pending : 0;
+	w->st.skew_written = w->skew.written;
+	snprintf(w->st.skew_error, sizeof(w->st.skew_error), "%s", w->skew.error);
 	pthread_mutex_unlock(&w->lock);
 }
 

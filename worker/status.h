@@ -25,9 +25,10 @@ const char *worker_action_name(enum algorithm a);
 /* Counters of one job since start. */
 struct worker_job_status {
 	uint64_t steps;          /* calls of worker_step */
-	uint64_t sweeps;         /* full passes over every registry of the job */
-	uint64_t batches;        /* script calls sent */
-	uint64_t paths;          /* registry members visited */
+	uint64_t sweeps;         /* passes over the due shards (and the foreign registries) that ended */
+	uint64_t batches;        /* script calls sent (a shard call, or a page's batched call) */
+	uint64_t polls;          /* shards' registry heads read by the due walk's rolling poll */
+	uint64_t paths;          /* registry members visited (due ones, for the own layouts) */
 	uint64_t entries;        /* entries drained or pruned */
 	uint64_t emptied;        /* paths whose state emptied and left the registry */
 	uint64_t unmatched;      /* paths left alone: no rule, or a rule of another algorithm */
@@ -72,12 +73,16 @@ struct worker_status {
 	uint64_t rules_version;
 	size_t rules;            /* rules loaded */
 	size_t rules_invalid;    /* rules in Redis that failed validation (skipped) */
+	int64_t skew_ms;         /* max_clock_skew_ms kept in every shard's rules copy; -1: none kept */
+	size_t skew_pending;     /* shards whose copy is not known to hold it (0: all do) */
+	uint64_t skew_written;   /* copies written since start */
+	char skew_error[160];    /* why the last write or check of a copy failed; "" */
 };
 
 /* Result of one step (also folded into the status). */
 struct worker_result {
 	int sweep_done;          /* the step finished a full sweep */
-	uint64_t paths, entries, emptied, unmatched, skipped, batches;
+	uint64_t paths, entries, emptied, unmatched, skipped, batches, polls;
 };
 
 struct worker;

@@ -20,7 +20,6 @@ static int next_layout(struct job_state *js)
 	if (++js->layout < js->nlayouts)
 		return 0;
 	js->layout = 0;
-	js->in_sweep = 0;
 	return 1;
 }
 

@@ -39,7 +39,8 @@ struct worker *worker_new(const struct worker_config *cfg)
 {
 	struct worker *w;
 
-	if (!cfg->redis || !cfg->prefix || cfg->batch_size == 0 || cfg->nlayouts > WORKER_MAX_LAYOUTS)
+	if (!cfg->redis || !cfg->prefix || cfg->batch_size == 0 || cfg->nlayouts > WORKER_MAX_LAYOUTS ||
+	    (cfg->write_skew && cfg->max_clock_skew_ms < 0))
 		return NULL;
 	if (!(w = calloc(1, sizeof(*w))))
 		return NULL;
@@ -49,6 +50,8 @@ struct worker *worker_new(const struct worker_config *cfg)
 	}
 	w->batch_size = cfg->batch_size;
 	w->st.nlayouts = cfg->nlayouts;
+	if (cfg->write_skew)
+		skew_init(&w->skew, cfg->max_clock_skew_ms);
 	for (size_t i = 0; i < cfg->nlayouts; i++) {
 		struct job_state *js = &w->jobs[job_of(&cfg->layouts[i])];
 
@@ -68,8 +71,12 @@ struct worker *worker_new(const struct worker_config *cfg)
 		js->layouts[js->nlayouts] = &cfg->layouts[i];
 		js->index[js->nlayouts++] = i;
 	}
-	for (int j = 0; j < WORKER__JOBS; j++)
+	for (int j = 0; j < WORKER__JOBS; j++) {
 		strcpy(w->jobs[j].cursor, "0");
+		w->st.job[j].oldest_due_age_ms = w->jobs[j].ndue ? 0 : -1;
+	}
+	w->st.skew_ms = w->skew.on ? w->skew.ms : -1;
+	w->st.skew_pending = w->skew.on ? w->skew.pending : 0;
 	w->conn = rconn_new(cfg->redis, cfg->timeout_ms);
 	w->prefix = strdup(cfg->prefix);
 	w->batch = rbatch_new();
@@ -95,14 +102,79 @@ void worker_free(struct worker *w)
 	free(w);
 }
 
-static int refresh_rules(struct worker *w)
+void worker_set_skew(struct worker *w, int64_t ms)
 {
-	int changed = 0, rc;
-	size_t invalid = 0;
+	if (ms < 0)
+		return;
+	skew_init(&w->skew, ms);
+	pthread_mutex_lock(&w->lock);
+	w->st.skew_ms = ms;
+	w->st.skew_pending = w->skew.pending;
+	pthread_mutex_unlock(&w->lock);
+}
 
-	rc = rulestore_refresh(w->conn, w->prefix, &w->rules, 0, &changed, &invalid);
-	if (!rc && changed)
+/* 0, with *changed set when the rules were reloaded; or an rconn error. */
+static int refresh_rules(struct worker *w, int *changed)
+{
+	size_t invalid = 0;
+	int rc;
+
+	*changed = 0;
+	rc = rulestore_refresh(w->conn, w->prefix, &w->rules, 0, changed, &invalid);
+	if (!rc && *changed)
 		w->rules_invalid = invalid;
+	return rc;
+}
+
+/* Redis TIME in ms, or a negative errno. */
+static int redis_now(struct worker *w, int64_t *now)
+{
+	static const char *const argv[1] = { "TIME" };
+	static const size_t lens[1] = { 4 };
+	const redisReply *const *el;
+	long long s, us;
+	size_t n;
+	int rc;
+
+	rbatch_clear(w->batch);
+	if ((rc = rbatch_cmd(w->batch, 1, argv, lens)) || (rc = rbatch_run(w->conn, w->batch)))
+		return rc;
+	if (reply_array(rbatch_reply(w->batch, 0), 2, &el, &n) || reply_int_text(el[0], &s) ||
+	    reply_int_text(el[1], &us))
+		rc = -EPROTO;
+	else
+		*now = (int64_t)s * 1000 + (int64_t)us / 1000;
+	rbatch_clear(w->batch);
+	return rc;
+}
+
+/*
+ * The step's part before the job: the rules, the time (when the due walk or
+ * the skew copies need it) and the skew copies.  0 or an rconn error (the
+ * job's last_error set).
+ */
+static int step_prepare(struct worker *w, enum worker_job job, int64_t now_ms, int full, int64_t *now)
+{
+	const char *what = "rules";
+	int changed, rc;
+
+	*now = now_ms;
+	if ((rc = refresh_rules(w, &changed)))
+		goto fail;
+	what = "redis";
+	if (now_ms < 0 && (w->jobs[job].ndue || w->skew.on) && (rc = redis_now(w, now)))
+		goto fail;
+	/* a sweep checks every copy; so does a change of the rules (Redis may have lost its data) */
+	if ((rc = skew_step(w, *now, full || changed)))
+		goto fail;
+	return 0;
+fail:
+	{
+		char msg[200];
+
+		snprintf(msg, sizeof(msg), "%s: %s", what, rconn_strerror(w->conn, rc));
+		status_error(w, job, "%s", msg);
+	}
 	return rc;
 }
 
@@ -112,34 +184,41 @@ int worker_step(struct worker *w, enum worker_job job, int64_t budget_us, int64_
 	struct job_state *js;
 	struct worker_result r = { 0 };
 	struct worker_layout_status lr[WORKER_MAX_LAYOUTS] = { 0 };
-	int64_t start = clock_mono_us();
-	char now[24] = "";
-	int rc;
+	int64_t start = clock_mono_us(), now;
+	char nows[24] = "";
+	int rc, full;
 
 	if ((unsigned)job >= WORKER__JOBS)
 		return -EINVAL;
 	js = &w->jobs[job];
+	full = js->full;
 	if (now_ms >= 0)
-		snprintf(now, sizeof(now), "%lld", (long long)now_ms);
-	if ((rc = refresh_rules(w))) {
-		status_error(w, job, "rules: %s", rconn_strerror(w->conn, rc));
-	} else {
-		int full = js->full, due_done;
+		snprintf(nows, sizeof(nows), "%lld", (long long)now_ms);
+	if (!(rc = step_prepare(w, job, now_ms, full, &now))) {
+		int due_rc, failed = 0;
 
 		js->full = 0;
 		if (!js->in_sweep) {
 			js->in_sweep = 1;
+			js->due_swept = js->walk_swept = 0;
 			js->sweep_start_us = start;
 		}
 		/* sluice's own layouts by due index first (cheap), then the foreign walk */
-		due_done = rc = due_step(w, job, start, budget_us, now_ms, full, &r, lr);
-		if (rc >= 0 && js->nlayouts == 0) {
-			rc = 0;
-			r.sweep_done = due_done;
-		} else if (rc >= 0) {
-			rc = walk_step(w, job, start, budget_us, now, &r, lr);
-			r.sweep_done = r.sweep_done && due_done;
+		due_rc = due_step(w, job, start, budget_us, now, nows, full, &r, lr, &failed);
+		if (due_rc < 0) {
+			rc = due_rc;
+		} else {
+			js->due_swept |= due_rc;
+			if (js->nlayouts) {
+				rc = walk_step(w, job, start, budget_us, nows, &r, lr);
+				js->walk_swept |= r.sweep_done;
+			}
+			/* a shard that failed did not stop the others, but the step reports it */
+			if (!rc)
+				rc = failed;
 		}
+		/* a sweep ends when both parts ended since it started */
+		r.sweep_done = js->due_swept && (js->walk_swept || js->nlayouts == 0);
 		if (r.sweep_done)
 			js->in_sweep = 0;
 	}
@@ -170,6 +249,7 @@ int worker_sweep(struct worker *w, enum worker_job job, int64_t now_ms, struct w
 		total.unmatched += r.unmatched;
 		total.skipped += r.skipped;
 		total.batches += r.batches;
+		total.polls += r.polls;
 	} while (!r.sweep_done);
 	total.sweep_done = 1;
 	if (res)

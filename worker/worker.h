@@ -1,27 +1,33 @@
 #ifndef SLUICE_WORKER_H
 #define SLUICE_WORKER_H
 /*
- * The worker's maintenance jobs.  Each job walks the registry sets of the
- * layouts it maintains with SSCAN, looks up each path's rule, and calls its
- * script for a whole batch of paths per EVALSHA, with the next SSCAN in the
- * same pipeline (one round trip per batch, never one per path).
+ * The worker's maintenance jobs.  sluice's own layouts (key layout 2) are
+ * walked by their due index (worker/due.c): each of the 1024 shards'
+ * registries is a sorted set scored by when a path next needs the worker,
+ * and one call of the algorithm's shard script (<alg>_<job>_shard.lua) per
+ * shard handles what is due there and reschedules it, in pipelines across
+ * shards, so a step costs what is due, not what is registered.  Foreign
+ * layouts are walked as their registry allows (SSCAN of a set, or SCAN),
+ * one batched script call per page (worker/walk.c).
  *
  *   drain (WORKER_DRAIN): leaky buckets lose floor(rate x elapsed + carry)
- *                         entries (lua/leaky_bucket_drain.lua)
+ *                         entries, at the rate the bucket records (own
+ *                         layout) or its rule's (foreign)
  *   prune (WORKER_PRUNE): sliding logs lose the entries, and sliding counters
  *                         the sub-windows, that have left the window of every
  *                         client within the skew horizon (lua/lib/skew.lua);
  *                         fixed-window counters without a TTL get one; token
  *                         buckets full for the whole horizon are deleted; empty
- *                         keys leave the registry (lua/sliding_log_prune.lua,
- *                         sliding_counter_prune.lua, fixed_window_repair.lua,
- *                         token_bucket_reclaim.lua).  Which job maintains which
+ *                         keys leave the registry.  Which job maintains which
  *                         algorithm, and with what, is its table's (core/algorithm.h).
  *
- * A step stops when its time budget is spent and resumes from its cursor at
- * the next step; memory does not grow with the registry (one batch at a time).
- * A path with no rule, or whose rule is of another algorithm, is left alone
- * and counted as unmatched.
+ * A step stops when its time budget is spent and resumes where it stopped
+ * at the next step; memory does not grow with the registry (one pipeline
+ * at a time, and a few bytes per shard).  A foreign path with no rule, or
+ * whose rule is of another algorithm, is left alone and counted as unmatched.
+ *
+ * The worker also keeps the skew horizon (config max_clock_skew_ms) in every
+ * shard's rules copy, where the scripts read it (worker/skew.c).
  *
  * Threads: one worker is driven by one thread (it owns its Redis connection).
  * worker_status() may be called from any thread.
@@ -39,28 +45,43 @@ struct worker_config {
 	const struct redis_target *redis; /* copied */
 	int64_t timeout_ms;               /* Redis connect/command timeout */
 	const char *prefix;               /* key prefix; copied */
-	size_t batch_size;                /* paths per SSCAN COUNT and per script call */
+	size_t batch_size;                /* paths per shard call, per SSCAN COUNT and per batched call */
 	const struct layout *layouts;     /* borrowed; must outlive the worker */
 	size_t nlayouts;
+	int write_skew;                   /* keep max_clock_skew_ms in every shard's rules copy
+					   * (0: leave the copies alone; the scripts use their default) */
+	int64_t max_clock_skew_ms;        /* with write_skew: the skew horizon, ms >= 0 */
 };
 
 
 /* New worker; does not connect yet.  NULL on ENOMEM or a bad config. */
 struct worker *worker_new(const struct worker_config *cfg);
 void worker_free(struct worker *w);
+/*
+ * Keep `ms` (>= 0; a negative value is ignored) in every shard's rules copy
+ * from the next step on (SIGHUP): every copy is checked then and those that
+ * differ are written.  The skew copies are kept from then on even if the
+ * worker was made without write_skew.
+ */
+void worker_set_skew(struct worker *w, int64_t ms);
 
 /*
- * One step of `job`: walk from the saved cursor until the sweep ends or
+ * One step of `job`: the due shards and the rolling poll's slice of its own
+ * layouts, then the foreign walk from its cursor, until both are done or
  * `budget_us` (> 0; CLOCK_MONOTONIC) is spent.  `now_ms` >= 0 is passed to
- * the scripts as "now" (tests, benchmarks); -1 lets each script use Redis TIME.
- * Reloads the rules first when their version changed.
+ * the scripts as "now" and is the step's clock (tests, benchmarks); -1 lets
+ * each script use Redis TIME, and the step reads TIME once for its own
+ * decisions.  Reloads the rules first when their version changed, and keeps
+ * the skew copies.
  * 0 with *res (may be NULL) filled, or a negative errno (-EIO, -EAGAIN: Redis
- * down; -ENOSPC: Redis out of memory; -EPROTO: unexpected reply); the cursor
- * is kept so the next step resumes.
+ * down; -ENOSPC: Redis out of memory; -EBADMSG: Redis refused a call, e.g. a
+ * registry of another type; -EPROTO: unexpected reply); the position is kept
+ * so the next step resumes.  A shard call that failed does not stop the
+ * others: the step does the rest and then returns its error.
  */
 int worker_step(struct worker *w, enum worker_job job, int64_t budget_us, int64_t now_ms,
 		struct worker_result *res);
-/* One full sweep of `job` from the start of its registries, whatever the time; same returns. */
+/* One full sweep of `job`: every shard and every foreign registry from the start, whatever is due; same returns. */
 int worker_sweep(struct worker *w, enum worker_job job, int64_t now_ms, struct worker_result *res);
 /* Record the scheduler's view of the job (lag and overruns), for the status. */
 void worker_note_schedule(struct worker *w, enum worker_job job, int64_t lag_us, uint64_t overruns);

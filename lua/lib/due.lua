@@ -6,7 +6,7 @@
 -- Clients add a path with ZADD LT: a new path gets its first due time, and
 -- one already there keeps the earlier of the two (so a call whose state needs
 -- the worker sooner, a shorter window say, moves it earlier; a later one
--- changes nothing).  The worker's job for a shard (due_run) takes what is due
+-- changes nothing).  The worker's job for a shard (see below) takes what is due
 -- by now, handles each path, then sets its next due time (ZADD XX) or removes
 -- it when its state is gone.  A due time that comes early costs one visit and
 -- a reschedule; one that came late would only delay memory being freed: no
@@ -15,7 +15,8 @@
 --@include lib/skew.lua
 
 -- A registry member this long overdue (ms) has been missed by every daemon,
--- or none runs; due_register removes a few such members whose keys are gone.
+-- or none runs; a client call that registers a new path removes a few such
+-- members whose keys are gone.
 local DEAD_AFTER_MS = 60000
 local DEAD_PER_CALL = 2
 
@@ -30,6 +31,25 @@ local DUE_SLICE = 500
 -- every new member removes up to two dead ones.
 local function due_register(registry, path, due, now, base, alg)
   if redis.call('ZADD', registry, 'LT', fmt_int(due), path) == 0 then return end
+  local dead = redis.call('ZRANGE', registry, '-inf', fmt_int(now - DEAD_AFTER_MS), 'BYSCORE',
+    'LIMIT', '0', fmt_int(DEAD_PER_CALL))
+  for _, p in ipairs(dead) do
+    if redis.call('EXISTS', base .. ':' .. alg .. ':' .. p, base .. ':' .. alg .. '_meta:' .. p) == 0 then
+      redis.call('ZREM', registry, p)
+    end
+  end
+end
+
+-- Set path's due time in registry (KEYS[3] of a client script) to `due` ms,
+-- earlier or later than it was: for an algorithm whose next due time follows
+-- from the state the call just wrote alone (the token bucket: when it will
+-- have been full for the skew horizon), so the worker never visits a path in
+-- use before it has work.  A path new there drops up to DEAD_PER_CALL
+-- members overdue by DEAD_AFTER_MS whose state and meta (keys of `base`, the
+-- shard's "<prefix>{k}", and algorithm `alg`) are both gone, so the registry
+-- stays bounded by the paths that have state even with no daemon running.
+local function due_set(registry, path, due, now, base, alg)
+  if redis.call('ZADD', registry, fmt_int(due), path) == 0 then return end
   local dead = redis.call('ZRANGE', registry, '-inf', fmt_int(now - DEAD_AFTER_MS), 'BYSCORE',
     'LIMIT', '0', fmt_int(DEAD_PER_CALL))
   for _, p in ipairs(dead) do
