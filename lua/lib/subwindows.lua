@@ -7,10 +7,10 @@
 -- [j * sub_ms, (j + 1) * sub_ms), and, under names that start with a letter
 -- (a field whose name starts with a digit is a sub-window's), t = the ms the
 -- latest admission was served at (the time mark) and the parameters
--- applied: limit, window_ms, sub_windows, rule.  At t, with cur = floor(t / sub_ms), the live
--- sub-windows are cur - N + 1 .. cur; fields of any other index are expired
--- (or were written under another sub_ms) and are removed: Redis 7.0 has no
--- per-field TTL.
+-- applied: limit, window_ms, sub_windows, rule.  At t, with cur =
+-- floor(t / sub_ms), the live sub-windows are cur - N + 1 .. cur; fields of
+-- any other index are expired (or were written under another sub_ms) and
+-- are removed: Redis 7.0 has no per-field TTL.
 --@include lib/window.lua
 
 -- sub_windows (an integer >= 1 that divides window): N and sub_ms, or an
