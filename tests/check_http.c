@@ -103,7 +103,9 @@ START_TEST(test_server_smoke)
 	freeReplyObject(test_cmd(c, "ZADD %s 1 %s", test_registry("sliding_log", "/a b+c"), "/a b+c"));
 	test_http(port, "GET", "/v1/paths?match=%2Fa+b%2Bc&cursor=1-0-0", NULL, 0, &h); /* '+' is a space, %2B a '+' */
 	ck_http(h, 200, "{\"paths\":[{\"path\":\"/a b+c\",\"algorithm\":\"sliding_log\",\"layout\":\"sliding_log\","
-			"\"rule\":null,\"registered\":true,\"count\":0,\"limit\":null,\"remaining\":null,\"reset_ms\":null}],\"cursor\":\"0\"}");
+			"\"rule\":null,\"matching_rule\":null,\"mismatch\":null,\"recorded\":null,\"registered\":true,"
+			"\"due_ms\":1,\"count\":0,\"limit\":null,\"remaining\":null,\"reset_ms\":null,\"ttl_ms\":-2}],"
+			"\"cursor\":\"0\"}");
 	test_http(port, "GET", "/v1/paths?count=abc", NULL, 0, &h);
 	ck_http_err(&h, 400, "invalid_query", "count");
 
