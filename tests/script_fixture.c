@@ -76,12 +76,6 @@ redisReply *lb_acquire(const char *path, const char *cap, const char *rate, cons
 	return acquire(LB, path, cap, rate, NULL, n, now);
 }
 
-redisReply *lb_drain1(const char *path, const char *rate, long long now)
-{
-	return ev(SCRIPT_LEAKY_BUCKET_DRAIN, 3, LB_REG, test_lb_key(path), test_lb_meta(path), num(now),
-		  path, rate, NULL);
-}
-
 redisReply *lb_state(const char *path, const char *cap, const char *rate, const char *now)
 {
 	return ev(SCRIPT_LEAKY_BUCKET_STATE, 2, test_lb_key(path), test_lb_meta(path), cap, rate, now, NULL);
@@ -90,16 +84,6 @@ redisReply *lb_state(const char *path, const char *cap, const char *rate, const 
 redisReply *sl_acquire(const char *path, const char *limit, const char *window, const char *now)
 {
 	return acquire(SL, path, limit, window, NULL, NULL, now);
-}
-
-redisReply *sl_prune1(const char *path, const char *window, long long now)
-{
-	return ev(SCRIPT_SLIDING_LOG_PRUNE, 2, SL_REG, test_sl_key(path), num(now), path, window, NULL);
-}
-
-redisReply *sl_state(const char *path, const char *limit, const char *window, const char *now)
-{
-	return ev(SCRIPT_SLIDING_LOG_STATE, 1, test_sl_key(path), limit, window, now, NULL);
 }
 
 redisReply *prune_unit(const char *reg, const char *key, const char *path, const char *window, long long now,
@@ -141,16 +125,6 @@ redisReply *sc(const char *p, const char *limit, const char *window, const char 
 redisReply *tb(const char *p, const char *cap, const char *rate, const char *n, long long now)
 {
 	return acquire(TB, p, cap, rate, NULL, n, num(now));
-}
-
-redisReply *sc_prune1(const char *p, const char *window, const char *subs, long long now)
-{
-	return ev("sliding_counter_prune", 2, SC_REG, SC_KEY(p), num(now), p, window, subs, NULL);
-}
-
-redisReply *tb_reclaim1(const char *p, const char *cap, const char *rate, long long now)
-{
-	return ev("token_bucket_reclaim", 2, TB_REG, TB_KEY(p), num(now), p, cap, rate, NULL);
 }
 
 redisReply *fw_state(const char *key, const char *limit, const char *window, const char *now)
@@ -240,7 +214,7 @@ void check_bad_call(const struct bad_call *bc)
 	freeReplyObject(lb_acquire("/v", "3", "1", "2", "1000"));
 	freeReplyObject(sl_acquire("/v", "3", "1000", "1000"));
 	freeReplyObject(fw("/v", "3", "1000", 1000));
-	freeReplyObject(test_cmd(c, "PERSIST %s", FWK));
+	freeReplyObject(test_cmd(c, "PERSIST %s", test_key("/v", "fixed_window")));
 	freeReplyObject(sc("/v", "3", "1000", "10", 1000));
 	freeReplyObject(tb("/v", "3", "1", "1", 1000));
 	freeReplyObject(fw("/k", "3", "1000", 1000));
