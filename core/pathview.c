@@ -242,7 +242,7 @@ cJSON *pathview_item(struct path_item *it)
 	} else if (!bad) {
 		bad = !cJSON_AddNullToObject(o, "recorded");
 	}
-	bad = bad || add_registered(o, it) || jsonv_add_int(o, "count", v.count);
+	bad = bad || add_registered(o, it) || (v.count < 0 ? !cJSON_AddNullToObject(o, "count") : jsonv_add_int(o, "count", v.count));
 	if (!bad) {
 		/* the parameters the state was read by */
 		if (v.recorded)
