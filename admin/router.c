@@ -288,7 +288,13 @@ static void route(struct api *a, const struct api_request *req, const struct seg
 					      allow_len ? ", " : "", routes[i].r.method);
 	}
 	if (!allow_len) {
-		reply_fail(res, 404, "not_found", "no such route", NULL);
+		/* a path with its slashes left unencoded is the usual way to miss /v1/paths/{path} */
+		reply_fail(res, 404, "not_found",
+			   strncmp(req->path, "/v1/paths/", 10) == 0
+				   ? "no such route (a path in the URL is one segment: percent-encode it, "
+				     "e.g. /v1/paths/%2Fapi%2Fusers)"
+				   : "no such route",
+			   NULL);
 		return;
 	}
 	snprintf(msg, sizeof(msg), "method not allowed; allowed: %s", a->allow);

@@ -53,25 +53,41 @@ if not m[1] then
 end
 local level = redis.call('ZCARD', bucket)
 local last, carry, t = leak_read(m, now)
-level, last, carry = leak(bucket, meta, level, last, carry, rate, t, now)
+local left, last2, carry2, what = leak_at(level, last, carry, rate, t)
 
 local allowed, retry_after = 0, 0
-if n > capacity then
-  retry_after = -1 -- can never be admitted; nothing is stored
-elseif level + n <= capacity then
+if n > capacity or left + n > capacity then
+  -- refused: apply the leak that was due (what the drain would do), nothing else
+  level, last, carry = leak(bucket, meta, level, last, carry, rate, t, now)
+  if n > capacity then retry_after = -1 end -- can never be admitted; nothing is stored
+else
   allowed = 1
+  -- Admitted: the leak and the admission in one write of the meta.  The
+  -- leak's removal first (oldest entries; an emptied bucket goes whole).
+  if what == 'leaked' then
+    redis.call('ZREMRANGEBYRANK', bucket, '0', fmt_int(level - left - 1))
+  elseif what == 'emptied' then
+    redis.call('DEL', bucket)
+  end
+  local was = left
+  level, last, carry = left, last2, carry2
   local seq = n
   local set = { 'HSET', meta, 'seq' }
   if level == 0 then
+    -- an empty bucket earns no credit: accounting starts at t
     last, carry = t, 0
     set[4] = fmt_int(n)
     set[5], set[6], set[7], set[8] = 'last', fmt_int(t), 'carry', '0'
   else
     seq = (stored_int(m[3]) or 0) + n
     set[4] = fmt_int(seq)
+    if what ~= 'none' then
+      set[5], set[6], set[7], set[8] = 'last', fmt_int(last), 'carry', fmt_real(carry)
+    end
   end
   -- the parameters applied, recorded when they change (the worker drains by them)
-  if m[4] ~= ARGV[5] or m[5] ~= ARGV[6] or m[6] ~= rule then
+  local changed = m[4] ~= ARGV[5] or m[5] ~= ARGV[6] or m[6] ~= rule
+  if changed then
     set[#set + 1], set[#set + 2] = 'capacity', ARGV[5]
     set[#set + 1], set[#set + 2] = 'rate', ARGV[6]
     set[#set + 1], set[#set + 2] = 'rule', rule
@@ -100,9 +116,15 @@ elseif level + n <= capacity then
   local ttl = leak_ttl(level, last, carry, rate, now)
   expire_in(bucket, ttl)
   expire_in(meta, ttl + SKEW_MS)
-  -- due when the next entry leaks
-  due_register(registry, path, last + leak_ms_until(rate, carry, 1), now, base, 'leaky_bucket')
-else
+  -- Due when the next entry leaks.  A bucket that had entries is in the due
+  -- index already, at its next leak or earlier (the drain reschedules it,
+  -- and removes it only once it is empty): only a bucket that was empty, or
+  -- a change of parameters (a faster rate leaks sooner), registers.
+  if was == 0 or changed then
+    due_register(registry, path, last + leak_ms_until(rate, carry, 1), now, base, 'leaky_bucket')
+  end
+end
+if allowed == 0 and retry_after == 0 then
   retry_after = math.max(1, last + leak_ms_until(rate, carry, level + n - capacity) - t)
 end
 

@@ -1,69 +1,113 @@
 #!lua
 -- sluice: sliding-window counter of N sub-windows, client-side acquire.
--- Contract: lua/README.md.
+-- Contract: lua/README.md, "sliding_counter.lua" (DESIGN.md, "Client
+-- scripts: the calling contract").
 --
--- KEYS[1] counter  hash: "<index>" = requests admitted in sub-window index
---                        (floor(ms / sub_ms)), t = latest ms an admission was made at
--- KEYS[2] registry set of paths that have state (walked by the daemon)
--- ARGV[1] path (registry member), ARGV[2] limit (integer >= 1),
--- ARGV[3] window_ms (integer >= 1), ARGV[4] sub_windows N (integer >= 1 that
--- divides window_ms), ARGV[5] now (ms; absent or "" = Redis TIME)
--- Reply {allowed 0|1, remaining, retry_after_ms, reset_ms}
+-- KEYS[1] counter  <prefix>{k}:sliding_counter:<path>: hash
+--                    "<j>" = requests admitted in sub-window j (floor(ms / sub_ms)),
+--                    t = the ms the latest admission was served at (the time mark),
+--                    limit, window_ms, sub_windows = the parameters last applied,
+--                    rule = the rule named ("" for explicit parameters)
+-- KEYS[2] meta     <prefix>{k}:sliding_counter_meta:<path>: accepted, never
+--                  touched (the counter keeps its bookkeeping in KEYS[1])
+-- KEYS[3] registry <prefix>{k}:registry:sliding_counter (due index: when the
+--                  oldest sub-window has left the window at the skew horizon)
+-- KEYS[4] rules: the shard's rules copy (read: max_clock_skew_ms, lib/skew.lua)
+-- KEYS[5] stats: the shard's decision counters; accepted, not used yet
+-- ARGV[1] path, ARGV[2] n (cost in requests, "" = 1), ARGV[3] now (ms, "" =
+-- Redis TIME), ARGV[4] rule ("" only), ARGV[5] limit (integer >= 1),
+-- ARGV[6] window_ms (integer >= 1), ARGV[7] sub_windows N (integer >= 1 that
+-- divides window_ms)
+-- Reply {allowed 0|1, remaining, retry_after_ms (-1: n > limit), reset_ms, rule}
 --
 -- sub_ms = window_ms / N.  At t the live sub-windows are the N indices
 -- cur - N + 1 .. cur (cur = floor(t / sub_ms)): a request admitted in
 -- sub-window j counts until (j + N) * sub_ms, i.e. for between
--- window_ms - sub_ms and window_ms.  Admitted if their sum < limit.  Fields of
--- other indices are expired (or were written under another sub_ms) and are
--- removed on the way by an admission, as sliding_log.lua removes old entries.
+-- window_ms - sub_ms and window_ms.  Admitted if their sum + n <= limit.
+-- Fields of other indices are expired (or were written under another
+-- sub_ms) and are removed on the way by an admission, as sliding_log.lua
+-- removes old entries.
 --
 -- Time mark (DESIGN.md, "Time"): t, the time the latest admission was served
 -- at.  A call is served at max(now, t).  A rejected call writes nothing (no
 -- field removed, no TTL extended): what has left the window at its time may
 -- still count for a later call served before it (a client with a lagging
 -- clock, at the mark).  The TTL keeps the mark SKEW_MS past the window's end.
+--
+-- Hot path (an admission that changes no parameter): HGET of the rules copy,
+-- HGETALL, one HSET, PEXPIRE; HDEL when a sub-window has left; the registry
+-- only when the counter held no live sub-window before the call or its
+-- parameters change (otherwise it is registered already, due no later).
 
+--@include lib/contract.lua
 --@include lib/subwindows.lua
+--@include lib/due.lua
 
-if #KEYS ~= 2 then return usage('sliding_counter takes 2 KEYS (counter, registry)') end
-local counter, registry = KEYS[1], KEYS[2]
-local path, err = arg_path(ARGV[1])
+local PARAMS = 'limit, window_ms, sub_windows'
+local path, base, k, err = contract_keys('sliding_counter', PARAMS)
 if err then return err end
-local limit, window, subs, sub, now
-limit, window, subs, sub, now, err = arg_counter_now(ARGV, 2)
+SKEW_MS = skew_read(KEYS[4])
+local n, now, rule
+n, now, rule, err = contract_args('sliding_counter', PARAMS, 3)
 if err then return err end
+local limit, window, subs, sub
+limit, window, subs, sub, err = arg_counter(ARGV[5], ARGV[6], ARGV[7])
+if err then return err end
+local counter = KEYS[1]
 
+local h = redis.call('HGETALL', counter)
+if #h == 0 then
+  -- No state: the path is new (or long idle), the one time its shard is checked.
+  err = contract_shard(path, k)
+  if err then return err end
+end
+local named, at = subs_fields(h)
 -- Stored time never moves backward: a caller behind the latest admission is
 -- served at that admission's time.
-local h, t, cur = subs_read(counter, now, sub)
-local live, sum, cur_count, stale = subs_scan(h, cur, subs)
+local t = now
+local mark = subs_mark(named)
+if mark and mark > t then t = mark end
+local cur = window_index(t, sub)
+local sum, cur_count, oldest, stale = subs_live(h, at, cur, subs)
 
 local allowed, retry_after = 0, 0
-if sum < limit then
+if n > limit then
+  retry_after = -1 -- can never be admitted; nothing is stored
+elseif sum + n <= limit then
   allowed = 1
+  local was_live = oldest
   -- t becomes the mark: what has left the window at t has left it for
   -- every later call.
-  hdel_all(counter, stale)
-  redis.call('HSET', counter, fmt_int(cur), fmt_int(cur_count + 1), 't', fmt_int(t))
-  sum = sum + 1
-  if cur_count == 0 then live[#live + 1] = { cur, 1 } end
+  if stale then hdel_all(counter, stale) end
+  -- the parameters applied, recorded when they change (the worker prunes by them)
+  local changed = named.limit ~= ARGV[5] or named.window_ms ~= ARGV[6] or named.sub_windows ~= ARGV[7]
+    or named.rule ~= rule
+  if changed then
+    redis.call('HSET', counter, fmt_int(cur), fmt_int(cur_count + n), 't', fmt_int(t), 'limit', ARGV[5],
+      'window_ms', ARGV[6], 'sub_windows', ARGV[7], 'rule', rule)
+  else
+    redis.call('HSET', counter, fmt_int(cur), fmt_int(cur_count + n), 't', fmt_int(t))
+  end
+  sum = sum + n
+  if not oldest or cur < oldest then oldest = cur end
   -- The newest sub-window (cur) leaves the window at (cur + N) * sub_ms, and
   -- the mark is kept SKEW_MS more; measured from the caller's now.
   expire_in(counter, (cur + subs) * sub + SKEW_MS - now)
-  redis.call('SADD', registry, path)
-else
-  -- Admitted once sum < limit: when the oldest sub-windows holding at least
-  -- sum - limit + 1 requests have left the window (sub-window j leaves at
-  -- (j + N) * sub_ms).
-  table.sort(live, function(a, b) return a[1] < b[1] end)
-  local need, acc = sum - limit + 1, 0
-  for _, e in ipairs(live) do
-    acc = acc + e[2]
-    if acc >= need then
-      retry_after = math.max(1, (e[1] + subs) * sub - t)
-      break
-    end
+  -- due when the oldest sub-window has left the window for every client
+  -- within the horizon (the shard job prunes at max(t, now - SKEW_MS))
+  if not was_live or changed then
+    due_register(KEYS[3], path, (oldest + subs) * sub + SKEW_MS, now, base, 'sliding_counter')
   end
+else
+  -- Admitted once sum + n <= limit: when the oldest sub-windows holding at
+  -- least sum + n - limit requests have left the window (sub-window j leaves
+  -- at (j + N) * sub_ms).
+  retry_after = math.max(1, (subs_leaving(h, at, cur, subs, sum + n - limit) + subs) * sub - t)
 end
 
-return { allowed, math.max(0, limit - sum), retry_after, subs_reset_ms(live, subs, sub, t) }
+-- reset_ms: until the oldest live sub-window leaves the window, 0 when none
+local reset = 0
+if oldest then reset = (oldest + subs) * sub - t end
+local remaining = limit - sum
+if remaining < 0 then remaining = 0 end
+return { allowed, remaining, retry_after, reset, rule }

@@ -1,6 +1,8 @@
 #!lua flags=allow-oom
 -- sluice: sliding-window counter prune, one call for a batch of counters (the
--- worker's job).  Contract: lua/README.md.
+-- worker's job for FOREIGN layouts: keys and registry set as another limiter
+-- keeps them, the window from the rule that matches each path; sluice's own
+-- layout is pruned by sliding_counter_prune_shard.lua).  Contract: lua/README.md.
 --
 -- KEYS[1] registry set of paths; KEYS[1+i] counter_i hash, i = 1..N
 -- ARGV[1] now (ms, the same for the whole batch; absent or "" = Redis TIME);
@@ -44,13 +46,14 @@ return batch_run(nc, function(i, now)
   local h = redis.pcall('HGETALL', counter)
   if h.err then return nil end
   if #h == 0 then return 0, unregister(path) end -- expired, reset
-  local mark = subs_mark(h)
-  local cur = window_index(horizon_time(mark, now), sub)
-  local live, _, _, stale, fields = subs_scan(h, cur, subs)
-  if #live > 0 or (mark and mark > now - SKEW_MS) then
+  local named, at = subs_fields(h)
+  local mark = subs_mark(named)
+  local _, _, oldest, stale = subs_live(h, at, window_index(horizon_time(mark, now), sub), subs)
+  if oldest or (mark and mark > now - SKEW_MS) then
+    if not stale then return 0, 0 end
     hdel_all(counter, stale)
     return #stale, 0
   end
   redis.call('DEL', counter)
-  return fields, unregister(path)
+  return #at, unregister(path)
 end)

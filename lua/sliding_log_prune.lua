@@ -1,42 +1,36 @@
 #!lua flags=allow-oom
--- sluice: sliding-window log prune, one call for a batch of logs (the
--- worker's job).  Contract: lua/README.md.
+-- sluice: sliding-window log prune of other limiters' logs, one call for a
+-- batch of logs (the worker's job for a foreign layout; sluice's own logs
+-- are pruned over their shard's due index, sliding_log_prune_shard.lua).
+-- Contract: lua/README.md.
 --
--- KEYS[1] registry set of paths; KEYS[1+i] log_i sorted set, i = 1..N
+-- KEYS[1] registry (the limiter's set of paths, or any set when it keeps
+--   none); KEYS[1+i] log_i sorted set, i = 1..N
 -- ARGV[1] now (ms, the same for the whole batch; absent or "" = Redis TIME);
 --   ARGV[2i] path_i (registry member), ARGV[2i+1] window_ms_i (integer >= 1);
---   ARGV[2N+2] optional score unit of the whole batch, absent or "" for
---   sluice's own logs; for logs other limiters keep: "ms", "s" or "us" (also
+--   ARGV[2N+2] the score unit of the whole batch: "ms", "s" or "us" (also
 --   "\194\181s"); now and window_ms stay in ms
 -- Reply {pruned (entries removed), emptied (paths removed from the registry),
 --        logs (N), skipped (logs whose key has another type: untouched)}
 --
--- sluice's own logs (no unit, or ""): removes the entries that have left the
--- window at max(mark, now - SKEW_MS), the log's newest score being its mark:
--- the earliest time a call within the skew horizon is served at, so the
--- prune never removes what such a call still counts (DESIGN.md, "Time").  A
--- log nobody calls any more empties SKEW_MS after its newest entry left the
--- window, when its TTL ends too.
--- Logs of other limiters (a unit given, "ms" too) keep no mark, and their
--- own clients cut at their own now: removes entries with score <= now -
--- window, converted to the score unit.
--- So memory stays bounded and counts true for logs nobody touches any more.
--- A log left empty or absent (expired by TTL, reset) is taken out of the
--- registry; Redis deletes an emptied sorted set by itself.
--- Hot path: 3 calls per live log of sluice's (ZCARD, ZRANGE, ZREMRANGEBYSCORE),
--- 2 per foreign one.
+-- Logs of other limiters keep no time mark, and their own clients cut at
+-- their own now: removes entries with score <= now - window, converted to
+-- the score unit.  So memory stays bounded and counts true for logs nobody
+-- touches any more.  A log left empty or absent (expired by TTL, reset) is
+-- taken out of the registry; Redis deletes an emptied sorted set by itself.
+-- Hot path: 2 calls per log (ZCARD, ZREMRANGEBYSCORE).
 
 --@include lib/batch.lua
---@include lib/log.lua
+--@include lib/window.lua
 
 -- Validate the whole batch before any write: a bad argument changes nothing.
 local nl, windows, err = batch_windows(1, 'log', 'sliding_log_prune takes KEYS registry, then one log per path; '
-  .. 'ARGV now, then path and window_ms per log, then an optional score unit')
+  .. 'ARGV now, then path and window_ms per log, then the score unit')
 if err then return err end
--- Score unit of the whole batch (now and window_ms stay in ms); none: sluice's own.
+-- Score unit of the whole batch (now and window_ms stay in ms); an empty
+-- batch may leave it out.
 local unit = ARGV[2 * nl + 2]
-local own = unit == nil or unit == ''
-if own then unit = 'ms' end
+if nl == 0 and unit == nil then return { 0, 0, 0, 0 } end
 if unit == '\194\181s' then unit = 'us' end -- "µs" in UTF-8
 if unit ~= 'ms' and unit ~= 's' and unit ~= 'us' then
   return fail('unit', '"ms", "s" or "us" (the score unit)')
@@ -57,11 +51,7 @@ return batch_run(nl, function(i, now)
   local card = redis.pcall('ZCARD', log)
   if type(card) ~= 'number' then return nil end
   local removed = 0
-  if card > 0 then
-    local at = now
-    if own then at = horizon_time(log_mark(log), now) end
-    removed = redis.call('ZREMRANGEBYSCORE', log, '-inf', cutoff(at - windows[i]))
-  end
+  if card > 0 then removed = redis.call('ZREMRANGEBYSCORE', log, '-inf', cutoff(now - windows[i])) end
   if removed < card then return removed, 0 end
   return removed, unregister(path) -- empty or emptied
 end)

@@ -48,7 +48,9 @@ capacity = capacity or int_arg(m[3], 1)
 rate = rate or rate_arg(m[4])
 local last_ms = stored(m[1]) and stored_int(m[2]) or -1
 local ttl = redis.call('PTTL', bucket)
-if not (capacity and rate) then return { -1, -1, -1, last_ms, ttl, recorded, m[5] or '' } end
+-- No parameters at all: what is used and left is unknown (-1); an absent
+-- bucket (full, the same as none) uses nothing.
+if not (capacity and rate) then return { ttl == -2 and 0 or -1, -1, -1, last_ms, ttl, recorded, m[5] or '' } end
 
 local tokens0, last, t, _, tokens = refill_read(m, capacity, rate, now)
 local remaining = refill_whole(tokens, capacity)

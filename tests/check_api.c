@@ -120,6 +120,22 @@ START_TEST(test_404_routes)
 }
 END_TEST
 
+/* A path with its slashes left unencoded misses /v1/paths/{path}: the 404 says how to encode it. */
+START_TEST(test_404_names_the_encoding)
+{
+	const cJSON *msg;
+
+	get("/v1/paths/api/users");
+	msg = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(res.json, "error"), "message");
+	ck_assert_int_eq(res.status, 404);
+	ck_assert_str_eq(cJSON_GetStringValue(msg), "no such route (a path in the URL is one segment: percent-encode "
+						  "it, e.g. /v1/paths/%2Fapi%2Fusers)");
+	get("/v1/nope");
+	msg = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(res.json, "error"), "message");
+	ck_assert_str_eq(cJSON_GetStringValue(msg), "no such route");
+}
+END_TEST
+
 START_TEST(test_bad_percent_encoding)
 {
 	get("/v1/paths/%zz");
@@ -240,6 +256,7 @@ static Suite *api_suite(void)
 	tc = test_tcase(s, "routing", api_setup, api_teardown, 60);
 	tcase_add_loop_test(tc, test_405, 0, TEST_N(not_allowed));
 	tcase_add_loop_test(tc, test_404_routes, 0, TEST_N(unknown_routes));
+	tcase_add_test(tc, test_404_names_the_encoding);
 	tcase_add_test(tc, test_bad_percent_encoding);
 
 	tc = test_tcase(s, "auth", api_setup, api_teardown, 60);

@@ -362,7 +362,10 @@ START_TEST(prune_and_reset_through_admin_api)
 		      3000, "log not pruned (and counted by the worker) after 3 s");
 	ck_assert_int_eq(test_cmd_int(C, "EXISTS %s", test_sl_key("/log")), 0);
 	ck_assert_int_eq(jint(j, "jobs.prune.emptied"), 1);
-	ck_assert_int_eq(jint(j, "pruned"), 3);
+	/* the log's TTL ends when its newest entry leaves the horizon, and the path is due when its
+	 * oldest does: the same ms here (one burst), so Redis has expired the entries by the time the
+	 * prune comes, which counts none and takes the path out of the due index */
+	ck_assert_int_eq(jint(j, "pruned"), 0);
 	cJSON_Delete(j);
 
 	/* manual reset of a bucket */

@@ -177,7 +177,7 @@ START_TEST(test_state_scripts_are_read_only)
 	freeReplyObject(r);
 	/* The writers are refused there, before they run: the client script and the jobs. */
 	{
-		const char *kv[11];
+		const char *kv[12];
 		int kc = 0;
 
 		kv[kc++] = keys[0];

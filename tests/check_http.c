@@ -78,7 +78,8 @@ START_TEST(test_server_smoke)
 	/* the encoded slashes reach the API undecoded, and are decoded there once */
 	test_http(port, "GET", "/v1/paths/%2Fapi%2Fusers", NULL, 0, &h);
 	ck_http(h, 200, "{\"path\":\"/api/users\",\"algorithm\":\"leaky_bucket\",\"layout\":\"leaky_bucket\","
-			"\"rule\":\"api\",\"registered\":false,\"count\":0,\"capacity\":10,\"rate\":2,"
+			"\"rule\":\"api\",\"matching_rule\":\"api\",\"mismatch\":false,\"recorded\":null,"
+			"\"registered\":false,\"due_ms\":null,\"count\":0,\"capacity\":10,\"rate\":2,"
 			"\"remaining\":10,\"reset_ms\":0,\"ttl_ms\":-2}");
 	test_http(port, "GET", "/v1/paths/%252Fapi", NULL, 0, &h); /* "%2Fapi" literally: no rule, no state */
 	ck_http_err(&h, 404, "not_found", NULL);
@@ -86,7 +87,10 @@ START_TEST(test_server_smoke)
 	ck_http_err(&h, 400, "invalid_path", NULL);
 
 	/* query arguments are decoded once */
-	freeReplyObject(test_cmd(c, "SADD %s /api/1 /api/2 /x", LB_REG));
+	/* registered in their shards' due indexes (layout 2), with no state */
+	freeReplyObject(test_cmd(c, "ZADD %s 1 /api/1", test_registry("leaky_bucket", "/api/1")));
+	freeReplyObject(test_cmd(c, "ZADD %s 1 /api/2", test_registry("leaky_bucket", "/api/2")));
+	freeReplyObject(test_cmd(c, "ZADD %s 1 /x", test_registry("leaky_bucket", "/x")));
 	test_http(port, "GET", "/v1/paths?match=%2Fapi%2F*&count=1000&cursor=0", NULL, 0, &h);
 	ck_assert_int_eq(h.status, 200);
 	{
@@ -96,10 +100,12 @@ START_TEST(test_server_smoke)
 		ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(o, "cursor")->valuestring, "0");
 		cJSON_Delete(o);
 	}
-	freeReplyObject(test_cmd(c, "SADD %s %s", SL_REG, "/a b+c"));
-	test_http(port, "GET", "/v1/paths?match=%2Fa+b%2Bc&cursor=1-0", NULL, 0, &h); /* '+' is a space, %2B a '+' */
+	freeReplyObject(test_cmd(c, "ZADD %s 1 %s", test_registry("sliding_log", "/a b+c"), "/a b+c"));
+	test_http(port, "GET", "/v1/paths?match=%2Fa+b%2Bc&cursor=1-0-0", NULL, 0, &h); /* '+' is a space, %2B a '+' */
 	ck_http(h, 200, "{\"paths\":[{\"path\":\"/a b+c\",\"algorithm\":\"sliding_log\",\"layout\":\"sliding_log\","
-			"\"rule\":null,\"registered\":true,\"count\":0,\"limit\":null,\"remaining\":null,\"reset_ms\":null}],\"cursor\":\"0\"}");
+			"\"rule\":null,\"matching_rule\":null,\"mismatch\":null,\"recorded\":null,\"registered\":true,"
+			"\"due_ms\":1,\"count\":0,\"limit\":null,\"remaining\":null,\"reset_ms\":null,\"ttl_ms\":-2}],"
+			"\"cursor\":\"0\"}");
 	test_http(port, "GET", "/v1/paths?count=abc", NULL, 0, &h);
 	ck_http_err(&h, 400, "invalid_query", "count");
 

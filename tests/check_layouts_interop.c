@@ -46,7 +46,7 @@ START_TEST(test_seed001_counter_without_ttl_repaired)
 	for (int i = 4; i <= 6; i++)
 		ck_assert_int_eq(seed001_hit(crashed, 3, 60, 0), 0);
 	ck_assert_int_eq(test_cmd_int(c, "PTTL %s", crashed), -1);
-	ck_reply(fw_state(crashed, "3", "60000", ""), 6, 0, -1, -1);
+	ck_reply(fw_state_foreign(crashed, "3", "60000", ""), 6, 0, -1, -1);
 
 	/* The repair (Redis TIME): the crashed counter gets the whole window, the
 	 * healthy one keeps its TTL; they have no registry (an absent set). */
@@ -57,7 +57,7 @@ START_TEST(test_seed001_counter_without_ttl_repaired)
 	ck_pttl(ok, 60000);
 	ck_cmd("\"6\"", "GET %s", crashed);
 	ck_cmd("\"3\"", "GET %s", ok);
-	r = fw_state(crashed, "3", "60000", "");
+	r = fw_state_foreign(crashed, "3", "60000", "");
 	ck_assert_int_gt(test_elem_int(r, 2), 60000 - SLACK_MS);
 	ck_reply(r, 6, 0, test_elem_int(r, 2), test_elem_int(r, 3));
 	ck_assert_int_eq(test_cmd_int(c, "EXISTS rate_limit::registry"), 0);

@@ -145,6 +145,12 @@ START_TEST(test_path_state_without_rule)
 	ck_res(200, "{\"path\":\"/gone\",\"algorithm\":\"leaky_bucket\",\"layout\":\"leaky_bucket\",\"rule\":null,"
 		    "\"matching_rule\":null,\"mismatch\":null,\"recorded\":null,\"registered\":true,\"due_ms\":1234,"
 		    "\"count\":0,\"capacity\":null,\"remaining\":null,\"reset_ms\":null,\"ttl_ms\":-2}");
+	/* the same for a token bucket: an absent bucket uses nothing (count 0, not -1) */
+	freeReplyObject(test_cmd(c, "ZADD %s 1234 /gone/tb", test_registry("token_bucket", "/gone/tb")));
+	get("/v1/paths/%2Fgone%2Ftb");
+	ck_res(200, "{\"path\":\"/gone/tb\",\"algorithm\":\"token_bucket\",\"layout\":\"token_bucket\",\"rule\":null,"
+		    "\"matching_rule\":null,\"mismatch\":null,\"recorded\":null,\"registered\":true,\"due_ms\":1234,"
+		    "\"count\":0,\"capacity\":null,\"remaining\":null,\"reset_ms\":null,\"ttl_ms\":-2}");
 }
 END_TEST
 

@@ -398,7 +398,7 @@ START_TEST(test_tb_state)
 	char *before;
 
 	ck_state(tb_state2(p, "3", "1", "0"), "", "", 0, 3, 0, -1);
-	ck_state(tb_state2(p, "", "", "0"), "", "", -1, -1, -1, -1);
+	ck_state(tb_state2(p, "", "", "0"), "", "", 0, -1, -1, -1); /* absent: nothing used, the rest unknown */
 	ck_tb(tb(p, "3", "1", "2", 1000), 1, 1, 0, 2000);
 	before = test_snapshot(c);
 	ttl = ck_state(tb_state2(p, "3", "1", "1000"), "capacity=3,rate=1", "", 2, 1, 2000, 1000);

@@ -76,12 +76,6 @@ redisReply *lb_acquire(const char *path, const char *cap, const char *rate, cons
 	return acquire(LB, path, cap, rate, NULL, n, now);
 }
 
-redisReply *lb_drain1(const char *path, const char *rate, long long now)
-{
-	return ev(SCRIPT_LEAKY_BUCKET_DRAIN, 3, LB_REG, test_lb_key(path), test_lb_meta(path), num(now),
-		  path, rate, NULL);
-}
-
 redisReply *lb_state(const char *path, const char *cap, const char *rate, const char *now)
 {
 	return ev(SCRIPT_LEAKY_BUCKET_STATE, 2, test_lb_key(path), test_lb_meta(path), cap, rate, now, NULL);
@@ -90,16 +84,6 @@ redisReply *lb_state(const char *path, const char *cap, const char *rate, const 
 redisReply *sl_acquire(const char *path, const char *limit, const char *window, const char *now)
 {
 	return acquire(SL, path, limit, window, NULL, NULL, now);
-}
-
-redisReply *sl_prune1(const char *path, const char *window, long long now)
-{
-	return ev(SCRIPT_SLIDING_LOG_PRUNE, 2, SL_REG, test_sl_key(path), num(now), path, window, NULL);
-}
-
-redisReply *sl_state(const char *path, const char *limit, const char *window, const char *now)
-{
-	return ev(SCRIPT_SLIDING_LOG_STATE, 1, test_sl_key(path), limit, window, now, NULL);
 }
 
 redisReply *prune_unit(const char *reg, const char *key, const char *path, const char *window, long long now,
@@ -143,24 +127,24 @@ redisReply *tb(const char *p, const char *cap, const char *rate, const char *n, 
 	return acquire(TB, p, cap, rate, NULL, n, num(now));
 }
 
-redisReply *fw_repair1(const char *p, const char *window, long long now)
-{
-	return ev("fixed_window_repair", 2, FW_REG, FW_KEY(p), num(now), p, window, NULL);
-}
-
-redisReply *sc_prune1(const char *p, const char *window, const char *subs, long long now)
-{
-	return ev("sliding_counter_prune", 2, SC_REG, SC_KEY(p), num(now), p, window, subs, NULL);
-}
-
-redisReply *tb_reclaim1(const char *p, const char *cap, const char *rate, long long now)
-{
-	return ev("token_bucket_reclaim", 2, TB_REG, TB_KEY(p), num(now), p, cap, rate, NULL);
-}
-
 redisReply *fw_state(const char *key, const char *limit, const char *window, const char *now)
 {
-	return ev("fixed_window_state", 1, key, limit, window, now, NULL);
+	return ev("fixed_window_state", 2, key, key, limit, window, now, NULL);
+}
+
+redisReply *fw_state_foreign(const char *key, const char *limit, const char *window, const char *now)
+{
+	redisReply *r = fw_state(key, limit, window, now);
+	char got[256];
+
+	ck_assert_msg(r->type == REDIS_REPLY_ARRAY && r->elements == 6 && r->element[4]->type == REDIS_REPLY_ARRAY &&
+			      r->element[4]->elements == 0 && r->element[5]->type == REDIS_REPLY_STRING &&
+			      r->element[5]->len == 0,
+		      "fixed_window_state of %s: %s, want 4 integers, {} and \"\"", key, test_show_reply(r, got, sizeof(got)));
+	freeReplyObject(r->element[4]);
+	freeReplyObject(r->element[5]);
+	r->elements = 4;
+	return r;
 }
 
 redisReply *sc_state(const char *p, const char *limit, const char *window, const char *subs, const char *now)
@@ -230,7 +214,7 @@ void check_bad_call(const struct bad_call *bc)
 	freeReplyObject(lb_acquire("/v", "3", "1", "2", "1000"));
 	freeReplyObject(sl_acquire("/v", "3", "1000", "1000"));
 	freeReplyObject(fw("/v", "3", "1000", 1000));
-	freeReplyObject(test_cmd(c, "PERSIST %s", FWK));
+	freeReplyObject(test_cmd(c, "PERSIST %s", test_key("/v", "fixed_window")));
 	freeReplyObject(sc("/v", "3", "1000", "10", 1000));
 	freeReplyObject(tb("/v", "3", "1", "1", 1000));
 	freeReplyObject(fw("/k", "3", "1000", 1000));

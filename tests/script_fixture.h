@@ -85,11 +85,8 @@ int in_set(const char *set, const char *member);
 /* ---- leaky bucket and sliding log, with string arguments ----------------------- */
 
 redisReply *lb_acquire(const char *path, const char *cap, const char *rate, const char *n, const char *now);
-redisReply *lb_drain1(const char *path, const char *rate, long long now);
 redisReply *lb_state(const char *path, const char *cap, const char *rate, const char *now);
 redisReply *sl_acquire(const char *path, const char *limit, const char *window, const char *now);
-redisReply *sl_prune1(const char *path, const char *window, long long now);
-redisReply *sl_state(const char *path, const char *limit, const char *window, const char *now);
 /* sliding_log_prune of one log with a score unit ("ms", "s", "us"; NULL leaves it out). */
 redisReply *prune_unit(const char *reg, const char *key, const char *path, const char *window, long long now,
 		       const char *unit);
@@ -122,10 +119,10 @@ int state_keys(enum algo al, const char *p, const char *keys[2]);
 redisReply *fw(const char *p, const char *limit, const char *window, long long now);
 redisReply *sc(const char *p, const char *limit, const char *window, const char *subs, long long now);
 redisReply *tb(const char *p, const char *cap, const char *rate, const char *n, long long now);
-redisReply *fw_repair1(const char *p, const char *window, long long now);
-redisReply *sc_prune1(const char *p, const char *window, const char *subs, long long now);
-redisReply *tb_reclaim1(const char *p, const char *cap, const char *rate, long long now);
 redisReply *fw_state(const char *key, const char *limit, const char *window, const char *now);
+/* fw_state of a foreign counter (which records nothing): fails the test unless the reply ends in
+ * recorded {} and rule "", and returns it cut to its four integers {count, remaining, reset_ms, ttl_ms}. */
+redisReply *fw_state_foreign(const char *key, const char *limit, const char *window, const char *now);
 redisReply *sc_state(const char *p, const char *limit, const char *window, const char *subs, const char *now);
 redisReply *tb_state(const char *p, const char *cap, const char *rate, const char *now);
 
@@ -160,9 +157,7 @@ struct bad_call {
 	const char *error;
 };
 
-#define LBK "sluice:{/v}:leaky_bucket", "sluice:{/v}:leaky_bucket:meta"
-#define SLK "sluice:{/v}:sliding_log"
-#define FWK "sluice:{/v}:fixed_window"
+/* keys the bad calls of the foreign-layout batch scripts name */
 #define SCK "sluice:{/v}:sliding_counter"
 #define TBK "sluice:{/v}:token_bucket"
 

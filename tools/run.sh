@@ -34,7 +34,6 @@ if [ -z "${REDIS_URL:-}" ]; then
 	REDIS_URL="redis://127.0.0.1:$port/0"
 	echo "run: private redis-server at $REDIS_URL (stopped when sluiced exits)" >&2
 fi
-port=${REDIS_URL##*:}; port=${port%%/*}
 host=${LISTEN%:*}; aport=${LISTEN##*:}
 "$SLUICED" --config "$CONFIG" --redis "$REDIS_URL" --listen "$LISTEN" &
 pid=$!
@@ -55,9 +54,11 @@ cat >&2 <<MSG
 run: sluiced admin API on http://$LISTEN ; in another terminal, try:
 
   # 12 requests to /api/users through the client-side leaky bucket (capacity 10, 2 per second)
-  for i in \$(seq 12); do redis-cli -p $port --eval build/lua/leaky_bucket.lua \\
-      'sluice:{/api/users}:leaky_bucket' 'sluice:{/api/users}:leaky_bucket:meta' \\
-      sluice:registry:leaky_bucket , /api/users 10 2 1 | head -1; done
+  # (/api/users is in shard 839: its keys carry {839}; lua/README.md, "Shards")
+  for i in \$(seq 12); do redis-cli -u '$REDIS_URL' --eval build/lua/leaky_bucket.lua \\
+      'sluice:{839}:leaky_bucket:/api/users' 'sluice:{839}:leaky_bucket_meta:/api/users' \\
+      'sluice:{839}:registry:leaky_bucket' 'sluice:{839}:rules' 'sluice:{839}:stats' \\
+      , /api/users '' '' '' 10 2 | head -1; done
   # watch it drain (count falls by 2 a second) and read the worker's counters
   curl -s http://$host:$aport/v1/paths/%2Fapi%2Fusers; echo
   curl -s http://$host:$aport/v1/worker; echo

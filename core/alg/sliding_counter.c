@@ -1,10 +1,15 @@
 /*
  * Sliding-window counter (DESIGN.md "State model"; the "sliding window of
  * sub-windows" of seed article 001, summing counts rather than members): a
- * hash of sub-window index -> count; a request of cost n is admitted while the
- * sum of the last sub_windows sub-windows + n <= limit.  lua/sliding_counter.lua
- * is the application's check, lua/sliding_counter_prune.lua the worker's prune
- * of expired sub-window fields, lua/sliding_counter_state.lua the admin read.
+ * hash of sub-window index -> count, beside the time mark and the parameters
+ * applied (fields t, limit, window_ms, sub_windows, rule: no meta key); a
+ * request of cost n is admitted while the sum of the last sub_windows
+ * sub-windows + n <= limit.  lua/sliding_counter.lua is the application's
+ * check (key layout 2's calling contract), lua/sliding_counter_prune_shard.lua
+ * the worker's prune of expired sub-window fields over one shard's due index
+ * (by the parameters the hash records), lua/sliding_counter_prune.lua the same
+ * prune for foreign layouts (keys given, the window from the matching rule),
+ * lua/sliding_counter_state.lua the admin read.
  */
 #include <stdio.h>
 
@@ -26,13 +31,14 @@ static int check(const struct rule *r, const char *where, struct sl_error *err)
 	return sl_fail(err, f, "must divide window_ms");
 }
 
-/* prune ARGV per path: window (ms), sub-windows */
+/* foreign layouts' prune ARGV per path: window (ms), sub-windows */
 static int job_args(const struct rule *r, struct cmdargs *a)
 {
 	return cmdargs_int(a, r->window_ms) || cmdargs_int(a, r->sub_windows) ? -ENOMEM : 0;
 }
 
-/* state ARGV: limit, window (ms), sub-windows, now ("" = Redis TIME) */
+/* state ARGV: limit, window (ms), sub-windows, now ("" = Redis TIME); the script reads "" parameters from the
+ * counter's hash */
 static int state_args(const struct rule *r, struct cmdargs *a)
 {
 	return cmdargs_int(a, r->limit) || cmdargs_int(a, r->window_ms) || cmdargs_int(a, r->sub_windows) ||

@@ -23,14 +23,12 @@ local DEAD_PER_CALL = 2
 -- ZADD/ZREM take at most this many members per call (unpack's limits).
 local DUE_SLICE = 500
 
--- Register path in registry (KEYS[3] of a client script) as due at `due`
--- ms.  When the path is new there, also drops up to DEAD_PER_CALL members
--- overdue by DEAD_AFTER_MS whose state and meta are both gone (keys of
--- `base`, the shard's "<prefix>{k}", and algorithm `alg`), so the registry
--- stays bounded by the paths that have state even with no daemon running:
--- every new member removes up to two dead ones.
-local function due_register(registry, path, due, now, base, alg)
-  if redis.call('ZADD', registry, 'LT', fmt_int(due), path) == 0 then return end
+-- Drop up to DEAD_PER_CALL members of registry overdue by DEAD_AFTER_MS at
+-- now whose state and meta (keys of `base`, the shard's "<prefix>{k}", and
+-- algorithm `alg`) are both gone: called when a client adds a new member, so
+-- the registry stays bounded by the paths that have state even with no daemon
+-- running (every new member removes up to two dead ones).
+local function due_drop_dead(registry, now, base, alg)
   local dead = redis.call('ZRANGE', registry, '-inf', fmt_int(now - DEAD_AFTER_MS), 'BYSCORE',
     'LIMIT', '0', fmt_int(DEAD_PER_CALL))
   for _, p in ipairs(dead) do
@@ -40,23 +38,20 @@ local function due_register(registry, path, due, now, base, alg)
   end
 end
 
+-- Register path in registry (KEYS[3] of a client script) as due at `due`
+-- ms, or at its earlier due time if it has one (ZADD LT); a path new there
+-- drops dead members (due_drop_dead).
+local function due_register(registry, path, due, now, base, alg)
+  if redis.call('ZADD', registry, 'LT', fmt_int(due), path) == 1 then due_drop_dead(registry, now, base, alg) end
+end
+
 -- Set path's due time in registry (KEYS[3] of a client script) to `due` ms,
 -- earlier or later than it was: for an algorithm whose next due time follows
 -- from the state the call just wrote alone (the token bucket: when it will
 -- have been full for the skew horizon), so the worker never visits a path in
--- use before it has work.  A path new there drops up to DEAD_PER_CALL
--- members overdue by DEAD_AFTER_MS whose state and meta (keys of `base`, the
--- shard's "<prefix>{k}", and algorithm `alg`) are both gone, so the registry
--- stays bounded by the paths that have state even with no daemon running.
+-- use before it has work.  A path new there drops dead members (due_drop_dead).
 local function due_set(registry, path, due, now, base, alg)
-  if redis.call('ZADD', registry, fmt_int(due), path) == 0 then return end
-  local dead = redis.call('ZRANGE', registry, '-inf', fmt_int(now - DEAD_AFTER_MS), 'BYSCORE',
-    'LIMIT', '0', fmt_int(DEAD_PER_CALL))
-  for _, p in ipairs(dead) do
-    if redis.call('EXISTS', base .. ':' .. alg .. ':' .. p, base .. ':' .. alg .. '_meta:' .. p) == 0 then
-      redis.call('ZREM', registry, p)
-    end
-  end
+  if redis.call('ZADD', registry, fmt_int(due), path) == 1 then due_drop_dead(registry, now, base, alg) end
 end
 
 -- Send `cmd` (a table starting with the command, key and options) with

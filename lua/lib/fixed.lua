@@ -1,22 +1,39 @@
 -- lib/fixed.lua: the fixed window counter (lua/README.md, "The fixed
--- window").  Units: requests, ms.  A counter hash holds window (the index
--- of the counted window, floor(ms / window_ms)), count (requests admitted
--- in it) and t (the time the latest admission was served at: the counter's
--- time mark).
+-- window").  Units: requests (cost units), ms.  sluice's counter is one hash,
+-- <prefix>{k}:fixed_window:<path>, that holds
+--   window    = the index of the counted window, floor(t / window_ms)
+--   count     = cost admitted in it
+--   t         = the time the latest admission was served at: the time mark
+--   limit, window_ms, rule = the parameters the latest admission applied,
+--               as the client passed them (the shard job reads window_ms)
+-- (the path's meta key is never used).
 --@include lib/window.lua
 
--- The counter's stored window, count and t at now: t = max(now, stored t)
--- (stored time never moves backward), the index w of the window holding t,
--- and w's count: 0 unless the stored window is w (an older index, or one of
--- another window_ms, starts the window afresh).
-local function fixed_at(stored_w, stored_count, stored_t, window, now)
+-- The counter's fields as fixed_at, the acquire and the state read take
+-- them: {window, count, t, limit, window_ms, rule} (strings, false when absent).
+local function fixed_read(state)
+  return redis.call('HMGET', state, 'window', 'count', 't', 'limit', 'window_ms', 'rule')
+end
+
+-- The counter m (fixed_read) at now, for windows of `window` ms (window_s:
+-- the same as the client passed it, or nil): t = max(now, stored t) (stored
+-- time never moves backward), the index w of the window holding t, w's
+-- count, and the stored t (nil if none).  The count is 0 unless the stored
+-- window is w of that same length (an older index, or an index of another
+-- window_ms, starts the window afresh); a counter that records no
+-- window_ms (not written by fixed_window.lua) is taken at its index.
+-- Strings are compared before they are read as numbers: tonumber of a
+-- stored string is the dearest step here (some 2k Redis instructions).
+local function fixed_at(m, window, window_s, now)
   local t = now
-  local st = stored_int(stored_t)
+  local st = stored_int(m[3])
   if st and st > t then t = st end
   local w = window_index(t, window)
   local count = 0
-  if stored_int(stored_w) == w then count = stored_int(stored_count) or 0 end
-  return t, w, count
+  if stored_int(m[1]) == w and (not m[5] or m[5] == window_s or stored_int(m[5]) == window) then
+    count = stored_int(m[2]) or 0
+  end
+  return t, w, count, st
 end
 
 -- The TTL of window w's counter, in ms from the caller's now: until the
@@ -25,4 +42,11 @@ end
 -- SKEW_MS is still served at t, in the window t is in, and counted there.
 local function fixed_ttl(w, window, now)
   return (w + 1) * window - now + 1 + SKEW_MS
+end
+
+-- The state script's parameter s (ARGV): nil for "" (use the recorded one),
+-- else an integer >= 1, or nil and the error reply naming `field`.
+local function fixed_param(s, field)
+  if s == '' then return nil end
+  return arg_int(s, field)
 end

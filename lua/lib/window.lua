@@ -12,22 +12,6 @@ local function arg_window(limit_s, window_s, noun, i)
   return limit, arg_int(window_s, 'window_ms', noun, i)
 end
 
--- limit, window_ms and now from argv[i]: the ARGV after the path of the
--- sliding log's and the fixed window's scripts.
-local function arg_window_now(argv, i)
-  local limit, window, err = arg_window(argv[i], argv[i + 1])
-  if err then return nil, nil, nil, err end
-  return limit, window, arg_now(argv[i + 2])
-end
-
--- The ARGV of the sliding log's and the fixed window's acquire: path,
--- limit, window_ms, now.
-local function arg_window_call(argv)
-  local path, err = arg_path(argv[1])
-  if err then return nil, nil, nil, nil, err end
-  return path, arg_window_now(argv, 2)
-end
-
 -- Index k of the window of `size` ms that holds t, where window k covers
 -- [k * size, (k + 1) * size): floor(t / size), guarded against the
 -- division's rounding.
