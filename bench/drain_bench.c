@@ -993,6 +993,13 @@ static double per_path_jobs(struct bench *b, const char *sha, const char *prefix
 	return t;
 }
 
+static void zrem_reply(redisReply *r, void *ctx)
+{
+	if (r->type != REDIS_REPLY_INTEGER)
+		die("ZREMRANGEBYSCORE: %s", r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+	*(uint64_t *)ctx += (uint64_t)r->integer;
+}
+
 /* ZREMRANGEBYSCORE <state> -inf <cutoff> per path, pipelined depth deep. */
 static double per_path_zrem(struct bench *b, const char *prefix, enum algorithm a, size_t paths, long long cutoff,
 			    uint64_t *removed)
@@ -1014,31 +1021,10 @@ static double per_path_zrem(struct bench *b, const char *prefix, enum algorithm 
 
 			pipe_push(b, 4, argv, lens);
 		}
-		if (b->queued >= b->depth) {
-			while (b->queued > 0) {
-				void *rv = NULL;
-
-				if (redisGetReply(b->c, &rv) != REDIS_OK || !rv)
-					die("ZREMRANGEBYSCORE: %s", b->c->errstr);
-				b->queued--;
-				if (((redisReply *)rv)->type != REDIS_REPLY_INTEGER)
-					die("ZREMRANGEBYSCORE: unexpected reply");
-				*removed += (uint64_t)((redisReply *)rv)->integer;
-				freeReplyObject(rv);
-			}
-		}
+		if (b->queued >= b->depth)
+			pipe_flush(b, zrem_reply, removed);
 	}
-	while (b->queued > 0) {
-		void *rv = NULL;
-
-		if (redisGetReply(b->c, &rv) != REDIS_OK || !rv)
-			die("ZREMRANGEBYSCORE: %s", b->c->errstr);
-		b->queued--;
-		if (((redisReply *)rv)->type != REDIS_REPLY_INTEGER)
-			die("ZREMRANGEBYSCORE: unexpected reply");
-		*removed += (uint64_t)((redisReply *)rv)->integer;
-		freeReplyObject(rv);
-	}
+	pipe_flush(b, zrem_reply, removed);
 	t = mono_s() - t;
 	strbuf_free(&k.buf);
 	return t;
@@ -1387,7 +1373,7 @@ static void mode_keys(const char *alg, const char *path, const char *prefix)
 	}
 	pkeys_make(&k, prefix, algorithm_name(a), path, strlen(path));
 	for (int i = 0; i < K__N; i++)
-		printf("%s\n", k.p[i]);
+		printf("%.*s\n", (int)k.len[i], k.p[i]);
 	strbuf_free(&k.buf);
 }
 
