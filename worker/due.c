@@ -21,7 +21,8 @@
  * client decision waits for the worker.
  *
  * A pass is the set of shards chosen at its start; it runs in pipelines of
- * DUE_DEPTH commands (shard calls and polls), stops when the step's budget
+ * DUE_DEPTH commands (shard calls and polls; the calls at most
+ * DUE_ROUND_PATHS / batch_size of them), stops when the step's budget
  * is spent and resumes at the next shard in the next step.  A shard that
  * had more due than one call takes (its backlog) is called again before the
  * pass ends.  A shard whose call or poll fails (its registry has another
@@ -39,8 +40,15 @@
 
 /* ms in which the rolling poll passes over every shard */
 #define DUE_POLL_MS 1000
-/* shard calls per round trip */
+/* commands (shard calls and polls) per round trip */
 #define DUE_DEPTH 64
+/*
+ * Paths one round trip's shard calls may take at most, as calls x
+ * batch_size (at least one call): Redis spends some 20 us a drained bucket,
+ * so 64 calls of 500 would hold it (and the connection, against
+ * redis_timeout_ms) for seconds when a million are due at once.
+ */
+#define DUE_ROUND_PATHS 4096
 
 void roll_init(struct roll *r)
 {
@@ -219,8 +227,10 @@ static int pass_run(struct worker *w, enum worker_job job, struct due_state *d, 
 
 	while (d->in_pass) {
 		unsigned char kind[DUE_DEPTH];
-		size_t n = 0;
+		size_t n = 0, calls = 0, max_calls = DUE_ROUND_PATHS / w->batch_size;
 
+		if (max_calls < 1)
+			max_calls = 1;
 		rbatch_clear(w->batch);
 		for (; d->cursor < SHARD_COUNT && n < DUE_DEPTH; d->cursor++) {
 			const char *const *argv;
@@ -229,6 +239,9 @@ static int pass_run(struct worker *w, enum worker_job job, struct due_state *d, 
 
 			if (d->pending[d->cursor] == DUE_NONE)
 				continue;
+			if (!poll && calls == max_calls)
+				break; /* this round trip has its share of work: the shard goes in the next one */
+			calls += !poll;
 			cmdargs_reset(a);
 			if ((poll && cmdargs_str(a, "ZRANGE")) ||
 			    cmdargs_end(a, layout_shard_registry(d->layout, (unsigned)d->cursor, cmdargs_begin(a))) ||
