@@ -38,10 +38,23 @@ local function leaked(rate, carry, dt)
   return math.floor(rate * dt / 1000 + carry + EPS)
 end
 
--- The smallest whole ms x >= 0 after last at which `want` entries have leaked.
+-- The smallest whole ms x >= 0 after last at which `want` entries have leaked
+-- (MAX_INT: never).  lib/time.lua's first_ms, written out: the closed-form
+-- guess, then steps checked on leaked() itself; no closure, as the drain
+-- calls this for every bucket.
 local function leak_ms_until(rate, carry, want)
-  return first_ms(math.ceil((want - carry - EPS) * 1000 / rate),
-    function(x) return leaked(rate, carry, x) >= want end)
+  local x = math.ceil((want - carry - EPS) * 1000 / rate)
+  if x ~= x or x >= MAX_INT then return MAX_INT end
+  if x < 0 then x = 0 end
+  for _ = 1, 8 do
+    if leaked(rate, carry, x) >= want then break end
+    x = x + 1
+  end
+  for _ = 1, 8 do
+    if x == 0 or leaked(rate, carry, x - 1) < want then break end
+    x = x - 1
+  end
+  return x
 end
 
 -- reset_ms: ms from t until the next entry leaks, 0 when the bucket is empty.
