@@ -79,9 +79,14 @@ elseif count + n <= limit then
     set[#set + 1], set[#set + 2] = 'window_ms', ARGV[6]
     set[#set + 1], set[#set + 2] = 'rule', rule
   end
+  -- registered when the window opens; first of the writes: a due index of
+  -- another type refuses the call whole
+  if opens then
+    err = due_register(KEYS[3], path, window_end + SKEW_MS, now, base, 'fixed_window')
+    if err then return err end
+  end
   redis.call(unpack(set))
   expire_in(state, fixed_ttl(w, window, now)) -- the count matters until the window ends, + the horizon
-  if opens then due_register(KEYS[3], path, window_end + SKEW_MS, now, base, 'fixed_window') end
 else
   retry_after = window_end - t -- the next window starts with a count of 0
 end

@@ -62,6 +62,20 @@ if n > capacity or left + n > capacity then
   if n > capacity then retry_after = -1 end -- can never be admitted; nothing is stored
 else
   allowed = 1
+  local was = left
+  -- the parameters applied, recorded when they change (the worker drains by them)
+  local changed = m[4] ~= ARGV[5] or m[5] ~= ARGV[6] or m[6] ~= rule
+  -- Due when the next entry leaks.  A bucket that had entries is in the due
+  -- index already, at its next leak or earlier (the drain reschedules it,
+  -- and removes it only once it is empty): only a bucket that was empty, or
+  -- a change of parameters (a faster rate leaks sooner), registers.  First
+  -- of the writes: a due index of another type refuses the call whole.
+  if was == 0 or changed then
+    local l0, c0 = last2, carry2
+    if was == 0 then l0, c0 = t, 0 end
+    err = due_register(registry, path, l0 + leak_ms_until(rate, c0, 1), now, base, 'leaky_bucket')
+    if err then return err end
+  end
   -- Admitted: the leak and the admission in one write of the meta.  The
   -- leak's removal first (oldest entries; an emptied bucket goes whole).
   if what == 'leaked' then
@@ -69,7 +83,6 @@ else
   elseif what == 'emptied' then
     redis.call('DEL', bucket)
   end
-  local was = left
   level, last, carry = left, last2, carry2
   local seq = n
   local set = { 'HSET', meta, 'seq' }
@@ -85,8 +98,6 @@ else
       set[5], set[6], set[7], set[8] = 'last', fmt_int(last), 'carry', fmt_real(carry)
     end
   end
-  -- the parameters applied, recorded when they change (the worker drains by them)
-  local changed = m[4] ~= ARGV[5] or m[5] ~= ARGV[6] or m[6] ~= rule
   if changed then
     set[#set + 1], set[#set + 2] = 'capacity', ARGV[5]
     set[#set + 1], set[#set + 2] = 'rate', ARGV[6]
@@ -116,13 +127,6 @@ else
   local ttl = leak_ttl(level, last, carry, rate, now)
   expire_in(bucket, ttl)
   expire_in(meta, ttl + SKEW_MS)
-  -- Due when the next entry leaks.  A bucket that had entries is in the due
-  -- index already, at its next leak or earlier (the drain reschedules it,
-  -- and removes it only once it is empty): only a bucket that was empty, or
-  -- a change of parameters (a faster rate leaks sooner), registers.
-  if was == 0 or changed then
-    due_register(registry, path, last + leak_ms_until(rate, carry, 1), now, base, 'leaky_bucket')
-  end
 end
 if allowed == 0 and retry_after == 0 then
   retry_after = math.max(1, last + leak_ms_until(rate, carry, level + n - capacity) - t)

@@ -76,12 +76,21 @@ if n > limit then
 elseif sum + n <= limit then
   allowed = 1
   local was_live = oldest
-  -- t becomes the mark: what has left the window at t has left it for
-  -- every later call.
-  if stale then hdel_all(counter, stale) end
   -- the parameters applied, recorded when they change (the worker prunes by them)
   local changed = named.limit ~= ARGV[5] or named.window_ms ~= ARGV[6] or named.sub_windows ~= ARGV[7]
     or named.rule ~= rule
+  -- due when the oldest sub-window has left the window for every client
+  -- within the horizon (the shard job prunes at max(t, now - SKEW_MS)); first
+  -- of the writes: a due index of another type refuses the call whole
+  if not was_live or changed then
+    local first = oldest
+    if not first or cur < first then first = cur end
+    err = due_register(KEYS[3], path, (first + subs) * sub + SKEW_MS, now, base, 'sliding_counter')
+    if err then return err end
+  end
+  -- t becomes the mark: what has left the window at t has left it for
+  -- every later call.
+  if stale then hdel_all(counter, stale) end
   if changed then
     redis.call('HSET', counter, fmt_int(cur), fmt_int(cur_count + n), 't', fmt_int(t), 'limit', ARGV[5],
       'window_ms', ARGV[6], 'sub_windows', ARGV[7], 'rule', rule)
@@ -93,11 +102,6 @@ elseif sum + n <= limit then
   -- The newest sub-window (cur) leaves the window at (cur + N) * sub_ms, and
   -- the mark is kept SKEW_MS more; measured from the caller's now.
   expire_in(counter, (cur + subs) * sub + SKEW_MS - now)
-  -- due when the oldest sub-window has left the window for every client
-  -- within the horizon (the shard job prunes at max(t, now - SKEW_MS))
-  if not was_live or changed then
-    due_register(KEYS[3], path, (oldest + subs) * sub + SKEW_MS, now, base, 'sliding_counter')
-  end
 else
   -- Admitted once sum + n <= limit: when the oldest sub-windows holding at
   -- least sum + n - limit requests have left the window (sub-window j leaves

@@ -84,6 +84,17 @@ end
 -- t becomes the mark: what has left the window at t has left it for every
 -- later call.
 local m = redis.call('HMGET', meta, 'limit', 'window_ms', 'rule')
+-- Due when the oldest entry has left the window at the prune's time,
+-- max(mark, R - SKEW_MS) (lib/window.lua): the mark stays below oldest +
+-- window, so at Redis time oldest + window + SKEW_MS.  A log that held
+-- entries of this window is registered already, at that time for an entry
+-- no later than `oldest` (by an earlier call, or the prune's reschedule), so
+-- it is left as it is.  First of the writes: a due index of another type
+-- refuses the call whole.
+if not mark or m[2] ~= ARGV[6] then
+  err = due_register(KEYS[3], path, (oldest or t) + window + SKEW_MS, now, base, 'sliding_log')
+  if err then return err end
+end
 redis.call('ZREMRANGEBYSCORE', log, '-inf', cut)
 local ts = ARGV[3] -- t as text: the caller's now unless served at the mark
 if t ~= now or ts == '' then ts = fmt_int(t) end
@@ -103,14 +114,5 @@ if ttl < MAX_INT then
 else
   redis.call('PERSIST', log)
   redis.call('PERSIST', meta)
-end
--- Due when the oldest entry has left the window at the prune's time,
--- max(mark, R - SKEW_MS) (lib/window.lua): the mark stays below oldest +
--- window, so at Redis time oldest + window + SKEW_MS.  A log that held
--- entries of this window is registered already, at that time for an entry
--- no later than `oldest` (by an earlier call, or the prune's reschedule), so
--- it is left as it is.
-if not mark or m[2] ~= ARGV[6] then
-  due_register(KEYS[3], path, oldest + window + SKEW_MS, now, base, 'sliding_log')
 end
 return { 1, limit - count - n, 0, oldest + window - t, rule }

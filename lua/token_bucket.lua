@@ -61,6 +61,16 @@ if n > capacity then
 elseif tokens + EPS >= n then -- EPS: see lib/num.lua
   allowed = 1
   tokens = math.max(0, tokens - n)
+  -- Not full now (n >= 1 was taken): full in `reset` ms.  Keep the bucket
+  -- until it has been full for SKEW_MS (then it is the same as absent to
+  -- every caller within the horizon), measured from the caller's now, + 1 ms
+  -- for the expiry clock's rounding (refills in 2^53 ms or more: never
+  -- expire); due for the reclaim at that time.  The due index first of the
+  -- writes: one of another type refuses the call whole.
+  reset = refill_ms_until(tokens, rate, capacity)
+  local due = refill_due(t, reset)
+  err = due_set(KEYS[3], path, due, now, base, 'token_bucket')
+  if err then return err end
   -- the parameters applied, recorded when they change (the reclaim goes by them)
   if m[3] ~= ARGV[5] or m[4] ~= ARGV[6] or m[5] ~= rule then
     redis.call('HSET', bucket, 'tokens', fmt_real(tokens), 'last', fmt_int(t),
@@ -68,15 +78,7 @@ elseif tokens + EPS >= n then -- EPS: see lib/num.lua
   else
     redis.call('HSET', bucket, 'tokens', fmt_real(tokens), 'last', fmt_int(t))
   end
-  -- Not full now (n >= 1 was taken): full in `reset` ms.  Keep the bucket
-  -- until it has been full for SKEW_MS (then it is the same as absent to
-  -- every caller within the horizon), measured from the caller's now, + 1 ms
-  -- for the expiry clock's rounding (refills in 2^53 ms or more: never
-  -- expire); due for the reclaim at that time.
-  reset = refill_ms_until(tokens, rate, capacity)
-  local due = refill_due(t, reset)
   expire_in(bucket, due < MAX_INT and due - now + 1 or MAX_INT)
-  due_set(KEYS[3], path, due, now, base, 'token_bucket')
 else
   retry_after = math.max(1, last + refill_ms_until(tokens0, rate, n) - t)
   reset = refill_reset_ms(tokens, tokens0, last, capacity, rate, t)

@@ -243,6 +243,40 @@ START_TEST(test_embedded_scripts_are_self_contained)
 }
 END_TEST
 
+/*
+ * A due index (KEYS[3]) of another type refuses a client call whole, naming
+ * KEYS[3], before anything is written: the registration is each script's
+ * first write.  A new path (it registers) and, for the token bucket, one
+ * with state (it registers on every admission).
+ */
+START_TEST(test_client_refuses_a_bad_due_index)
+{
+	const struct alg_ops *ops = algorithm_get(ro_cases[_i].alg);
+	const char *const params[3] = { ro_cases[_i].a, ro_cases[_i].b, ro_cases[_i].s };
+	const char *p = "/badreg";
+	char *before;
+
+	freeReplyObject(test_cmd(c, "SET %s notazset", test_registry(ops->name, p)));
+	before = test_snapshot(c);
+	ck_error(test_client_call(c, TEST_EVAL, ops->name, p, "1", -1, params, ro_cases[_i].nparams),
+		 "ERR sluice: KEYS[3] (the shard's due index) must be a sorted set: WRONGTYPE");
+	ck_snapshot_same(before);
+	free(before);
+	if (ro_cases[_i].al == TB) {
+		/* state first (a good registry), then a bad one: still refused, nothing taken */
+		freeReplyObject(test_cmd(c, "DEL %s", test_registry(ops->name, p)));
+		ck_assert_int_eq(test_acquire(c, TEST_EVAL, ops->name, p, -1, params[0], params[1], NULL), 1);
+		freeReplyObject(test_cmd(c, "DEL %s", test_registry(ops->name, p)));
+		freeReplyObject(test_cmd(c, "SET %s notazset", test_registry(ops->name, p)));
+		before = test_snapshot(c);
+		ck_error(test_client_call(c, TEST_EVAL, ops->name, p, "1", -1, params, ro_cases[_i].nparams),
+			 "ERR sluice: KEYS[3] (the shard's due index) must be a sorted set: WRONGTYPE");
+		ck_snapshot_same(before);
+		free(before);
+	}
+}
+END_TEST
+
 static Suite *embedded_scripts_suite(void)
 {
 	Suite *s = suite_create("embedded_scripts");
@@ -256,6 +290,7 @@ static Suite *embedded_scripts_suite(void)
 
 	tc = test_tcase(s, "state", script_setup, script_teardown, 60);
 	tcase_add_loop_test(tc, test_state_scripts_are_read_only, 0, TEST_N(ro_cases));
+	tcase_add_loop_test(tc, test_client_refuses_a_bad_due_index, 0, TEST_N(ro_cases));
 	return s;
 }
 

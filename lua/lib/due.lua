@@ -38,20 +38,44 @@ local function due_drop_dead(registry, now, base, alg)
   end
 end
 
+-- The client's ZADD of path into registry with `opt` ('LT', or nil for a
+-- plain set): 1 when the path is new there, 0 when not, or nil and the error
+-- reply (naming KEYS[3]) when the key holds another type.  The client scripts
+-- register before any other write, so that such a registry refuses the call
+-- whole.
+local function due_zadd(registry, opt, due, path)
+  local r
+  if opt then
+    r = redis.pcall('ZADD', registry, opt, fmt_int(due), path)
+  else
+    r = redis.pcall('ZADD', registry, fmt_int(due), path)
+  end
+  if type(r) == 'table' and r.err then
+    return nil, redis.error_reply('ERR sluice: KEYS[3] (the shard\'s due index) must be a sorted set: ' .. r.err)
+  end
+  return r
+end
+
 -- Register path in registry (KEYS[3] of a client script) as due at `due`
 -- ms, or at its earlier due time if it has one (ZADD LT); a path new there
--- drops dead members (due_drop_dead).
+-- drops dead members (due_drop_dead).  nil, or the error reply of due_zadd
+-- (nothing written).
 local function due_register(registry, path, due, now, base, alg)
-  if redis.call('ZADD', registry, 'LT', fmt_int(due), path) == 1 then due_drop_dead(registry, now, base, alg) end
+  local added, err = due_zadd(registry, 'LT', due, path)
+  if err then return err end
+  if added == 1 then due_drop_dead(registry, now, base, alg) end
 end
 
 -- Set path's due time in registry (KEYS[3] of a client script) to `due` ms,
 -- earlier or later than it was: for an algorithm whose next due time follows
 -- from the state the call just wrote alone (the token bucket: when it will
 -- have been full for the skew horizon), so the worker never visits a path in
--- use before it has work.  A path new there drops dead members (due_drop_dead).
+-- use before it has work.  A path new there drops dead members
+-- (due_drop_dead).  nil, or the error reply of due_zadd (nothing written).
 local function due_set(registry, path, due, now, base, alg)
-  if redis.call('ZADD', registry, fmt_int(due), path) == 1 then due_drop_dead(registry, now, base, alg) end
+  local added, err = due_zadd(registry, nil, due, path)
+  if err then return err end
+  if added == 1 then due_drop_dead(registry, now, base, alg) end
 end
 
 -- Send `cmd` (a table starting with the command, key and options) with
