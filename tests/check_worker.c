@@ -1003,6 +1003,15 @@ START_TEST(skew_copy_of_another_type)
 	ck_assert_msg(strncmp(st.skew_error, "HGET of shard 5's rules copy: WRONGTYPE", 39) == 0, "%s", st.skew_error);
 	ck_assert_str_eq(st.job[WORKER_DRAIN].last_error, "");
 	ck_assert_int_eq(copies_holding(3000), SHARD_COUNT - 1);
+	/* a path of shard 5 is still admitted and drained: its scripts take the default horizon */
+	{
+		char e[32];
+
+		fill(path_in_shard(e, sizeof(e), "/e/", 5, 0), 10, "1", 2, 0);
+		ck_assert_int_eq(drain_at(w, 1000), 1);
+		worker_status(w, &st);
+		ck_assert_str_eq(st.job[WORKER_DRAIN].last_error, "");
+	}
 	/* fixed by hand: written at the next try, a second later */
 	freeReplyObject(test_cmd(C, "DEL sluice:{5}:rules"));
 	step_at(w, 1500, INT64_MAX);

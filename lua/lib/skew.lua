@@ -19,7 +19,11 @@
 local SKEW_MS = 10000
 
 -- The skew horizon (ms) in the shard's rules copy `rules` (a hash), else
--- the default.  Whole ms from 0 to 2^53 - 1.
+-- the default: also when the copy holds another type (a key nothing of
+-- sluice's wrote; the daemon's skew sync reports it), so that one bad key
+-- stops neither the shard's clients nor its jobs.  Whole ms from 0 to 2^53 - 1.
 local function skew_read(rules)
-  return stored_int(redis.call('HGET', rules, 'max_clock_skew_ms')) or SKEW_MS
+  local v = redis.pcall('HGET', rules, 'max_clock_skew_ms')
+  if type(v) == 'table' then return SKEW_MS end
+  return stored_int(v) or SKEW_MS
 end
