@@ -11,8 +11,12 @@
 -- Reply {registries_removed_from, skipped, {key, entries}, {key, entries}, ...}:
 --   skipped = flat {registry, type, ...} of the registries of another type,
 --   left alone (a key nothing of sluice's wrote: the path's keys still go);
---   one {key, entries} per key that existed, in KEYS order; entries = ZCARD,
---   HLEN, SCARD, LLEN or XLEN by type, 1 for a string.
+--   one {key, entries} per key that existed, in KEYS order; entries = the
+--   requests the key holds admitted: a sorted set's members (leaky bucket,
+--   sliding log), a hash's `count` (fixed window) or the sum of its
+--   sub-window fields (sliding counter; a token bucket's hash has neither:
+--   0), a string's integer value (an INCR counter; 1 for other text), and the
+--   size of a set, list or stream (SCARD, LLEN, XLEN).
 -- One script so the admin sees exactly what it removed, atomically.  sluice
 -- calls it once for a path's keys of its own layouts (one shard's slot: the
 -- five due indexes and ten keys all carry {k}) and once per foreign layout.
@@ -48,14 +52,33 @@ for i = 1, nreg do
   end
 end
 
-local size_of = { zset = 'ZCARD', hash = 'HLEN', set = 'SCARD', list = 'LLEN', stream = 'XLEN' }
+local size_of = { zset = 'ZCARD', set = 'SCARD', list = 'LLEN', stream = 'XLEN' }
+
+-- The requests a hash holds admitted: its `count` (a fixed window), else the
+-- sum of its fields named by a sub-window index (a sliding counter), else 0.
+local function hash_entries(key)
+  local f = redis.call('HGETALL', key)
+  local sum = 0
+  for j = 1, #f, 2 do
+    if f[j] == 'count' then return stored_int(f[j + 1]) or 0 end
+    if f[j]:find('^%d+$') then sum = sum + (stored_int(f[j + 1]) or 0) end
+  end
+  return sum
+end
+
 local removed = {}
 for i = nreg + 1, #KEYS do
   local key = KEYS[i]
   local kind = redis.call('TYPE', key).ok
   if kind ~= 'none' then
     local entries = 1
-    if size_of[kind] then entries = redis.call(size_of[kind], key) end
+    if size_of[kind] then
+      entries = redis.call(size_of[kind], key)
+    elseif kind == 'hash' then
+      entries = hash_entries(key)
+    elseif kind == 'string' then
+      entries = stored_int(redis.call('GET', key)) or 1
+    end
     if not dry then redis.call('DEL', key) end
     removed[#removed + 1] = { key, entries }
   end

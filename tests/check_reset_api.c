@@ -47,10 +47,29 @@ START_TEST(test_reset_leaky_bucket)
 }
 END_TEST
 
+/* The hash algorithms' entries as their clients write them: requests admitted, not hash fields. */
+START_TEST(test_reset_hash_entries)
+{
+	const char *p = "/hash/x";
+	const char *const sc_p[3] = { "100", "60000", "6" }, *const fw_p[2] = { "100", "60000" },
+			  *const tb_p[2] = { "100", "1" };
+
+	freeReplyObject(test_client_call(c, TEST_EVAL, "sliding_counter", p, "2", -1, sc_p, 3));
+	freeReplyObject(test_client_call(c, TEST_EVAL, "sliding_counter", p, "1", -1, sc_p, 3));
+	freeReplyObject(test_client_call(c, TEST_EVAL, "fixed_window", p, "1", -1, fw_p, 2));
+	freeReplyObject(test_client_call(c, TEST_EVAL, "token_bucket", p, "5", -1, tb_p, 2));
+	call("POST", "/v1/paths/%2Fhash%2Fx/reset", NULL);
+	ck_assert_int_eq(res.status, 200);
+	ck_assert_int_eq(jint("keys_removed"), 3);
+	/* 3 requests in the counter's sub-windows, 1 in the fixed window, none in a token bucket */
+	ck_assert_int_eq(jint("entries_removed"), 4);
+}
+END_TEST
+
 /*
  * Every algorithm's state and meta of the path, and its entry in each of its
- * shard's due indexes, in one call.  A hash state's entries are its fields
- * (HLEN: lua/reset.lua sizes a key by its type).
+ * shard's due indexes, in one call.  A hash state's entries are the
+ * requests it holds admitted (put_state writes them as `count`).
  */
 START_TEST(test_reset_every_algorithm)
 {
@@ -65,13 +84,13 @@ START_TEST(test_reset_every_algorithm)
 	put_state("token_bucket", p, 1, t, t + 5000);
 	put_state("sliding_log", "/log/y", 1, t, t + 60000);
 	call("POST", "/v1/paths/%2Flog%2Fx/reset", NULL);
-	ck_res(200, "{\"path\":\"/log/x\",\"keys_removed\":7,\"entries_removed\":6,\"registries_removed\":5,\"keys\":["
+	ck_res(200, "{\"path\":\"/log/x\",\"keys_removed\":7,\"entries_removed\":11,\"registries_removed\":5,\"keys\":["
 		    "{\"key\":\"sluice:{124}:leaky_bucket:/log/x\",\"entries\":1},"
 		    "{\"key\":\"sluice:{124}:leaky_bucket_meta:/log/x\",\"meta\":true},"
 		    "{\"key\":\"sluice:{124}:sliding_log:/log/x\",\"entries\":2},"
 		    "{\"key\":\"sluice:{124}:sliding_log_meta:/log/x\",\"meta\":true},"
-		    "{\"key\":\"sluice:{124}:sliding_counter:/log/x\",\"entries\":1},"
-		    "{\"key\":\"sluice:{124}:fixed_window:/log/x\",\"entries\":1},"
+		    "{\"key\":\"sluice:{124}:sliding_counter:/log/x\",\"entries\":4},"
+		    "{\"key\":\"sluice:{124}:fixed_window:/log/x\",\"entries\":3},"
 		    "{\"key\":\"sluice:{124}:token_bucket:/log/x\",\"entries\":1}]}");
 	for (int i = 0; i < 5; i++) {
 		static const char *const algs[] = { "leaky_bucket", "sliding_log", "sliding_counter", "fixed_window",
@@ -415,6 +434,7 @@ static Suite *reset_api_suite(void)
 	tc = test_tcase(s, "reset", api_setup, api_teardown, 60);
 	tcase_add_test(tc, test_reset_leaky_bucket);
 	tcase_add_test(tc, test_reset_every_algorithm);
+	tcase_add_test(tc, test_reset_hash_entries);
 	tcase_add_test(tc, test_reset_unknown_path);
 	tcase_add_test(tc, test_registry_of_wrong_type);
 	tcase_add_test(tc, test_foreign_registry_of_wrong_type);

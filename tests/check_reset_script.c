@@ -84,9 +84,9 @@ START_TEST(test_reset_own_layouts)
 	ck_assert_uint_eq(shard_of(p, strlen(p)), 839);
 	seed(p);
 	ck_shown(reset_own(p, NULL),
-		 "{3, {}, {\"sluice:{839}:leaky_bucket:/api/users\", 3}, {\"sluice:{839}:leaky_bucket_meta:/api/users\", 6}, "
-		 "{\"sluice:{839}:sliding_log:/api/users\", 2}, {\"sluice:{839}:sliding_log_meta:/api/users\", 1}, "
-		 "{\"sluice:{839}:fixed_window:/api/users\", 3}}");
+		 "{3, {}, {\"sluice:{839}:leaky_bucket:/api/users\", 3}, {\"sluice:{839}:leaky_bucket_meta:/api/users\", 0}, "
+		 "{\"sluice:{839}:sliding_log:/api/users\", 2}, {\"sluice:{839}:sliding_log_meta:/api/users\", 0}, "
+		 "{\"sluice:{839}:fixed_window:/api/users\", 7}}");
 	ck_assert_int_eq(test_cmd_int(c, "EXISTS %s %s %s %s %s", test_lb_key(p), test_lb_meta(p), test_sl_key(p),
 				      test_key(p, "sliding_log_meta"), test_key(p, "fixed_window")),
 			 0);
@@ -110,9 +110,9 @@ START_TEST(test_reset_dry)
 	seed(p);
 	before = test_snapshot(c);
 	ck_shown(reset_own(p, "dry"),
-		 "{3, {}, {\"sluice:{839}:leaky_bucket:/api/users\", 3}, {\"sluice:{839}:leaky_bucket_meta:/api/users\", 6}, "
-		 "{\"sluice:{839}:sliding_log:/api/users\", 2}, {\"sluice:{839}:sliding_log_meta:/api/users\", 1}, "
-		 "{\"sluice:{839}:fixed_window:/api/users\", 3}}");
+		 "{3, {}, {\"sluice:{839}:leaky_bucket:/api/users\", 3}, {\"sluice:{839}:leaky_bucket_meta:/api/users\", 0}, "
+		 "{\"sluice:{839}:sliding_log:/api/users\", 2}, {\"sluice:{839}:sliding_log_meta:/api/users\", 0}, "
+		 "{\"sluice:{839}:fixed_window:/api/users\", 7}}");
 	ck_snapshot_same(before);
 	free(before);
 }
@@ -129,15 +129,15 @@ START_TEST(test_reset_registry_of_another_type)
 	freeReplyObject(test_cmd(c, "RPUSH %s /api/users", test_registry("token_bucket", p)));
 	ck_shown(reset_own(p, "dry"),
 		 "{3, {\"sluice:{839}:registry:sliding_counter\", \"string\", \"sluice:{839}:registry:token_bucket\", \"list\"}, "
-		 "{\"sluice:{839}:leaky_bucket:/api/users\", 3}, {\"sluice:{839}:leaky_bucket_meta:/api/users\", 6}, "
-		 "{\"sluice:{839}:sliding_log:/api/users\", 2}, {\"sluice:{839}:sliding_log_meta:/api/users\", 1}, "
-		 "{\"sluice:{839}:fixed_window:/api/users\", 3}}");
+		 "{\"sluice:{839}:leaky_bucket:/api/users\", 3}, {\"sluice:{839}:leaky_bucket_meta:/api/users\", 0}, "
+		 "{\"sluice:{839}:sliding_log:/api/users\", 2}, {\"sluice:{839}:sliding_log_meta:/api/users\", 0}, "
+		 "{\"sluice:{839}:fixed_window:/api/users\", 7}}");
 	ck_assert_int_eq(zcard(test_lb_key(p)), 3);
 	ck_shown(reset_own(p, NULL),
 		 "{3, {\"sluice:{839}:registry:sliding_counter\", \"string\", \"sluice:{839}:registry:token_bucket\", \"list\"}, "
-		 "{\"sluice:{839}:leaky_bucket:/api/users\", 3}, {\"sluice:{839}:leaky_bucket_meta:/api/users\", 6}, "
-		 "{\"sluice:{839}:sliding_log:/api/users\", 2}, {\"sluice:{839}:sliding_log_meta:/api/users\", 1}, "
-		 "{\"sluice:{839}:fixed_window:/api/users\", 3}}");
+		 "{\"sluice:{839}:leaky_bucket:/api/users\", 3}, {\"sluice:{839}:leaky_bucket_meta:/api/users\", 0}, "
+		 "{\"sluice:{839}:sliding_log:/api/users\", 2}, {\"sluice:{839}:sliding_log_meta:/api/users\", 0}, "
+		 "{\"sluice:{839}:fixed_window:/api/users\", 7}}");
 	ck_assert_int_eq(test_cmd_int(c, "EXISTS %s %s", test_lb_key(p), test_registry("leaky_bucket", p)), 0);
 	ck_cmd("\"oops\"", "GET %s", test_registry("sliding_counter", p));
 	ck_assert_int_eq(test_cmd_int(c, "LLEN %s", test_registry("token_bucket", p)), 1);
@@ -161,19 +161,23 @@ START_TEST(test_reset_foreign_set)
 }
 END_TEST
 
-/* Keys of any type are deleted, and sized by their type. */
+/* Keys of any type are deleted, and sized by the requests they hold admitted (by their type). */
 START_TEST(test_reset_sizes_by_type)
 {
-	const char *argv[] = { "k:z", "k:h", "k:s", "k:l", "k:x", "k:str", "k:none", "0", "/p" };
+	const char *argv[] = { "k:z", "k:h", "k:fw", "k:sc", "k:s", "k:l", "k:x", "k:str", "k:incr", "k:none", "0", "/p" };
 
 	freeReplyObject(test_cmd(c, "ZADD k:z 1 a 2 b 3 c"));
-	freeReplyObject(test_cmd(c, "HSET k:h a 1 b 2"));
+	freeReplyObject(test_cmd(c, "HSET k:h a 1 b 2"));                   /* a token bucket's: none */
+	freeReplyObject(test_cmd(c, "HSET k:fw window 3 count 5 t 9"));     /* a fixed window's count */
+	freeReplyObject(test_cmd(c, "HSET k:sc 10 2 11 3 t 9 limit 100")); /* a sliding counter's sub-windows */
 	freeReplyObject(test_cmd(c, "SADD k:s a b c d"));
 	freeReplyObject(test_cmd(c, "RPUSH k:l a"));
 	freeReplyObject(test_cmd(c, "XADD k:x 1-1 f v"));
 	freeReplyObject(test_cmd(c, "SET k:str v"));
-	ck_shown(eval_argv(SCRIPT_RESET, 0, 7, 9, argv),
-		 "{0, {}, {\"k:z\", 3}, {\"k:h\", 2}, {\"k:s\", 4}, {\"k:l\", 1}, {\"k:x\", 1}, {\"k:str\", 1}}");
+	freeReplyObject(test_cmd(c, "SET k:incr 42"));                      /* an INCR counter's value */
+	ck_shown(eval_argv(SCRIPT_RESET, 0, 10, 12, argv),
+		 "{0, {}, {\"k:z\", 3}, {\"k:h\", 0}, {\"k:fw\", 5}, {\"k:sc\", 5}, {\"k:s\", 4}, {\"k:l\", 1}, "
+		 "{\"k:x\", 1}, {\"k:str\", 1}, {\"k:incr\", 42}}");
 	ck_assert_int_eq(test_cmd_int(c, "DBSIZE"), 0);
 }
 END_TEST
