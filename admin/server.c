@@ -94,6 +94,16 @@ static enum MHD_Result send_json(struct MHD_Connection *c, int status, cJSON *bo
 	return ret;
 }
 
+static enum MHD_Result send_error_field(struct MHD_Connection *c, int status, const char *code, const char *msg,
+					 const char *field)
+{
+	cJSON *e = api_error(code, msg, field);
+	enum MHD_Result ret = send_json(c, status, e, NULL, 0, NULL);
+
+	cJSON_Delete(e);
+	return ret;
+}
+
 static enum MHD_Result send_error(struct MHD_Connection *c, int status, const char *code, const char *msg)
 {
 	cJSON *e = api_error(code, msg, NULL);
@@ -103,11 +113,16 @@ static enum MHD_Result send_error(struct MHD_Connection *c, int status, const ch
 	return ret;
 }
 
-/* A query argument, percent-decoded into a new string; NULL when absent. Sets *oom. */
-static char *query_arg(struct MHD_Connection *c, const char *name, int *oom)
+/*
+ * A query argument, percent-decoded into a new string; NULL when absent.
+ * Sets *oom, and *nul when the decoded value holds a NUL byte (%00: the
+ * value would be cut there, a glob "match everything").
+ */
+static char *query_arg(struct MHD_Connection *c, const char *name, int *oom, int *nul)
 {
 	const char *v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, name);
 	char *copy;
+	size_t n;
 
 	if (!v)
 		return NULL;
@@ -119,7 +134,9 @@ static char *query_arg(struct MHD_Connection *c, const char *name, int *oom)
 	for (char *p = copy; *p; p++)
 		if (*p == '+')
 			*p = ' ';
-	MHD_http_unescape(copy);
+	n = MHD_http_unescape(copy);
+	if (strlen(copy) != n)
+		*nul = 1;
 	return copy;
 }
 
@@ -133,7 +150,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 	struct api_response res;
 	char *match, *cursor, *count;
 	enum MHD_Result ret;
-	int oom = 0;
+	int oom = 0, nul[3] = { 0, 0, 0 };
 
 	(void)version;
 	if (!r) {
@@ -190,12 +207,23 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 		snprintf(msg, sizeof(msg), "request body larger than %zu bytes", s->max_body);
 		return send_error(c, 413, "payload_too_large", msg);
 	}
-	match = query_arg(c, "match", &oom);
-	cursor = query_arg(c, "cursor", &oom);
-	count = query_arg(c, "count", &oom);
+	match = query_arg(c, "match", &oom, &nul[0]);
+	cursor = query_arg(c, "cursor", &oom, &nul[1]);
+	count = query_arg(c, "count", &oom, &nul[2]);
 	if (oom) {
 		ret = send_error(c, 500, "internal", "out of memory");
 		goto out;
+	}
+	for (int i = 0; i < 3; i++) {
+		static const char *const names[3] = { "match", "cursor", "count" };
+
+		if (nul[i]) {
+			char msg[64];
+
+			snprintf(msg, sizeof(msg), "%s must not hold a NUL byte (%%00)", names[i]);
+			ret = send_error_field(c, 400, "invalid_query", msg, names[i]);
+			goto out;
+		}
 	}
 	req.method = method;
 	req.path = url;

@@ -108,6 +108,11 @@ START_TEST(test_server_smoke)
 			"\"cursor\":\"0\"}");
 	test_http(port, "GET", "/v1/paths?count=abc", NULL, 0, &h);
 	ck_http_err(&h, 400, "invalid_query", "count");
+	/* a NUL byte would cut the glob there ("%00zzz": match everything): refused */
+	test_http(port, "GET", "/v1/paths?match=%00zzz", NULL, 0, &h);
+	ck_http_err(&h, 400, "invalid_query", "match");
+	test_http(port, "GET", "/v1/paths?match=a&cursor=0%00", NULL, 0, &h);
+	ck_http_err(&h, 400, "invalid_query", "cursor");
 
 	/* 405 carries Allow */
 	test_http(port, "DELETE", "/healthz", NULL, 0, &h);
