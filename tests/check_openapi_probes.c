@@ -124,7 +124,8 @@ static const struct eprobe {
 	{ A_NORMAL, "POST", "/v1/paths/{path}/reset", "/v1/paths/%2Fdoc/reset",
 	  .pre = { "SET sluice:{986}:registry:sliding_log oops" }, .status = 200 },
 	{ A_NORMAL, "POST", "/v1/paths/{path}/reset", "/v1/paths/%2Fdoc-log/reset", .status = 200 },
-	{ A_NORMAL, "POST", "/v1/paths/{path}/reset", "/v1/paths/%FF%2Fbin/reset", .status = 400, .code = "invalid_path" },
+	/* a path that is not UTF-8, in the URL as answers show it: reset (registered in the fixture) */
+	{ A_NORMAL, "POST", "/v1/paths/{path}/reset", "/v1/paths/%FF%2Fbin/reset", .status = 200 },
 	{ A_NORMAL, "POST", "/v1/paths/{path}/reset", "/v1/paths/a%00b/reset", .status = 200 },
 	{ A_NORMAL, "POST", "/v1/reset", "/v1/reset", .body = "{}", .status = 400, .code = "invalid_body",
 	  .field = "match" },

@@ -236,6 +236,7 @@ START_TEST(test_paths_binary_safe)
 		{ "/a path with spaces", 19 }, { "/{braces}", 9 },   { "/\"quoted\" 'x'", 14 },
 		{ "/new\nline\r", 11 },        { "/nul\0byte", 9 }, { longpath, 10000 },
 		{ "/x * ? [a] \\", 13 },       { "\0", 1 },         { "}{", 2 },
+		{ "\xff\xfe", 2 },              { "/caf\xc3", 5 }, /* not UTF-8: any bytes */
 	};
 	long long t = test_server_ms(c) + AHEAD_MS;
 	char *before;
