@@ -139,8 +139,13 @@ local function due_run(alg, job)
       gone[#gone + 1] = path
     end
   end
-  due_sliced({ 'ZADD', registry, 'XX' }, resched, 2)
-  due_sliced({ 'ZREM', registry }, gone, 1)
+  -- The due paths are the registry's first #due by (score, member), its
+  -- ranks 0 .. #due-1 (nothing else touched the registry meanwhile): one
+  -- range delete takes them all out, and the rescheduled ones go back with
+  -- their new scores.  Cheaper than ZADD XX and ZREM member by member, which
+  -- in a small registry (a listpack, up to 128 members) costs O(n) each.
+  if #due > 0 then redis.call('ZREMRANGEBYRANK', registry, '0', fmt_int(#due - 1)) end
+  due_sliced({ 'ZADD', registry }, resched, 2)
   local head = redis.call('ZRANGE', registry, '0', '0', 'WITHSCORES')
   local next_due, backlog = -1, 0
   if head[2] then next_due = tonumber(head[2]) end
