@@ -36,7 +36,9 @@ end
 return due_run('leaky_bucket', function(path, bucket, meta, now)
   local m = pcall_ok(redis.pcall('HMGET', meta, 'last', 'carry', 'rate'))
   if not m then return nil, nil, true end
-  local rate = rate_arg(m[3])
+  -- the recorded rate (leaky_bucket.lua checked it): a finite number > 0, else none
+  local rate = stored(m[3])
+  if rate and rate <= 0 then rate = nil end
   local last, carry, t = leak_read(m, now)
   if not last or not rate then
     -- No mark or no rate: not a bucket of leaky_bucket.lua's making (or its
