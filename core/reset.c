@@ -40,11 +40,8 @@ int reset_path(struct rconn *c, const struct layout *layouts, size_t nlayouts,
 	    jsonv_add_int(o, "registries_removed", sum.registries) || !cJSON_AddItemToObject(o, "keys", arr))
 		goto out;
 	arr = NULL;
-	if (sum.skipped) {
-		if (!cJSON_AddItemToObject(o, "skipped_registries", sum.skipped))
-			goto out;
-		sum.skipped = NULL;
-	}
+	if (reset_sum_give_skipped(&sum, o))
+		goto out;
 	*out = o;
 	o = NULL;
 	rc = 0;
@@ -264,11 +261,8 @@ int reset_match(struct rconn *c, const struct layout *layouts, size_t nlayouts,
 	    !cJSON_AddBoolToObject(o, "dry_run", dry_run) || jsonv_add_int(o, "paths", sum.paths) ||
 	    jsonv_add_int(o, "keys", sum.keys) || jsonv_add_int(o, "entries", sum.entries))
 		goto out;
-	if (sum.skipped) {
-		if (!cJSON_AddItemToObject(o, "skipped_registries", sum.skipped))
-			goto out;
-		sum.skipped = NULL;
-	}
+	if (reset_sum_give_skipped(&sum, o))
+		goto out;
 	*out = o;
 	o = NULL;
 	rc = 0;

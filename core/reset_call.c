@@ -98,6 +98,16 @@ void reset_sum_free(struct reset_sum *sum)
 }
 
 /* Report registry `key` (`len` bytes) as skipped, once, with `error`. */
+int reset_sum_give_skipped(struct reset_sum *sum, cJSON *o)
+{
+	if (!sum->skipped)
+		return 0;
+	if (!cJSON_AddItemToObject(o, "skipped_registries", sum->skipped))
+		return -ENOMEM;
+	sum->skipped = NULL;
+	return 0;
+}
+
 int reset_sum_skipped(struct reset_sum *sum, const char *key, size_t len, const char *error)
 {
 	cJSON *o;

@@ -44,6 +44,8 @@ void reset_sum_free(struct reset_sum *sum);
  * sum->skipped (at most RESET_SKIPPED_MAX).  0 or -ENOMEM.
  */
 int reset_sum_skipped(struct reset_sum *sum, const char *key, size_t len, const char *error);
+/* Move sum->skipped, when there is one, into `o` as "skipped_registries".  0 or -ENOMEM (sum keeps it). */
+int reset_sum_give_skipped(struct reset_sum *sum, cJSON *o);
 /*
  * Fold reset.lua's reply to call `rc` into `sum` (not its path count);
  * `keys_out` (may be NULL) gets one object per key; *found: 1 when the call
