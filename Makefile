@@ -145,15 +145,19 @@ check-includes:
 
 # Runs the include rules, then every suite even when one fails, then prints one
 # closing line for all (the include rules count in it).
-check-run: all $(TEST_BIN) check-lua
+check-run: all $(TEST_BIN) check-lua $(LUA)
 	@fail=0; log=$$(mktemp); \
 	tools/check_includes.sh | tee -a $$log; [ $${PIPESTATUS[0]} -eq 0 ] || fail=1; \
 	for t in $(TEST_BIN); do \
 	  echo "== $$t"; SLUICED=$(B)/bin/sluiced $$t 2>&1 | tee -a $$log; \
 	  [ $${PIPESTATUS[0]} -eq 0 ] || fail=1; \
 	done; \
+	echo "== tests/conformance.py (DESIGN.md from outside)"; \
+	/usr/bin/python3 tests/conformance.py $(B)/bin/sluiced build/lua 2>&1 | tee -a $$log; \
+	[ $${PIPESTATUS[0]} -eq 0 ] || fail=1; \
 	awk -F'[:,] *' '/^[0-9]+%: Checks: /{ n += $$3; f += $$5 + $$7 } \
 	  /^includes: [0-9]+ passed, [0-9]+ failed$$/{ n += $$2 + $$3; f += $$3 } \
+	  /^conformance: [0-9]+ passed, [0-9]+ failed$$/{ n += $$2 + $$3; f += $$3 } \
 	  END { printf "tests ($(FLAVOUR)): %d passed, %d failed\n", n - f, f }' $$log; \
 	rm -f $$log; exit $$fail
 
