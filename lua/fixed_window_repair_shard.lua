@@ -38,10 +38,7 @@ return due_run('fixed_window', function(path, state, meta, now)
   if m.err then return nil, nil, true end
   local win, window = stored_int(m[1]), stored_int(m[3])
   if not win or not window or window < 1 then
-    local ttl = redis.call('PTTL', state)
-    if ttl == -2 then return 0, nil end
-    if ttl == -1 then return 0, now + SKIPPED_RETRY_MS end
-    return 0, now + ttl + 1
+    return due_by_ttl(state, nil, now)
   end
   local window_end = (win + 1) * window
   if horizon_time(stored_int(m[2]), now) >= window_end then

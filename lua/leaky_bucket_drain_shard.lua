@@ -27,14 +27,8 @@
 --@include lib/leak.lua
 --@include lib/due.lua
 
--- A key of the wrong type (or a failed call): nil.
-local function pcall_ok(r)
-  if type(r) == 'table' and r.err then return nil end
-  return r
-end
-
 return due_run('leaky_bucket', function(path, bucket, meta, now)
-  local m = pcall_ok(redis.pcall('HMGET', meta, 'last', 'carry', 'rate'))
+  local m = due_ok(redis.pcall('HMGET', meta, 'last', 'carry', 'rate'))
   if not m then return nil, nil, true end
   -- the recorded rate (leaky_bucket.lua checked it): a finite number > 0, else none
   local rate = stored(m[3])
@@ -44,16 +38,12 @@ return due_run('leaky_bucket', function(path, bucket, meta, now)
     -- No mark or no rate: not a bucket of leaky_bucket.lua's making (or its
     -- meta expired first).  Gone when the bucket is; else looked at when it
     -- would expire.
-    local ttl = pcall_ok(redis.pcall('PTTL', bucket))
-    if not ttl then return nil, nil, true end
-    if ttl == -2 then return 0, nil end
-    if ttl == -1 then return 0, now + SKIPPED_RETRY_MS end
-    return 0, now + ttl + 1
+    return due_by_ttl(bucket, nil, now)
   end
   local due = rate * (t - last) / 1000 + carry
   local k = math.floor(due + EPS)
   if k < 1 then return 0, last + leak_ms_until(rate, carry, 1) end
-  local removed = pcall_ok(redis.pcall('ZREMRANGEBYRANK', bucket, '0', fmt_int(k - 1)))
+  local removed = due_ok(redis.pcall('ZREMRANGEBYRANK', bucket, '0', fmt_int(k - 1)))
   if not removed then return nil, nil, true end
   if removed < k or redis.call('EXISTS', bucket) == 0 then
     -- emptied (or already empty): the bucket is gone, the meta stays as the mark

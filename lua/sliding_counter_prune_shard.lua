@@ -42,9 +42,7 @@ return due_run('sliding_counter', function(path, counter, meta, now)
   local window = int_arg(named.window_ms, 1)
   local subs = window and int_arg(named.sub_windows, 1)
   if not subs or window % subs ~= 0 then
-    local ttl = redis.call('PTTL', counter)
-    if ttl < 0 then return 0, now + SKIPPED_RETRY_MS end
-    return 0, now + ttl + 1
+    return due_by_ttl(counter, nil, now)
   end
   local sub = window / subs
   local mark = subs_mark(named)

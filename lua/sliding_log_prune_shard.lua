@@ -32,27 +32,16 @@
 --@include lib/log.lua
 --@include lib/due.lua
 
--- A key of the wrong type (or a failed call): nil.
-local function pcall_ok(r)
-  if type(r) == 'table' and r.err then return nil end
-  return r
-end
-
 return due_run('sliding_log', function(path, log, meta, now)
-  local w = pcall_ok(redis.pcall('HGET', meta, 'window_ms'))
+  local w = due_ok(redis.pcall('HGET', meta, 'window_ms'))
   if w == nil then return nil, nil, true end
   local window = stored_int(w)
   if not window or window < 1 then
     -- Records no window: gone when both keys are; else looked at when the log
     -- (or, with the log gone, the meta) would expire.
-    local ttl = pcall_ok(redis.pcall('PTTL', log))
-    if ttl == -2 then ttl = pcall_ok(redis.pcall('PTTL', meta)) end
-    if not ttl then return nil, nil, true end
-    if ttl == -2 then return 0, nil end
-    if ttl == -1 then return 0, now + SKIPPED_RETRY_MS end
-    return 0, now + ttl + 1
+    return due_by_ttl(log, meta, now)
   end
-  local removed = pcall_ok(redis.pcall('ZREMRANGEBYSCORE', log, '-inf', fmt_int(now - SKEW_MS - window)))
+  local removed = due_ok(redis.pcall('ZREMRANGEBYSCORE', log, '-inf', fmt_int(now - SKEW_MS - window)))
   if not removed then return nil, nil, true end
   local oldest = redis.call('ZRANGE', log, 0, 0, 'WITHSCORES')
   if not oldest[2] then

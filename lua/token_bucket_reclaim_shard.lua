@@ -36,10 +36,7 @@ return due_run('token_bucket', function(path, bucket, meta, now)
   if not capacity then
     -- Records no parameters: gone when its key is; else looked at when it
     -- would expire.
-    local ttl = redis.call('PTTL', bucket)
-    if ttl == -2 then return 0, nil end
-    if ttl == -1 then return 0, now + SKIPPED_RETRY_MS end
-    return 0, now + ttl + 1
+    return due_by_ttl(bucket, nil, now)
   end
   -- Unreadable tokens or last read as full since now, as the acquire reads
   -- them (no mark): reclaimed at once.

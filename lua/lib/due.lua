@@ -20,6 +20,10 @@
 local DEAD_AFTER_MS = 60000
 local DEAD_PER_CALL = 2
 
+-- A path whose keys hold another type (or records nothing usable, without a
+-- TTL) is looked at again this much later (ms).
+local SKIPPED_RETRY_MS = 60000
+
 -- ZADD/ZREM take at most this many members per call (unpack's limits).
 local DUE_SLICE = 500
 
@@ -78,6 +82,28 @@ local function due_set(registry, path, due, now, base, alg)
   if added == 1 then due_drop_dead(registry, now, base, alg) end
 end
 
+-- The reply of a redis.pcall in a shard job, or nil when it failed (a key of
+-- another type): the job then skips the path.
+local function due_ok(r)
+  if type(r) == 'table' and r.err then return nil end
+  return r
+end
+
+-- For a shard job's path whose state records no usable parameters (not of
+-- the client script's making): what due_run's job returns.  Gone (leaves the
+-- registry) when `key` is, and `key2` (optional) too; else looked at again
+-- when the first that exists would expire (PTTL + 1 ms), or in
+-- SKIPPED_RETRY_MS when it has no TTL; nil, nil, true (skipped) when the
+-- PTTL fails (it works on a key of any type).
+local function due_by_ttl(key, key2, now)
+  local ttl = redis.pcall('PTTL', key)
+  if ttl == -2 and key2 then ttl = redis.pcall('PTTL', key2) end
+  if type(ttl) ~= 'number' then return nil, nil, true end
+  if ttl == -2 then return 0, nil end
+  if ttl == -1 then return 0, now + SKIPPED_RETRY_MS end
+  return 0, now + ttl + 1
+end
+
 -- Send `cmd` (a table starting with the command, key and options) with
 -- the items of `list` appended, in slices of DUE_SLICE.
 local function due_sliced(cmd, list, per)
@@ -104,7 +130,6 @@ end
 -- Reply {done, removed (paths that left the registry), visited, skipped,
 --        next_due (the registry's lowest score afterwards, -1 when empty),
 --        backlog (paths still due by now: more than `limit` were due)}.
-local SKIPPED_RETRY_MS = 60000
 local function due_run(alg, job)
   if #KEYS ~= 1 or #ARGV ~= 2 then
     return usage(alg .. ' shard job takes KEYS registry (<prefix>{k}:registry:' .. alg .. '), ARGV now, limit')
