@@ -198,7 +198,7 @@ static long long sl_acquire(const char *path, long long now)
 /* max_clock_skew_ms in shard k's rules copy on `c`, or -1 when it has none. */
 static long long copy_on(redisContext *c, unsigned k)
 {
-	redisReply *r = test_cmd(c, "HGET sluice:{%u}:rules max_clock_skew_ms", k);
+	redisReply *r = test_cmd(c, "HGET sluice:{%u}:rules :max_clock_skew_ms", k);
 	long long v = r->type == REDIS_REPLY_STRING ? atoll(r->str) : -1;
 
 	freeReplyObject(r);
@@ -211,7 +211,7 @@ static int copies_holding(redisContext *c, long long ms)
 	int n = 0;
 
 	for (unsigned k = 0; k < 1024; k++)
-		redisAppendCommand(c, "HGET sluice:{%u}:rules max_clock_skew_ms", k);
+		redisAppendCommand(c, "HGET sluice:{%u}:rules :max_clock_skew_ms", k);
 	for (unsigned k = 0; k < 1024; k++) {
 		redisReply *r = NULL;
 

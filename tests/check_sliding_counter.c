@@ -323,7 +323,7 @@ START_TEST(test_sc_skew_from_rules_copy)
 {
 	const char *p = "/skew2";
 
-	freeReplyObject(test_cmd(c, "HSET %s max_clock_skew_ms 2000", test_shard_key("sliding_counter", p, "rules")));
+	freeReplyObject(test_cmd(c, "HSET %s :max_clock_skew_ms 2000", test_shard_key("sliding_counter", p, "rules")));
 	ck_sc(sc(p, "3", "1000", "10", 150), 1, 2, 0, 1000 - 50);
 	ck_pttl(SC_STATE(p), 1100 + 2000 - 150);
 	ck_assert_int_eq(due_of(SC, p), 1100 + 2000);

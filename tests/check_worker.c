@@ -897,7 +897,7 @@ END_TEST
 /* max_clock_skew_ms in shard k's rules copy, or -1 when it has none. */
 static long long copy_of(unsigned k)
 {
-	redisReply *r = test_cmd(C, "HGET sluice:{%u}:rules max_clock_skew_ms", k);
+	redisReply *r = test_cmd(C, "HGET sluice:{%u}:rules :max_clock_skew_ms", k);
 	long long v = r->type == REDIS_REPLY_STRING ? atoll(r->str) : -1;
 
 	freeReplyObject(r);
@@ -963,7 +963,7 @@ START_TEST(skew_written_into_every_shard)
 	worker_status(w, &st);
 	ck_assert_int_eq(st.skew_written, SHARD_COUNT + 2);
 	/* a sweep checks every copy */
-	freeReplyObject(test_cmd(C, "HSET sluice:{7}:rules max_clock_skew_ms 10"));
+	freeReplyObject(test_cmd(C, "HSET sluice:{7}:rules :max_clock_skew_ms 10"));
 	ck_assert_int_eq(drain_at(w, t0 + 5001), 0);
 	ck_assert_int_eq(copy_of(7), 2500);
 	/* a new value (SIGHUP): every copy at the next step */
@@ -978,7 +978,7 @@ START_TEST(skew_written_into_every_shard)
 	/* the copy keeps the shard's other fields (the rules by name, issue 7) */
 	freeReplyObject(test_cmd(C, "HSET sluice:{9}:rules api x"));
 	ck_assert_int_eq(drain_at(w, t0 + 5003), 0);
-	test_check_cmd(__FILE__, __LINE__, C, "{\"4000\", \"x\"}", "HMGET sluice:{9}:rules max_clock_skew_ms api");
+	test_check_cmd(__FILE__, __LINE__, C, "{\"4000\", \"x\"}", "HMGET sluice:{9}:rules :max_clock_skew_ms api");
 	worker_free(w);
 }
 END_TEST

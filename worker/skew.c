@@ -1,6 +1,6 @@
 /*
  * The skew horizon in every shard's rules copy (DESIGN.md, "Time"): each
- * client script and shard job sets SKEW_MS from field max_clock_skew_ms of
+ * client script and shard job sets SKEW_MS from field ":max_clock_skew_ms" of
  * <prefix>{k}:rules, its own shard's (lua/lib/skew.lua skew_read), so the
  * one value sluiced is configured with (max_clock_skew_ms) reaches every
  * script in every language, on one Redis or on a Cluster (the copy is in
@@ -29,7 +29,7 @@
 #define SKEW_RETRY_MS 1000
 /* commands per round trip */
 #define SKEW_DEPTH 256
-#define SKEW_FIELD "max_clock_skew_ms"
+#define SKEW_FIELD ":max_clock_skew_ms" /* a field no rule name can be (no ":" in names) */
 
 void skew_init(struct skew_state *s, int64_t ms)
 {

@@ -10,7 +10,8 @@
 -- "empty" or "full" is what any client within the horizon would see as such.
 --
 -- SKEW_MS is sluiced's max_clock_skew_ms (config, default 10000): the daemon
--- writes it into every shard's rules copy, field max_clock_skew_ms, and each
+-- writes it into every shard's rules copy, field ":max_clock_skew_ms" (a
+-- name no rule can take: rule names hold no ":"), and each
 -- script sets SKEW_MS from there first thing (skew_read); a shard whose copy
 -- has none (no daemon yet) uses the default.  Every fragment's function reads
 -- the one SKEW_MS, so the assignment reaches them all.
@@ -23,7 +24,7 @@ local SKEW_MS = 10000
 -- sluice's wrote; the daemon's skew sync reports it), so that one bad key
 -- stops neither the shard's clients nor its jobs.  Whole ms from 0 to 2^53 - 1.
 local function skew_read(rules)
-  local v = redis.pcall('HGET', rules, 'max_clock_skew_ms')
+  local v = redis.pcall('HGET', rules, ':max_clock_skew_ms')
   if type(v) == 'table' then return SKEW_MS end
   return stored_int(v) or SKEW_MS
 end
