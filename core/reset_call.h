@@ -58,7 +58,7 @@ int reset_call_sum(const struct reset_call *rc, const redisReply *r, struct rese
  * Queue every call that resets `path` (`len` bytes; sluice's own layouts in
  * one call, then one per foreign layout) into `calls` (room for 1 +
  * nlayouts; *ncalls counts them), each tagged with `idx`; `dry` only counts.
- * 0 or -ENOMEM, -EINVAL (a foreign layout without a meta prefix).
+ * 0 or -ENOMEM.
  */
 int reset_queue_path(struct rbatch *b, struct reset_call *calls, size_t *ncalls, const struct layout *layouts,
 		     size_t nlayouts, const char *path, size_t len, int dry, size_t idx);

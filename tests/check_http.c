@@ -113,6 +113,8 @@ START_TEST(test_server_smoke)
 	ck_http_err(&h, 400, "invalid_query", "match");
 	test_http(port, "GET", "/v1/paths?match=a&cursor=0%00", NULL, 0, &h);
 	ck_http_err(&h, 400, "invalid_query", "cursor");
+	test_http(port, "GET", "/v1/paths?count=5%00", NULL, 0, &h);
+	ck_http_err(&h, 400, "invalid_query", "count");
 
 	/* 405 carries Allow */
 	test_http(port, "DELETE", "/healthz", NULL, 0, &h);

@@ -198,12 +198,19 @@ static const struct {
 	{ "{\"listen\":\"nowhere\"}", "listen" },
 	{ "{\"log_level\":\"loud\"}", "log_level" },
 	{ "{\"prefix\":\"a{b\"}", "prefix" },
+	{ "{\"prefix\":\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\"}", "prefix" }, /* 65 bytes */
+	{ "{\"drain_interval_ms\":3600001}", "drain_interval_ms" },
+	{ "{\"sweep_budget_ms\":3600001}", "sweep_budget_ms" },
+	{ "{\"redis_timeout_ms\":0}", "redis_timeout_ms" },
+	{ "{\"max_body_bytes\":0}", "max_body_bytes" },
+	{ "{\"max_connections\":65537}", "max_connections" },
+	{ "{\"idle_timeout_s\":3601}", "idle_timeout_s" },
+	{ "{\"admin\":{\"token_env\":\"\"}}", "admin.token_env" },
 	{ "{\"prefix\":\"\"}", "prefix" },
 	{ "{\"drain_interval\":100}", "drain_interval" },
 	{ "{\"batch_size\":10,\"batch_size\":20}", "batch_size" },
 	{ "{\"prefix\":\"a\\u0000b\"}", "config" },
 	{ "{\"rules\":{}}", "rules" },
-	{ "{\"admin\":[]}", "admin" },
 	{ "{\"layouts\":{}}", "layouts" },
 	{ "{\"layouts\":[{\"name\":\"x\",\"algorithm\":\"fixed_window\",\"key_prefix\":\"sluice:\",\"scan\":true}]}", "layouts[0].key_prefix" },
 	{ "{\"layouts\":[{\"name\":\"x\",\"algorithm\":\"fixed_window\",\"key_prefix\":\"slu\",\"scan\":true}]}", "layouts[0].key_prefix" },
@@ -401,6 +408,68 @@ START_TEST(config_admin_token)
 }
 END_TEST
 
+/* 25 foreign layouts, one more than the 24 README allows: refused as a whole, nothing kept. */
+START_TEST(config_too_many_layouts)
+{
+	char json[8192];
+	size_t n = (size_t)snprintf(json, sizeof(json), "{\"layouts\":[");
+	struct sl_error err = { 0 };
+	struct config c;
+
+	for (int i = 0; i < 25; i++) /* README: at most 24 foreign layouts */
+		n += (size_t)snprintf(json + n, sizeof(json) - n,
+				      "%s{\"name\":\"l%d\",\"algorithm\":\"sliding_log\",\"key_prefix\":\"L%d:\",\"scan\":true}",
+				      i ? "," : "", i, i);
+	snprintf(json + n, sizeof(json) - n, "]}");
+	config_defaults(&c);
+	ck_assert_int_eq(config_apply_json(&c, json, strlen(json), &err), -EINVAL);
+	ck_assert_str_eq(err.field, "layouts");
+	ck_assert_uint_eq(c.nlayouts, 0);
+	config_free(&c);
+}
+END_TEST
+
+/* A token file over 4096 bytes, or holding a NUL byte, is refused; so is a token variable that long. */
+START_TEST(config_token_too_long)
+{
+	static char big[5000];
+	char path[] = "/tmp/sluice-token-XXXXXX", json[128];
+	int fd = mkstemp(path);
+	struct sl_error err = { 0 };
+	struct config c;
+
+	ck_assert_int_ge(fd, 0);
+	memset(big, 't', sizeof(big) - 1);
+	ck_assert_int_eq(write(fd, big, 4097), 4097);
+	close(fd);
+	snprintf(json, sizeof(json), "{\"admin\":{\"token_file\":\"%s\"}}", path);
+	config_defaults(&c);
+	ck_assert_int_eq(config_apply_json(&c, json, strlen(json), &err), 0);
+	ck_assert_int_eq(config_load_token(&c, &err), -EINVAL);
+	ck_assert_str_eq(err.field, "admin.token_file");
+	ck_assert_ptr_null(c.admin_token);
+	config_free(&c);
+	fd = open(path, O_WRONLY | O_TRUNC);
+	ck_assert_int_eq(write(fd, "ab\0cd", 5), 5);
+	close(fd);
+	config_defaults(&c);
+	config_apply_json(&c, json, strlen(json), &err);
+	ck_assert_int_eq(config_load_token(&c, &err), -EINVAL);
+	ck_assert_str_eq(err.field, "admin.token_file");
+	config_free(&c);
+	unlink(path);
+
+	big[4097] = '\0'; /* 4097 bytes */
+	setenv("SLUICE_ADMIN_TOKEN", big, 1);
+	config_defaults(&c);
+	ck_assert_int_eq(config_load_token(&c, &err), -EINVAL);
+	ck_assert_str_eq(err.field, "SLUICE_ADMIN_TOKEN");
+	ck_assert_ptr_null(c.admin_token);
+	config_free(&c);
+	unsetenv("SLUICE_ADMIN_TOKEN");
+}
+END_TEST
+
 /* ---- flags ------------------------------------------------------------------ */
 
 static int parse_argv(struct config *c, enum options_action *act, struct sl_error *err, int argc,
@@ -481,6 +550,36 @@ START_TEST(flags_help_version_and_errors)
 
 		ck_assert_int_eq(parse_argv(&c, &act, &err, 2, argv), -EINVAL);
 		ck_assert_str_eq(err.field, "--frobnicate");
+	}
+	{
+		const char *argv[] = { "sluiced", "-x", NULL };
+
+		ck_assert_int_eq(parse_argv(&c, &act, &err, 2, argv), -EINVAL);
+		ck_assert_str_eq(err.field, "-x");
+	}
+	{
+		const char *argv[] = { "sluiced", "--drain-interval-ms", "0", NULL }; /* below 1 */
+
+		ck_assert_int_eq(parse_argv(&c, &act, &err, 3, argv), -EINVAL);
+		ck_assert_str_eq(err.field, "--drain-interval-ms");
+	}
+	{
+		const char *argv[] = { "sluiced", "--sweep-budget-ms", "3600001", NULL }; /* above the hour */
+
+		ck_assert_int_eq(parse_argv(&c, &act, &err, 3, argv), -EINVAL);
+		ck_assert_str_eq(err.field, "--sweep-budget-ms");
+	}
+	{
+		const char *argv[] = { "sluiced", "--redis", "tcp://x", NULL };
+
+		ck_assert_int_eq(parse_argv(&c, &act, &err, 3, argv), -EINVAL);
+		ck_assert_str_eq(err.field, "--redis");
+	}
+	{
+		const char *argv[] = { "sluiced", "--listen", "[::1", NULL };
+
+		ck_assert_int_eq(parse_argv(&c, &act, &err, 3, argv), -EINVAL);
+		ck_assert_str_eq(err.field, "--listen");
 	}
 	{
 		const char *argv[] = { "sluiced", "--log-level", "chatty", NULL };
@@ -910,6 +1009,8 @@ static Suite *unit_suite(void)
 	tcase_add_test(tc, config_file_missing);
 	tcase_add_test(tc, config_file_unreadable_or_too_large);
 	tcase_add_test(tc, config_admin_token);
+	tcase_add_test(tc, config_too_many_layouts);
+	tcase_add_test(tc, config_token_too_long);
 	tcase_add_test(tc, config_layouts);
 	tcase_add_test(tc, flags_override_file);
 	tcase_add_test(tc, flags_help_version_and_errors);

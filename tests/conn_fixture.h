@@ -7,6 +7,10 @@
  * its teardown.
  */
 #include <hiredis/hiredis.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/harness.h"
 
 /*
  * The connection, owned here: set by conn_up (after FLUSHALL and SCRIPT
@@ -17,5 +21,14 @@ extern redisContext *c;
 
 void conn_up(void);
 void conn_down(void);
+
+/* The keyspace equals the snapshot `before` (test_snapshot): nothing was written. */
+#define ck_snapshot_same(before)                                                            \
+	do {                                                                                \
+		char *after_ = test_snapshot(c);                                            \
+		ck_assert_msg(strcmp((before), after_) == 0, "keyspace changed:\n%s---\n%s", \
+			      (before), after_);                                            \
+		free(after_);                                                               \
+	} while (0)
 
 #endif

@@ -70,14 +70,6 @@ const char *num(long long v);
 void check_pttl(const char *file, int line, const char *key, long long want);
 #define ck_pttl(key, want) check_pttl(__FILE__, __LINE__, (key), (want))
 
-/* The keyspace equals the snapshot `before` (test_snapshot): nothing was written. */
-#define ck_snapshot_same(before)                                                            \
-	do {                                                                                \
-		char *after_ = test_snapshot(c);                                            \
-		ck_assert_msg(strcmp((before), after_) == 0, "keyspace changed:\n%s---\n%s", \
-			      (before), after_);                                            \
-		free(after_);                                                               \
-	} while (0)
 
 long long zcard(const char *key);
 int in_set(const char *set, const char *member);
