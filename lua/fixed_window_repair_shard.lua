@@ -28,7 +28,8 @@
 --     a minute when it has none); visited, not repaired.
 --   * a key of another type: skipped (due_run retries it in a minute).
 -- Idempotent: a second run at the same instant changes nothing.  Hot path:
--- HMGET, then PTTL (or DEL) per counter, and one ZADD XX and ZREM per call.
+-- HMGET, then PTTL (or DEL) per counter, and for the call one range delete
+-- of the due paths and one ZADD of the rescheduled ones (lib/due.lua).
 
 --@include lib/fixed.lua
 --@include lib/due.lua

@@ -22,7 +22,7 @@
 -- leak; the level is not counted first: a ZREMRANGEBYRANK that removes
 -- fewer than it was asked to has emptied the bucket, and one that removes
 -- exactly as many is followed by an EXISTS (it may have taken the last
--- entry).  The registry is rescheduled in one ZADD XX for the whole call.
+-- entry).  The registry is rescheduled once for the whole call (lib/due.lua).
 
 --@include lib/leak.lua
 --@include lib/due.lua

@@ -27,7 +27,7 @@
 -- registry when both keys are gone; it counts as visited, not pruned.
 --
 -- Hot path: HGET of the meta, ZREMRANGEBYSCORE, ZRANGE of the oldest entry;
--- the registry is rescheduled in one ZADD XX for the whole call.
+-- the registry is rescheduled once for the whole call (lib/due.lua).
 
 --@include lib/log.lua
 --@include lib/due.lua

@@ -24,7 +24,7 @@
 -- token_bucket.lua) is looked at again when it would expire.  Idempotent.
 --
 -- Hot path: one HMGET per due bucket, then DEL or nothing; the registry is
--- rescheduled in one ZADD XX for the whole call.
+-- rescheduled once for the whole call (lib/due.lua).
 
 --@include lib/refill.lua
 --@include lib/due.lua

@@ -7,7 +7,7 @@
 -- one already there keeps the earlier of the two (so a call whose state needs
 -- the worker sooner, a shorter window say, moves it earlier; a later one
 -- changes nothing).  The worker's job for a shard (see below) takes what is due
--- by now, handles each path, then sets its next due time (ZADD XX) or removes
+-- by now, handles each path, then sets its next due time or removes
 -- it when its state is gone.  A due time that comes early costs one visit and
 -- a reschedule; one that came late would only delay memory being freed: no
 -- decision of any client depends on the worker having run.
