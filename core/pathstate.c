@@ -219,13 +219,13 @@ int pathstate_get(struct rconn *c, const struct layout *layouts, size_t nlayouts
 	it->due = -1;
 	{
 		const redisReply *m = rbatch_reply(b, 2 * (size_t)pick + 1);
-		char *end;
 
 		if (reply_error(m)) {
 			it->registered = -1;
 		} else if (m->type == REDIS_REPLY_STRING) {
 			it->registered = 1;
-			it->due = strtod(m->str, &end);
+			if (reply_double(m, &it->due))
+				it->due = -1; /* a score is a number: shown as no due time */
 		} else {
 			it->registered = m->type == REDIS_REPLY_INTEGER && m->integer == 1;
 		}

@@ -1,5 +1,6 @@
 #include "core/reply.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,6 +60,22 @@ int reply_int_text(const redisReply *r, long long *out)
 	errno = 0;
 	v = strtoll(r->str, &end, 10);
 	if (errno || end != r->str + r->len)
+		return -EPROTO;
+	*out = v;
+	return 0;
+}
+
+int reply_double(const redisReply *r, double *out)
+{
+	char *end;
+	double v;
+
+	if (!r || r->type != REDIS_REPLY_STRING || r->len == 0)
+		return shape(r);
+	if (isspace((unsigned char)r->str[0]))
+		return -EPROTO; /* strtod would skip it; Redis writes none */
+	v = strtod(r->str, &end);
+	if (end != r->str + r->len || v != v)
 		return -EPROTO;
 	*out = v;
 	return 0;

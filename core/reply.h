@@ -37,6 +37,12 @@ int reply_int(const redisReply *r, long long *out);
 int reply_str(const redisReply *r, const char **s, size_t *len);
 /* An integer or a decimal string of one (as GET answers); -EPROTO for other text. */
 int reply_int_text(const redisReply *r, long long *out);
+/*
+ * A number in a bulk string, as Redis writes a sorted-set score ("1796…",
+ * "1.5", "inf"): the whole string must read, NaN is refused.  0, or
+ * -EPROTO (other text) / the shape error of a reply that is no string.
+ */
+int reply_double(const redisReply *r, double *out);
 /* An array of at least `min` elements; *out borrowed. */
 int reply_array(const redisReply *r, size_t min, const redisReply *const **elems, size_t *n);
 /* Element `i` of an array reply, as an integer. */

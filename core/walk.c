@@ -233,8 +233,6 @@ int walk_member(const struct layout *l, const struct walk_page *pg, size_t i, co
 		double *due)
 {
 	const redisReply *m, *s;
-	char *end;
-	double v;
 	int rc;
 
 	if (l->foreign) {
@@ -245,12 +243,8 @@ int walk_member(const struct layout *l, const struct walk_page *pg, size_t i, co
 	}
 	m = pg->members->element[2 * i];
 	s = pg->members->element[2 * i + 1];
-	if (!s || s->type != REDIS_REPLY_STRING)
+	if (reply_double(s, due) || walk_path(l, m, path, plen))
 		return -EINVAL;
-	v = strtod(s->str, &end);
-	if (end == s->str || *end || (rc = walk_path(l, m, path, plen)))
-		return -EINVAL;
-	*due = v;
 	return 0;
 }
 

@@ -14,6 +14,7 @@
 #include "core/jsonv.h"
 #include "core/layout.h"
 #include "core/log.h"
+#include "core/reply.h"
 #include "core/rules.h"
 #include "daemon/options.h"
 #include "scheduler/sched.h"
@@ -467,6 +468,33 @@ START_TEST(config_token_too_long)
 	ck_assert_ptr_null(c.admin_token);
 	config_free(&c);
 	unsetenv("SLUICE_ADMIN_TOKEN");
+}
+END_TEST
+
+/* reply_double: a sorted-set score as Redis writes it, the whole string, no NaN. */
+START_TEST(reply_double_scores)
+{
+	static const struct {
+		const char *s;
+		int rc;
+		double v;
+	} cases[] = {
+		{ "1796131834508", 0, 1796131834508.0 }, { "1.5", 0, 1.5 }, { "-2", 0, -2 }, { "inf", 0, 1.0 / 0.0 },
+		{ "", -EPROTO, 0 }, { "12x", -EPROTO, 0 }, { "nan", -EPROTO, 0 }, { " 1", -EPROTO, 0 },
+	};
+	redisReply r = { .type = REDIS_REPLY_STRING };
+	redisReply i = { .type = REDIS_REPLY_INTEGER, .integer = 5 };
+	double v;
+
+	for (size_t k = 0; k < TEST_N(cases); k++) {
+		r.str = (char *)cases[k].s;
+		r.len = strlen(cases[k].s);
+		v = -7;
+		ck_assert_msg(reply_double(&r, &v) == (cases[k].rc ? -EPROTO : 0) && (cases[k].rc || v == cases[k].v),
+			      "\"%s\": %g", cases[k].s, v);
+	}
+	ck_assert_int_ne(reply_double(&i, &v), 0); /* not a string */
+	ck_assert_int_ne(reply_double(NULL, &v), 0);
 }
 END_TEST
 
@@ -1009,6 +1037,7 @@ static Suite *unit_suite(void)
 	tcase_add_test(tc, config_file_missing);
 	tcase_add_test(tc, config_file_unreadable_or_too_large);
 	tcase_add_test(tc, config_admin_token);
+	tcase_add_test(tc, reply_double_scores);
 	tcase_add_test(tc, config_too_many_layouts);
 	tcase_add_test(tc, config_token_too_long);
 	tcase_add_test(tc, config_layouts);

@@ -160,15 +160,9 @@ static int fold(struct due_state *d, size_t k, const redisReply *e, int64_t now,
 /* A registry score (ms, as ZRANGE WITHSCORES gives it) as a due time: ceil, at least 1, "inf" INT64_MAX; -1 if not a number. */
 static int64_t score_ms(const redisReply *e)
 {
-	const char *s;
-	size_t len;
-	char *end;
 	double v;
 
-	if (reply_str(e, &s, &len) || len == 0)
-		return -1;
-	v = strtod(s, &end);
-	if (end != s + len || v != v)
+	if (reply_double(e, &v))
 		return -1;
 	if (v >= 9.2e18)
 		return INT64_MAX;
