@@ -248,8 +248,11 @@ int reset_match(struct rconn *c, const struct layout *layouts, size_t nlayouts,
 
 			if (pg->error)
 				rc = page_skipped(l, pg, &sum);
+			/* A real reset of a path takes it out of every layout at once, so a
+			 * later layout's walk cannot meet it again; only a dry run must
+			 * drop the paths an earlier layout's registry holds (counted there). */
 			else if (!(rc = page_gather(&p, l, pg)) &&
-				 !(rc = page_drop_earlier(c, b, &p, layouts, pg->layout)))
+				 !(rc = dry_run ? page_drop_earlier(c, b, &p, layouts, pg->layout) : 0))
 				rc = page_reset(c, b, &p, layouts, nlayouts, dry_run, batch, &sum);
 			walk_after(layouts, nlayouts, pg, &pos);
 		}
