@@ -43,7 +43,6 @@
 
 local path, base, k, err = contract_keys('fixed_window', 'limit, window_ms')
 if err then return err end
-SKEW_MS = skew_read(KEYS[4])
 local n, now, rule
 n, now, rule, err = contract_args('fixed_window', 'limit, window_ms', 2)
 if err then return err end
@@ -66,6 +65,7 @@ if n > limit then
   retry_after = -1 -- can never be admitted; nothing is stored
 elseif count + n <= limit then
   allowed = 1
+  skew_load(KEYS[4]) -- the TTL and the due time need the horizon
   local opens = count == 0
   count = count + n
   -- what changed: the count; the window when this admission opens it; the

@@ -35,7 +35,8 @@ local MAX_N = 100000 -- cost of one request, in entries
 
 local path, base, k, err = contract_keys('leaky_bucket', 'capacity, rate')
 if err then return err end
-SKEW_MS = skew_read(KEYS[4])
+-- the refused path may leak and keep a time mark too: the horizon first
+skew_load(KEYS[4])
 -- n is capped: one sorted-set member per unit, so one call cannot fill Redis.
 local n, now, rule
 n, now, rule, err = contract_args('leaky_bucket', 'capacity, rate', 2, MAX_N)

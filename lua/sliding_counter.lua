@@ -46,7 +46,6 @@
 local PARAMS = 'limit, window_ms, sub_windows'
 local path, base, k, err = contract_keys('sliding_counter', PARAMS)
 if err then return err end
-SKEW_MS = skew_read(KEYS[4])
 local n, now, rule
 n, now, rule, err = contract_args('sliding_counter', PARAMS, 3)
 if err then return err end
@@ -75,6 +74,7 @@ if n > limit then
   retry_after = -1 -- can never be admitted; nothing is stored
 elseif sum + n <= limit then
   allowed = 1
+  skew_load(KEYS[4]) -- the TTL and the due time need the horizon
   local was_live = oldest
   -- the parameters applied, recorded when they change (the worker prunes by them)
   local changed = named.limit ~= ARGV[5] or named.window_ms ~= ARGV[6] or named.sub_windows ~= ARGV[7]

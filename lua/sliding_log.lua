@@ -46,7 +46,6 @@ local MAX_N = 100000 -- cost of one request, in entries (one sorted-set member e
 
 local path, base, k, err = contract_keys('sliding_log', 'limit, window_ms')
 if err then return err end
-SKEW_MS = skew_read(KEYS[4])
 local n, now, rule
 n, now, rule, err = contract_args('sliding_log', 'limit, window_ms', 2, MAX_N)
 if err then return err end
@@ -80,6 +79,8 @@ if n > limit or count + n > limit then
   end
   return { 0, math.max(0, limit - count), retry_after, reset, rule }
 end
+
+skew_load(KEYS[4]) -- admitted: the TTLs and the due time need the horizon
 
 -- t becomes the mark: what has left the window at t has left it for every
 -- later call.

@@ -36,7 +36,6 @@
 
 local path, base, k, err = contract_keys('token_bucket', 'capacity, rate')
 if err then return err end
-SKEW_MS = skew_read(KEYS[4])
 local n, now, rule
 n, now, rule, err = contract_args('token_bucket', 'capacity, rate', 2)
 if err then return err end
@@ -60,6 +59,7 @@ if n > capacity then
   reset = refill_reset_ms(tokens, tokens0, last, capacity, rate, t)
 elseif tokens + EPS >= n then -- EPS: see lib/num.lua
   allowed = 1
+  skew_load(KEYS[4]) -- the TTL and the due time need the horizon
   tokens = math.max(0, tokens - n)
   -- Not full now (n >= 1 was taken): full in `reset` ms.  Keep the bucket
   -- until it has been full for SKEW_MS (then it is the same as absent to

@@ -76,8 +76,8 @@ end
 -- An explicit now more than SKEW_MS ahead of Redis TIME is refused: served
 -- at, it would become the path's time mark, and every later call (at Redis
 -- time) would be served at that far future, the state kept until then.  A
--- clock that far ahead is not one the skew horizon covers.  (Set SKEW_MS
--- with skew_read first.)
+-- clock that far ahead is not one the skew horizon covers (read from the
+-- rules copy, KEYS[4], by skew_load).
 local function contract_args(alg, nparams, count, max_n)
   if #ARGV ~= 4 + count then
     return nil, nil, nil, usage(alg .. ' takes ARGV path, n, now, rule, then ' .. nparams
@@ -89,6 +89,7 @@ local function contract_args(alg, nparams, count, max_n)
   now, err = arg_now(ARGV[3])
   if err then return nil, nil, nil, err end
   if ARGV[3] ~= '' then
+    skew_load(KEYS[4])
     local server = arg_now('')
     if now > server + SKEW_MS then
       return nil, nil, nil, fail('now (ARGV[3])', 'at most max_clock_skew_ms (' .. fmt_int(SKEW_MS)

@@ -28,3 +28,13 @@ local function skew_read(rules)
   if type(v) == 'table' then return SKEW_MS end
   return stored_int(v) or SKEW_MS
 end
+
+-- A client script's SKEW_MS from its rules copy, read once and only when it is
+-- needed (an admission's TTL and due time, an explicit now): a refused call,
+-- the traffic of an overload, does not pay the HGET.
+local SKEW_LOADED = false
+local function skew_load(rules)
+  if not SKEW_LOADED then
+    SKEW_MS, SKEW_LOADED = skew_read(rules), true
+  end
+end
