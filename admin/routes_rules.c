@@ -47,11 +47,16 @@ static int name_ok(const char *name, size_t len)
 	return strlen(name) == len && rule_name_valid(name);
 }
 
-static void not_found_rule(struct api_response *res, const char *name)
+/* 404 naming the rule: a valid name is plain ASCII; any other (bytes the URL may now carry,
+ * not UTF-8, a NUL) is not echoed into the message, which must stay valid JSON text. */
+static void not_found_rule(struct api_response *res, const char *name, size_t len)
 {
 	char msg[128];
 
-	snprintf(msg, sizeof(msg), "no rule named \"%.64s\"", name);
+	if (name_ok(name, len))
+		snprintf(msg, sizeof(msg), "no rule named \"%.64s\"", name);
+	else
+		snprintf(msg, sizeof(msg), "no rule by that name (a rule name is 1..64 characters of [A-Za-z0-9_.-])");
 	reply_fail(res, 404, "not_found", msg, NULL);
 }
 
@@ -105,7 +110,7 @@ void route_rule_get(struct api *a, const char *name, size_t len, struct api_resp
 		return;
 	r = name_ok(name, len) ? ruleset_get(&a->rules, name) : NULL;
 	if (!r) {
-		not_found_rule(res, name);
+		not_found_rule(res, name, len);
 		return;
 	}
 	if (rulestore_etag(r, res->etag)) {
@@ -174,7 +179,7 @@ void route_rule_delete(struct api *a, const struct api_request *req, const char 
 	cJSON *o;
 
 	if (!name_ok(name, len)) {
-		not_found_rule(res, name);
+		not_found_rule(res, name, len);
 		return;
 	}
 	if ((rc = rulestore_delete_if(a->conn, a->prefix, name, req->if_match, &deleted))) {
@@ -186,7 +191,7 @@ void route_rule_delete(struct api *a, const struct api_request *req, const char 
 		return;
 	}
 	if (!deleted) {
-		not_found_rule(res, name);
+		not_found_rule(res, name, len);
 		return;
 	}
 	rules_changed(a);

@@ -18,6 +18,28 @@ START_TEST(test_rules_empty)
 }
 END_TEST
 
+/* A name no rule can have (bytes the URL may carry: not UTF-8, a NUL): 404, and the message
+ * stays valid JSON text (the name is not echoed); a valid one is named. */
+START_TEST(test_rule_404_names)
+{
+	const cJSON *msg;
+
+	get("/v1/rules/%FF");
+	ck_err(404, "not_found", NULL);
+	msg = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(res.json, "error"), "message");
+	ck_assert_str_eq(cJSON_GetStringValue(msg),
+			 "no rule by that name (a rule name is 1..64 characters of [A-Za-z0-9_.-])");
+	call("DELETE", "/v1/rules/a%00b", NULL);
+	ck_err(404, "not_found", NULL);
+	msg = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(res.json, "error"), "message");
+	ck_assert_str_eq(cJSON_GetStringValue(msg),
+			 "no rule by that name (a rule name is 1..64 characters of [A-Za-z0-9_.-])");
+	get("/v1/rules/nope");
+	msg = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(res.json, "error"), "message");
+	ck_assert_str_eq(cJSON_GetStringValue(msg), "no rule named \"nope\"");
+}
+END_TEST
+
 START_TEST(test_rules_crud)
 {
 	char snap[512];
@@ -438,6 +460,7 @@ static Suite *rules_api_suite(void)
 	tc = test_tcase(s, "rules", api_setup, api_teardown, 60);
 	tcase_add_test(tc, test_rules_empty);
 	tcase_add_test(tc, test_rules_crud);
+	tcase_add_test(tc, test_rule_404_names);
 	tcase_add_test(tc, test_rules_every_algorithm);
 	tcase_add_loop_test(tc, test_put_invalid, 0, TEST_N(bad_puts));
 	tcase_add_test(tc, test_put_body_with_nul);
