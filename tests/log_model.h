@@ -404,21 +404,7 @@ LOG_MODEL void lm_trace_job(struct lm_trace *tr)
  * the last call, any lag, the whole horizon. */
 LOG_MODEL long long lm_now(struct model_rng *g, struct lm_path *p, long long redis_ms)
 {
-	long long x = model_range(g, 0, 99), now;
-
-	if (x < 35)
-		now = redis_ms;
-	else if (x < 60)
-		now = redis_ms - p->lag;
-	else if (x < 75)
-		now = p->last_now;
-	else if (x < 90)
-		now = redis_ms - model_range(g, 0, SKEW_MS);
-	else
-		now = redis_ms - SKEW_MS;
-	now = model_max(now, redis_ms - SKEW_MS);
-	p->last_now = now;
-	return now;
+	return trace_client_now(g, p->lag, &p->last_now, redis_ms);
 }
 
 /* A cost: mostly 1. */

@@ -413,24 +413,35 @@ WINDOW_TRACE long long trace_step(struct model_rng *r)
 	return model_range(r, 1, 30000);
 }
 
-/* A client's now: on time, the path's usual lag, the same ms as the last call, any lag, the whole horizon. */
-WINDOW_TRACE long long trace_now(struct model_rng *r, struct trace_path *p, long long redis_ms)
+/*
+ * A client's now at Redis time redis_ms, for a path whose usual lag is `lag`
+ * and whose last call came at *last_now (updated): on time, the usual lag, the
+ * same ms as the last call, any lag, the whole horizon; never more than
+ * SKEW_MS behind.  Shared by the window traces and tests/log_model.h.
+ */
+WINDOW_TRACE long long trace_client_now(struct model_rng *r, long long lag, long long *last_now, long long redis_ms)
 {
 	long long x = model_range(r, 0, 99), now;
 
 	if (x < 35)
 		now = redis_ms;
 	else if (x < 60)
-		now = redis_ms - p->lag;
+		now = redis_ms - lag;
 	else if (x < 75)
-		now = p->last_now;
+		now = *last_now;
 	else if (x < 90)
 		now = redis_ms - model_range(r, 0, SKEW_MS);
 	else
 		now = redis_ms - SKEW_MS;
 	now = model_max(now, redis_ms - SKEW_MS);
-	p->last_now = now;
+	*last_now = now;
 	return now;
+}
+
+/* A client's now for path p (trace_client_now). */
+WINDOW_TRACE long long trace_now(struct model_rng *r, struct trace_path *p, long long redis_ms)
+{
+	return trace_client_now(r, p->lag, &p->last_now, redis_ms);
 }
 
 /*
