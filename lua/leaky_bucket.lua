@@ -9,7 +9,8 @@
 --                    carry = fractional leak credit in [0, 1), seq = member counter,
 --                    capacity, rate = the parameters last applied, rule = the rule
 --                    named ("" for explicit parameters)
--- KEYS[3] registry <prefix>{k}:registry:leaky_bucket (due index: when the next entry leaks)
+-- KEYS[3] registry <prefix>{k}:registry:leaky_bucket (due index: when the next entry
+--                  leaks, + SKEW_MS: when the drain, at the horizon, has work)
 -- KEYS[4] rules: the shard's rules copy (read: max_clock_skew_ms, lib/skew.lua)
 -- KEYS[5] stats: the shard's decision counters; accepted, not used yet
 -- ARGV[1] path, ARGV[2] n (cost in entries, "" = 1), ARGV[3] now (ms, "" = Redis
@@ -23,8 +24,11 @@
 -- whom: this script, the drain, several daemons) it is applied: lib/leak.lua,
 -- shared with the drains and leaky_bucket_state.lua.  An empty bucket earns no
 -- credit.  The meta's `last` is the bucket's time mark: a caller whose now is
--- older is served at it, and it outlives the entries by SKEW_MS (lib/skew.lua),
--- so a client whose clock lags Redis is held to the time the drain applied.
+-- older is served at it.  The drain leaks at the horizon max(last, Redis time
+-- - SKEW_MS) (lib/skew.lua), never ahead of a client whose clock lags Redis by
+-- up to SKEW_MS, so the bucket is due SKEW_MS after its next entry leaks, and
+-- its keys are kept until it would be empty + SKEW_MS (+ GRACE_MS, so that the
+-- drain, not Redis's expiry, removes and counts the last entries).
 
 --@include lib/contract.lua
 --@include lib/bucket.lua
@@ -74,7 +78,7 @@ else
   if was == 0 or changed then
     local l0, c0 = last2, carry2
     if was == 0 then l0, c0 = t, 0 end
-    err = due_register(registry, path, l0 + leak_ms_until(rate, c0, 1), now, base, 'leaky_bucket')
+    err = due_register(registry, path, l0 + leak_ms_until(rate, c0, 1) + SKEW_MS, now, base, 'leaky_bucket')
     if err then return err end
   end
   -- Admitted: the leak and the admission in one write of the meta.  The
@@ -123,11 +127,12 @@ else
     if todo > 0 then seq = redis.call('HINCRBY', meta, 'seq', todo) end
   end
   level = level + n
-  -- Keep the bucket until it would be empty, measured from the caller's `now`
-  -- (not t, which may be later), and its meta, the time mark, SKEW_MS longer.
-  local ttl = leak_ttl(level, last, carry, rate, now)
+  -- Keep the bucket and its meta (the time mark) until the drain would have
+  -- emptied it, SKEW_MS after it would be empty, measured from the caller's
+  -- `now` (not t, which may be later).
+  local ttl = leak_ttl(level, last, carry, rate, now) + SKEW_MS
   expire_in(bucket, ttl)
-  expire_in(meta, ttl + SKEW_MS)
+  expire_in(meta, ttl)
 end
 if allowed == 0 and retry_after == 0 then
   retry_after = math.max(1, last + leak_ms_until(rate, carry, level + n - capacity) - t)

@@ -11,11 +11,18 @@
 -- <prefix>{k}:leaky_bucket_meta:<path> are in the registry's slot (same
 -- hash tag), so the script names them from the registry key and the path.
 -- The leak is lib/leak.lua's, at the rate the meta records (the one the
--- client applied: DESIGN.md, "State describes itself"): exact whatever the
--- tick, and a second run at one instant removes nothing.  A bucket that is
--- empty, or whose keys are gone, leaves the registry; its meta stays as the
--- time mark (SKEW_MS, lib/skew.lua).  A bucket with entries is due again when
--- its next entry leaks.  A meta that records no rate (not written by
+-- client applied: DESIGN.md, "State describes itself"), applied at the
+-- horizon time max(last, now - SKEW_MS) (lib/skew.lua), as the window jobs
+-- prune: the drain never leaks what a client whose clock lags Redis by up to
+-- SKEW_MS has not leaked yet on its own timeline, so such a client is not
+-- admitted again into a bucket the drain emptied at Redis time (cap 5 at 5/s
+-- and a client 2 s behind: 10 admitted in 305 ms, not 6, before this).  It is
+-- exact whatever the tick, and a second run at one instant removes nothing.
+-- A bucket that is empty, or whose keys are gone, leaves the registry; an
+-- emptied bucket's meta goes with it (the drain's t is now - SKEW_MS, and
+-- every client within the horizon is at t or later: no mark is needed).  A
+-- bucket with entries is due again when its next entry leaks at the horizon
+-- (its leak time + SKEW_MS).  A meta that records no rate (not written by
 -- leaky_bucket.lua) is left alone until its keys expire.
 --
 -- Hot path: HMGET of the meta, then ZREMRANGEBYRANK and HSET where entries
@@ -33,24 +40,26 @@ return due_run('leaky_bucket', function(path, bucket, meta, now)
   -- the recorded rate (leaky_bucket.lua checked it): a finite number > 0, else none
   local rate = stored(m[3])
   if rate and rate <= 0 then rate = nil end
-  local last, carry, t = leak_read(m, now)
+  local last, carry = leak_read(m, now)
   if not last or not rate then
     -- No mark or no rate: not a bucket of leaky_bucket.lua's making (or its
     -- meta expired first).  Gone when the bucket is; else looked at when it
     -- would expire.
     return due_by_ttl(bucket, nil, now)
   end
+  local t = math.max(last, now - SKEW_MS)
   local due = rate * (t - last) / 1000 + carry
   local k = math.floor(due + EPS)
-  if k < 1 then return 0, last + leak_ms_until(rate, carry, 1) end
+  if k < 1 then return 0, last + leak_ms_until(rate, carry, 1) + SKEW_MS end
   local removed = due_ok(redis.pcall('ZREMRANGEBYRANK', bucket, '0', fmt_int(k - 1)))
   if not removed then return nil, nil, true end
   if removed < k or redis.call('EXISTS', bucket) == 0 then
-    -- emptied (or already empty): the bucket is gone, the meta stays as the mark
-    if last ~= t or carry ~= 0 then leak_mark(meta, t, now) end
+    -- emptied (or already empty): the bucket goes and so does its meta, as t is
+    -- now - SKEW_MS: every client within the horizon is served at t or later
+    redis.call('DEL', meta)
     return removed, nil
   end
   carry = math.max(0, due - k)
   redis.call('HSET', meta, 'last', fmt_int(t), 'carry', fmt_real(carry))
-  return removed, t + leak_ms_until(rate, carry, 1)
+  return removed, t + leak_ms_until(rate, carry, 1) + SKEW_MS
 end)

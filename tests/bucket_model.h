@@ -40,19 +40,10 @@
 #define MODEL_EPS 1e-9                  /* lua/README.md: absorbs binary rounding */
 #define MODEL_NEVER 9007199254740992LL  /* 2^53 ms: "never" in the replies */
 
-/* SKEW_MS of lua/lib/skew.lua, read from the embedded scripts, so the tests follow it. */
+/* SKEW_MS of lua/lib/skew.lua (tests/harness.h's test_skew_ms). */
 MODEL_FN long long model_skew_ms(void)
 {
-	static const char def[] = "\nlocal SKEW_MS = ";
-
-	for (size_t i = 0; i < script_srcs_len; i++) {
-		const char *p = strstr(script_srcs[i].body, def);
-
-		if (p)
-			return atoll(p + sizeof(def) - 1);
-	}
-	ck_abort_msg("no embedded script defines SKEW_MS (lua/lib/skew.lua)");
-	return -1;
+	return test_skew_ms();
 }
 
 /* ---- the arithmetic -------------------------------------------------------------- */
@@ -206,7 +197,7 @@ MODEL_FN void lb2m_acquire(struct lb2_model *m, long long cap, const char *rate_
 
 	lbm_acquire(&m->b, cap, rate, n, now, out);
 	if (out[0]) {
-		long long due = m->b.last + lbm_ms_until(&m->b, rate, 1);
+		long long due = m->b.last + lbm_ms_until(&m->b, rate, 1) + model_skew_ms();
 
 		snprintf(m->rate_rec, sizeof(m->rate_rec), "%s", rate_s);
 		m->due = was && m->due < due ? m->due : due;
@@ -215,30 +206,35 @@ MODEL_FN void lb2m_acquire(struct lb2_model *m, long long cap, const char *rate_
 }
 
 /*
- * leaky_bucket_drain_shard.lua's job on one due path at now: adds the
- * entries it removed to *done; returns 1 when the path left the due index,
- * else 0 with m->due its next due time.  (Every path of a trace has a mark
- * and a recorded rate once it is registered.)
+ * leaky_bucket_drain_shard.lua's job on one due path at now: the leak at the
+ * horizon t = max(last, now - SKEW_MS) (DESIGN.md, "Time": never ahead of a
+ * client whose clock lags Redis by up to SKEW_MS); adds the entries it
+ * removed to *done; returns 1 when the path left the due index (emptied: its
+ * meta goes too, as every client within the horizon is at t or later), else
+ * 0 with m->due its next due time, the next leak + SKEW_MS.  (Every path of
+ * a trace has a mark and a recorded rate once it is registered.)
  */
 MODEL_FN int lb2m_job(struct lb2_model *m, long long now, long long *done)
 {
 	double rate = strtod(m->rate_rec, NULL), due;
-	long long t = lbm_t(&m->b, now), k, next;
+	long long skew = model_skew_ms(), t, k, next;
 
 	ck_assert_msg(m->b.marked && m->rate_rec[0], "model: a registered path without a mark or a rate");
+	t = model_max(m->b.last, now - skew);
 	due = rate * (double)(t - m->b.last) / 1000 + m->b.carry;
 	k = (long long)floor(due + MODEL_EPS);
 	if (k < 1) {
-		next = m->b.last + lbm_ms_until(&m->b, rate, 1); /* nothing due: nothing written */
+		next = m->b.last + lbm_ms_until(&m->b, rate, 1) + skew; /* nothing due: nothing written */
 	} else if (k >= m->b.level) {
-		*done += m->b.level; /* emptied: the meta stays as the mark */
-		m->b.level = 0, m->b.last = t, m->b.carry = 0;
+		*done += m->b.level; /* emptied: the bucket and its meta go */
+		m->b.level = 0, m->b.marked = 0, m->b.carry = 0;
+		m->rate_rec[0] = '\0';
 		m->b.registered = 0;
 		return 1;
 	} else {
 		*done += k;
 		m->b.level -= k, m->b.last = t, m->b.carry = fmax(0, due - (double)k);
-		next = t + lbm_ms_until(&m->b, rate, 1);
+		next = t + lbm_ms_until(&m->b, rate, 1) + skew;
 	}
 	m->due = model_max(next, now + 1);
 	return 0;

@@ -11,6 +11,9 @@
  */
 #include "tests/api_fixture.h"
 
+/* the skew horizon (ms): due times and TTLs of leaky buckets include it */
+#define S test_skew_ms()
+
 /* Take the integer `key` out of the body and check it is `want`. */
 #define ck_take(key, want)                                                                         \
 	do {                                                                                       \
@@ -41,11 +44,11 @@ START_TEST(test_path_leaky_bucket)
 
 	get("/v1/paths/%2Fapi%2Fusers");
 	ck_assert_int_eq(res.status, 200);
-	/* the bucket expires once it would be empty (30 s after `last` = t, + 1 ms) + 1 s grace,
-	 * counted from the caller's now (t + 2) */
-	ck_take_ttl(20000, 30999);
-	/* due when the first entry leaks: 10 s after t */
-	ck_take("due_ms", t + 10000);
+	/* the bucket expires once it would be empty (30 s after `last` = t, + 1 ms) + 1 s grace
+	 * + max_clock_skew_ms (the drain's horizon), counted from the caller's now (t + 2) */
+	ck_take_ttl(20000 + S, 30999 + S);
+	/* due when the first entry leaks, 10 s after t, + max_clock_skew_ms (when the drain, at its horizon, has work) */
+	ck_take("due_ms", t + 10000 + S);
 	/* explicit parameters, equal to the matching rule's */
 	ck_json_is("{\"path\":\"/api/users\",\"algorithm\":\"leaky_bucket\",\"layout\":\"leaky_bucket\",\"rule\":null,"
 		   "\"matching_rule\":\"api\",\"mismatch\":false,\"recorded\":{\"capacity\":10,\"rate\":0.1},"
@@ -74,8 +77,8 @@ START_TEST(test_path_mismatch)
 		lb_admit("/api/x", 10, "2", t + i);
 	get("/v1/paths/%2Fapi%2Fx");
 	ck_assert_int_eq(res.status, 200);
-	ck_take_ttl(3000, 3996); /* 3 s to empty + 1 ms + 1 s grace, from the last call at t + 5 */
-	ck_take("due_ms", t + 500);
+	ck_take_ttl(3000 + S, 3996 + S); /* 3 s to empty + 1 ms + 1 s grace + skew, from the last call at t + 5 */
+	ck_take("due_ms", t + 500 + S);
 	ck_json_is("{\"path\":\"/api/x\",\"algorithm\":\"leaky_bucket\",\"layout\":\"leaky_bucket\",\"rule\":null,"
 		   "\"matching_rule\":\"api\",\"mismatch\":true,\"recorded\":{\"capacity\":10,\"rate\":2},"
 		   "\"registered\":true,\"count\":6,\"capacity\":10,\"rate\":2,\"remaining\":4,\"reset_ms\":500}");
@@ -97,7 +100,7 @@ START_TEST(test_path_mismatch)
 	get("/v1/paths/%2Fapi%2Fx");
 	ck_assert_int_eq(res.status, 200);
 	take_int("ttl_ms");
-	ck_take("due_ms", t + 500);
+	ck_take("due_ms", t + 500 + S);
 	ck_json_is("{\"path\":\"/api/x\",\"algorithm\":\"leaky_bucket\",\"layout\":\"leaky_bucket\",\"rule\":null,"
 		   "\"matching_rule\":\"api\",\"mismatch\":true,\"recorded\":{\"capacity\":10,\"rate\":2},"
 		   "\"registered\":true,\"count\":6,\"capacity\":10,\"rate\":2,\"remaining\":4,\"reset_ms\":500,"
@@ -127,7 +130,7 @@ START_TEST(test_path_state_without_rule)
 	get("/v1/paths/%2Ffree");
 	ck_assert_int_eq(res.status, 200);
 	take_int("ttl_ms");
-	ck_take("due_ms", t + 10000);
+	ck_take("due_ms", t + 10000 + S);
 	ck_json_is("{\"path\":\"/free\",\"algorithm\":\"leaky_bucket\",\"layout\":\"leaky_bucket\",\"rule\":null,"
 		   "\"matching_rule\":null,\"mismatch\":null,\"recorded\":{\"capacity\":10,\"rate\":0.1},"
 		   "\"registered\":true,\"count\":2,\"capacity\":10,\"rate\":0.1,\"remaining\":8,\"reset_ms\":10000}");
@@ -181,7 +184,7 @@ START_TEST(test_path_rule_of_another_algorithm)
 	get("/v1/paths/%2Fmixed");
 	ck_assert_int_eq(res.status, 200);
 	take_int("ttl_ms");
-	ck_take("due_ms", t + 10000);
+	ck_take("due_ms", t + 10000 + S);
 	ck_json_is("{\"path\":\"/mixed\",\"algorithm\":\"leaky_bucket\",\"layout\":\"leaky_bucket\",\"rule\":null,"
 		   "\"matching_rule\":\"mix\",\"mismatch\":true,\"recorded\":{\"capacity\":10,\"rate\":0.1},"
 		   "\"registered\":true,\"count\":1,\"capacity\":10,\"rate\":0.1,\"remaining\":9,\"reset_ms\":10000,"
@@ -257,7 +260,7 @@ START_TEST(test_paths_binary_safe)
 		ck_assert_int_eq(jint("count"), 2);
 		ck_assert_int_eq(jint("remaining"), 8);
 		ck_assert_int_eq(cJSON_IsTrue(jat("registered")), 1);
-		ck_assert_int_eq(jint("due_ms"), t + 10000);
+		ck_assert_int_eq(jint("due_ms"), t + 10000 + S);
 		ck_assert_str_eq(jstr("matching_rule"), "all");
 		call("POST", reset, NULL);
 		ck_assert_int_eq(res.status, 200);
@@ -323,15 +326,16 @@ START_TEST(test_path_brace_leading)
 
 		for (int k = 0; k < 20; k++)
 			lb_admit(p, 1000, "1", t);
-		ck_assert_int_eq(worker_sweep(w, WORKER_DRAIN, t, &r), 0);
+		/* (the drain leaks at its horizon, max_clock_skew_ms behind the time it runs at) */
+		ck_assert_int_eq(worker_sweep(w, WORKER_DRAIN, t + S, &r), 0);
 		/* the client's next call applies the leak of 6 s (6 entries) and admits one */
 		lb_admit(p, 1000, "1", t + 6000);
-		ck_assert_int_eq(worker_sweep(w, WORKER_DRAIN, t + 6000, &r), 0);
+		ck_assert_int_eq(worker_sweep(w, WORKER_DRAIN, t + 6000 + S, &r), 0);
 		ck_assert_int_eq(r.entries, 0); /* nothing more was due */
 		get(url);
 		ck_assert_int_eq(res.status, 200);
 		take_int("ttl_ms");
-		ck_take("due_ms", t + 7000);
+		ck_take("due_ms", t + 7000 + S);
 		snprintf(want, sizeof(want),
 			 "{\"path\":\"%s\",\"algorithm\":\"leaky_bucket\",\"layout\":\"leaky_bucket\",\"rule\":null,"
 			 "\"matching_rule\":\"all\",\"mismatch\":false,\"recorded\":{\"capacity\":1000,\"rate\":1},"
@@ -543,7 +547,7 @@ START_TEST(test_paths_list_items)
 	cJSON_ArrayForEach(it, arr) {
 		const char *p = cJSON_GetObjectItemCaseSensitive(it, "path")->valuestring;
 		cJSON *ttl = cJSON_GetObjectItemCaseSensitive(it, "ttl_ms"), *due = cJSON_GetObjectItemCaseSensitive(it, "due_ms");
-		long long want_due = strcmp(p, "/other") == 0 ? t + 2000 : t + 10000;
+		long long want_due = (strcmp(p, "/other") == 0 ? t + 2000 : t + 10000) + S;
 		char *s;
 
 		ck_assert(cJSON_IsNumber(ttl) && ttl->valuedouble > 0);

@@ -787,3 +787,17 @@ int test_run_suite(Suite *s)
 	srunner_free(sr);
 	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
+
+long long test_skew_ms(void)
+{
+	static const char def[] = "\nlocal SKEW_MS = ";
+
+	for (size_t i = 0; i < script_srcs_len; i++) {
+		const char *p = strstr(script_srcs[i].body, def);
+
+		if (p)
+			return atoll(p + sizeof(def) - 1);
+	}
+	ck_abort_msg("no embedded script defines SKEW_MS (lua/lib/skew.lua)");
+	return -1;
+}

@@ -148,6 +148,14 @@ long long test_acquire(redisContext *c, int how, const char *algorithm, const ch
 redisReply *test_client_call(redisContext *c, int how, const char *algorithm, const char *path, const char *n,
 			     long long now, const char *const *params, int nparams);
 
+/*
+ * SKEW_MS of lua/lib/skew.lua (ms), read from the embedded scripts, so that
+ * tests follow it: the skew horizon a shard uses when its rules copy names
+ * none.  The jobs act at max(mark, now - SKEW_MS).  Aborts the test if no
+ * script defines it.
+ */
+long long test_skew_ms(void);
+
 /* Redis's clock (TIME) in ms: the clock every script and the daemon use. */
 long long test_server_ms(redisContext *c);
 /*

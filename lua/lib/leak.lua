@@ -14,10 +14,12 @@
 -- second removes nothing.  An empty bucket earns no credit.
 --
 -- last is also the bucket's time mark (lib/skew.lua): a call with an older
--- now is served at last.  So the meta outlives the entries by SKEW_MS: while
--- there are entries its TTL is the bucket's + SKEW_MS, and a bucket that
--- empties (or is found empty) keeps it as the mark alone, last = t, carry =
--- 0 (time spent empty still earns nothing), for SKEW_MS from t.
+-- now is served at last.  So the meta outlives the entries by SKEW_MS: the
+-- client keeps both keys until the bucket would be empty + SKEW_MS, and a
+-- bucket that a call empties (or finds empty) keeps the meta as the mark
+-- alone, last = t, carry = 0 (time spent empty still earns nothing), for
+-- SKEW_MS from t.  The drain of sluice's own layout leaks at the horizon
+-- max(last, now - SKEW_MS) and so never needs to keep a mark.
 --@include lib/time.lua
 --@include lib/skew.lua
 
@@ -67,7 +69,8 @@ end
 -- carry, counted from the caller's now: until it would be empty (+1 ms for
 -- the expiry clock's rounding), + GRACE_MS so that a running sluiced drains
 -- (and counts) the last entries before Redis expires the key (an expired
--- bucket reads the same as a drained one).  Its meta keeps SKEW_MS more.
+-- bucket reads the same as a drained one).  The callers add SKEW_MS (the
+-- horizon the drain and the mark keep).
 -- (Drains in more than 2^53 ms: expire_in keeps them for good.)
 local GRACE_MS = 1000
 local function leak_ttl(level, last, carry, rate, now)
@@ -99,7 +102,7 @@ end
 -- SKEW_MS from t (counted from the caller's now, which may be older).
 local function leak_mark(meta, t, now)
   redis.call('HSET', meta, 'last', fmt_int(t), 'carry', '0')
-  expire_in(meta, t - now + SKEW_MS)
+  expire_in(meta, t - now + SKEW_MS) -- a ttl <= 0 deletes it: no client is behind t
 end
 
 -- The leak at t = max(now, last), applied to the bucket and its meta (the

@@ -5,9 +5,10 @@
 -- newest entry), and a call with an older `now` is served at that mark.  When
 -- a path's state empties, the mark is kept SKEW_MS longer, so a client whose
 -- clock lags Redis by up to SKEW_MS is never admitted more than the rule
--- allows, with or without the daemon.  The worker never acts ahead of a
--- path's own timeline except by real time (the leak); what it deletes as
--- "empty" or "full" is what any client within the horizon would see as such.
+-- allows, with or without the daemon.  The worker never acts ahead of the
+-- horizon max(mark, Redis time - SKEW_MS): it drains, prunes and reclaims at
+-- that time, so what it removes (leaked entries, expired ones) and deletes as
+-- "empty" or "full" is what any client within the horizon sees as such.
 --
 -- SKEW_MS is sluiced's max_clock_skew_ms (config, default 10000): the daemon
 -- writes it into every shard's rules copy, field ":max_clock_skew_ms" (a
