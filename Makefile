@@ -143,11 +143,13 @@ test: deps
 check-includes:
 	@tools/check_includes.sh
 
-# Runs the include rules, then every suite even when one fails, then prints one
-# closing line for all (the include rules count in it).
+# Runs the include rules and the README's rule examples check
+# (tools/check_readme_rules.py), then every suite even when one fails, then
+# prints one closing line for all (the first two count in it).
 check-run: all $(TEST_BIN) check-lua $(LUA)
 	@fail=0; log=$$(mktemp); \
 	tools/check_includes.sh | tee -a $$log; [ $${PIPESTATUS[0]} -eq 0 ] || fail=1; \
+	/usr/bin/python3 tools/check_readme_rules.py | tee -a $$log; [ $${PIPESTATUS[0]} -eq 0 ] || fail=1; \
 	for t in $(TEST_BIN); do \
 	  echo "== $$t"; SLUICED=$(B)/bin/sluiced $$t 2>&1 | tee -a $$log; \
 	  [ $${PIPESTATUS[0]} -eq 0 ] || fail=1; \
@@ -157,6 +159,7 @@ check-run: all $(TEST_BIN) check-lua $(LUA)
 	[ $${PIPESTATUS[0]} -eq 0 ] || fail=1; \
 	awk -F'[:,] *' '/^[0-9]+%: Checks: /{ n += $$3; f += $$5 + $$7 } \
 	  /^includes: [0-9]+ passed, [0-9]+ failed$$/{ n += $$2 + $$3; f += $$3 } \
+	  /^readme: [0-9]+ passed, [0-9]+ failed$$/{ n += $$2 + $$3; f += $$3 } \
 	  /^conformance: [0-9]+ passed, [0-9]+ failed$$/{ n += $$2 + $$3; f += $$3 } \
 	  END { printf "tests ($(FLAVOUR)): %d passed, %d failed\n", n - f, f }' $$log; \
 	rm -f $$log; exit $$fail

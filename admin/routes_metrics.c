@@ -30,6 +30,7 @@ static const struct {
 	{ "sluice_paths_emptied_total", "Paths whose state emptied and left the registry.", offsetof(struct worker_job_status, emptied) },
 	{ "sluice_paths_unmatched_total", "Paths left alone: no rule, or a rule of another algorithm.", offsetof(struct worker_job_status, unmatched) },
 	{ "sluice_paths_skipped_total", "Paths left alone: key of another type, or an empty member.", offsetof(struct worker_job_status, skipped) },
+	{ "sluice_paths_failed_total", "Paths a script refused or failed on alone; the rest of their call was maintained.", offsetof(struct worker_job_status, failed) },
 	{ "sluice_worker_errors_total", "Worker ticks that failed.", offsetof(struct worker_job_status, errors) },
 	{ "sluice_tick_overruns_total", "Ticks skipped because a tick ran past the next.", offsetof(struct worker_job_status, overruns) },
 };

@@ -37,7 +37,8 @@ static int add_result(cJSON *o, const char *name, const char *entries, const str
 	return !j || jsonv_add_int(j, "paths", (int64_t)r->paths) || jsonv_add_int(j, entries, (int64_t)r->entries) ||
 	       jsonv_add_int(j, "emptied", (int64_t)r->emptied) ||
 	       jsonv_add_int(j, "unmatched", (int64_t)r->unmatched) ||
-	       jsonv_add_int(j, "skipped", (int64_t)r->skipped) || jsonv_add_int(j, "batches", (int64_t)r->batches) ||
+	       jsonv_add_int(j, "skipped", (int64_t)r->skipped) || jsonv_add_int(j, "failed", (int64_t)r->failed) ||
+	       jsonv_add_int(j, "batches", (int64_t)r->batches) ||
 	       jsonv_add_int(j, "duration_us", us)
 		       ? -ENOMEM : 0;
 }
@@ -46,7 +47,7 @@ static int add_result(cJSON *o, const char *name, const char *entries, const str
 static void sweep_failed(struct api *a, int rc, struct api_response *res)
 {
 	struct worker_status st;
-	char msg[256];
+	char msg[320];
 
 	if (rc == -ECANCELED) {
 		reply_fail(res, 503, "sweep_failed", "sluiced is stopping", NULL);
@@ -99,7 +100,7 @@ static int add_job(cJSON *jobs, const char *name, const char *entries, const str
 	       jsonv_add_int(o, "paths", (int64_t)j->paths) ||
 	       jsonv_add_int(o, entries, (int64_t)j->entries) || jsonv_add_int(o, "emptied", (int64_t)j->emptied) ||
 	       jsonv_add_int(o, "unmatched", (int64_t)j->unmatched) || jsonv_add_int(o, "skipped", (int64_t)j->skipped) ||
-	       jsonv_add_int(o, "errors", (int64_t)j->errors) ||
+	       jsonv_add_int(o, "failed", (int64_t)j->failed) || jsonv_add_int(o, "errors", (int64_t)j->errors) ||
 	       jsonv_add_int(o, "last_duration_us", j->last_step_us) ||
 	       jsonv_add_int(o, "last_sweep_us", j->last_sweep_us) || jsonv_add_int(o, "lag_us", j->lag_us) ||
 	       jsonv_add_int(o, "max_lag_us", j->max_lag_us) || jsonv_add_int(o, "overruns", (int64_t)j->overruns) ||
@@ -169,7 +170,8 @@ static int add_layouts(cJSON *o, const struct worker_status *st)
 		    jsonv_add_int(lo, worker_action_name(ls->algorithm), (int64_t)ls->entries) ||
 		    jsonv_add_int(lo, "emptied", (int64_t)ls->emptied) ||
 		    jsonv_add_int(lo, "unmatched", (int64_t)ls->unmatched) ||
-		    jsonv_add_int(lo, "skipped", (int64_t)ls->skipped))
+		    jsonv_add_int(lo, "skipped", (int64_t)ls->skipped) ||
+		    jsonv_add_int(lo, "failed", (int64_t)ls->failed))
 			return -ENOMEM;
 	}
 	return 0;

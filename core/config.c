@@ -302,6 +302,23 @@ static int apply_layouts(struct staged *st, const cJSON *it, struct sl_error *er
 	return 0;
 }
 
+/*
+ * Name the refused rule `r` in err's message (" (rule \"search\")"), when its
+ * "name" is one a rule may have (1..64 of [A-Za-z0-9_.-]): the index alone
+ * is hard to find in a long file.  Anything else is not echoed.
+ */
+static void name_rule(const cJSON *r, struct sl_error *err)
+{
+	const cJSON *n = cJSON_GetObjectItemCaseSensitive(r, "name");
+	size_t len, used;
+
+	if (!err || !cJSON_IsString(n) || !(len = strlen(n->valuestring)) || len > 64 ||
+	    strspn(n->valuestring, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-") != len)
+		return;
+	used = strlen(err->message);
+	snprintf(err->message + used, sizeof(err->message) - used, " (rule \"%s\")", n->valuestring);
+}
+
 static int apply_rules(struct staged *st, const cJSON *it, struct sl_error *err)
 {
 	const cJSON *r;
@@ -317,8 +334,10 @@ static int apply_rules(struct staged *st, const cJSON *it, struct sl_error *err)
 		char where[32];
 
 		snprintf(where, sizeof(where), "rules[%zu]", st->nrules);
-		if ((rc = rule_from_json(r, NULL, where, &rule, err)))
+		if ((rc = rule_from_json(r, NULL, where, &rule, err))) {
+			name_rule(r, err);
 			return rc;
+		}
 		st->rules[st->nrules++] = rule;
 		for (size_t j = 0; j + 1 < st->nrules; j++)
 			if (!strcmp(st->rules[j]->name, rule->name))

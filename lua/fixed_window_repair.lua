@@ -9,7 +9,9 @@
 --   ARGV[2i] path_i (registry member), ARGV[2i+1] window_ms_i (integer >= 1,
 --   the window of the rule that matches the path)
 -- Reply {repaired (counters given a TTL), emptied (paths removed from the
---        registry), counters (N), skipped (keys of another type: untouched)}
+--        registry), counters (N), skipped (keys of another type: untouched),
+--        then, only when some failed: failed (counters refused alone: arguments the script does not take, or
+--        a job error; lib/batch.lua), the first failed path, its error}
 --
 -- Limiters that INCR and EXPIRE in two calls (seed 001; seed 004's
 -- fixedWindowRateLimiter:<path>) leave a counter with no TTL when they die
@@ -26,8 +28,9 @@
 
 --@include lib/batch.lua
 
--- Validate the whole batch before any write: a bad argument changes nothing.
-local nc, windows, err = batch_windows(0, 'counter', 'fixed_window_repair takes KEYS registry, then one counter '
+-- Check the whole batch before any write: a path whose arguments are refused
+-- is left alone and fails alone (lib/batch.lua).
+local nc, windows, bad, err = batch_windows(0, 'counter', 'fixed_window_repair takes KEYS registry, then one counter '
   .. 'per path; ARGV now, then path and window_ms per counter')
 if err then return err end
 
@@ -39,4 +42,4 @@ return batch_run(nc, function(i, now)
   if redis.call('PTTL', key) ~= -1 then return 0, 0 end
   redis.call('PEXPIRE', key, fmt_int(windows[i]))
   return 1, 0
-end)
+end, bad, function(i) return ARGV[2 * i] end)

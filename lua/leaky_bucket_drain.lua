@@ -7,7 +7,9 @@
 -- ARGV[1] now (ms, the same for the whole batch; absent or "" = Redis TIME);
 --   ARGV[2i] path_i (registry member), ARGV[2i+1] rate_i (entries per second)
 -- Reply {drained (entries removed), emptied (paths removed from the registry),
---        buckets (N), skipped (buckets whose keys have another type: untouched)}
+--        buckets (N), skipped (buckets whose keys have another type: untouched),
+--        then, only when some failed: failed (buckets refused alone: arguments the script does not take, or
+--        a job error; lib/batch.lua), the first failed path, its error}
 --
 -- Applies the leak of leaky_bucket.lua (lib/leak.lua): a
 -- non-empty bucket loses floor(rate * (t - last) / 1000 + carry) entries, oldest
@@ -26,20 +28,19 @@
 local nb, err = batch_size(2, 2, 0, 'leaky_bucket_drain takes KEYS registry, then bucket and meta per bucket; '
   .. 'ARGV now, then path and rate per bucket')
 if err then return err end
--- Validate the whole batch before any write: a bad argument changes nothing.
+-- Check the whole batch before any write: a path whose arguments are refused
+-- is left alone and fails alone (lib/batch.lua).
 -- A batch usually repeats a few rate strings: each distinct one is checked once.
-local rates, checked = {}, {}
+local rates, checked, bad = {}, {}, {}
 for i = 1, nb do
   local _, err = arg_path(ARGV[2 * i], 'bucket', i)
-  if err then return err end
   local rs = ARGV[2 * i + 1]
   local r = checked[rs]
-  if not r then
+  if not r and not err then
     r, err = arg_rate(rs, 'entries', 'bucket', i)
-    if err then return err end
     checked[rs] = r
   end
-  rates[i] = r
+  rates[i], bad[i] = r, err -- a refused bucket fails alone
 end
 
 return batch_run(nb, function(i, now)
@@ -58,4 +59,4 @@ return batch_run(nb, function(i, now)
   local left = leak(bucket, meta, level, last, carry, rate, t, now)
   if left > 0 then return level - left, 0 end
   return level, unregister(path) -- empty or emptied
-end)
+end, bad, function(i) return ARGV[2 * i] end)

@@ -9,7 +9,9 @@
 --   ARGV[3i-1] path_i (registry member), ARGV[3i] window_ms_i (integer >= 1),
 --   ARGV[3i+1] sub_windows_i (integer >= 1 that divides window_ms_i)
 -- Reply {pruned (sub-window fields removed), emptied (paths removed from the
---        registry), counters (N), skipped (keys of another type: untouched)}
+--        registry), counters (N), skipped (keys of another type: untouched),
+--        then, only when some failed: failed (counters refused alone: arguments the script does not take, or
+--        a job error; lib/batch.lua), the first failed path, its error}
 --
 -- Redis 7.0 has no per-field TTL, so sub-windows that left the window stay in
 -- the hash until someone removes them; the hash's own TTL only goes when the
@@ -29,16 +31,15 @@
 local nc, err = batch_size(1, 3, 0, 'sliding_counter_prune takes KEYS registry, then one counter per path; '
   .. 'ARGV now, then path, window_ms and sub_windows per counter')
 if err then return err end
--- Validate the whole batch before any write: a bad argument changes nothing.
-local subs_of, sub_of = {}, {}
+-- Check the whole batch before any write: a counter whose arguments are
+-- refused (a rule the script does not take) is left alone and fails alone.
+local subs_of, sub_of, bad = {}, {}, {}
 for i = 1, nc do
   local _, window, err
   _, err = arg_path(ARGV[3 * i - 1], 'counter', i)
-  if err then return err end
-  window, err = arg_int(ARGV[3 * i], 'window_ms', 'counter', i)
-  if err then return err end
-  subs_of[i], sub_of[i], err = arg_subs(ARGV[3 * i + 1], window, 'counter', i)
-  if err then return err end
+  if not err then window, err = arg_int(ARGV[3 * i], 'window_ms', 'counter', i) end
+  if not err then subs_of[i], sub_of[i], err = arg_subs(ARGV[3 * i + 1], window, 'counter', i) end
+  bad[i] = err
 end
 
 return batch_run(nc, function(i, now)
@@ -56,4 +57,4 @@ return batch_run(nc, function(i, now)
   end
   redis.call('DEL', counter)
   return #at, unregister(path)
-end)
+end, bad, function(i) return ARGV[3 * i - 1] end)

@@ -11,7 +11,9 @@
 --   ARGV[2N+2] the score unit of the whole batch: "ms", "s" or "us" (also
 --   "\194\181s"); now and window_ms stay in ms
 -- Reply {pruned (entries removed), emptied (paths removed from the registry),
---        logs (N), skipped (logs whose key has another type: untouched)}
+--        logs (N), skipped (logs whose key has another type: untouched),
+--        then, only when some failed: failed (logs refused alone: arguments the script does not take, or
+--        a job error; lib/batch.lua), the first failed path, its error}
 --
 -- Logs of other limiters keep no time mark, and their own clients cut at
 -- their own now: removes entries with score <= now - window, converted to
@@ -23,8 +25,9 @@
 --@include lib/batch.lua
 --@include lib/window.lua
 
--- Validate the whole batch before any write: a bad argument changes nothing.
-local nl, windows, err = batch_windows(1, 'log', 'sliding_log_prune takes KEYS registry, then one log per path; '
+-- Check the whole batch before any write: a path whose arguments are refused
+-- is left alone and fails alone (lib/batch.lua).
+local nl, windows, bad, err = batch_windows(1, 'log', 'sliding_log_prune takes KEYS registry, then one log per path; '
   .. 'ARGV now, then path and window_ms per log, then the score unit')
 if err then return err end
 -- Score unit of the whole batch (now and window_ms stay in ms); an empty
@@ -54,4 +57,4 @@ return batch_run(nl, function(i, now)
   if card > 0 then removed = redis.call('ZREMRANGEBYSCORE', log, '-inf', cutoff(now - windows[i])) end
   if removed < card then return removed, 0 end
   return removed, unregister(path) -- empty or emptied
-end)
+end, bad, function(i) return ARGV[2 * i] end)

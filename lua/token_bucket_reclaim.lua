@@ -7,7 +7,9 @@
 --   ARGV[3i-1] path_i (registry member), ARGV[3i] capacity_i (tokens, integer
 --   >= 1), ARGV[3i+1] rate_i (tokens per second)
 -- Reply {reclaimed (buckets deleted), emptied (paths removed from the registry),
---        buckets (N), skipped (keys of another type: untouched)}
+--        buckets (N), skipped (keys of another type: untouched),
+--        then, only when some failed: failed (buckets refused alone: arguments the script does not take, or
+--        a job error; lib/batch.lua), the first failed path, its error}
 --
 -- A bucket that has refilled to capacity is the same as an absent one (the
 -- acquire reads an absent bucket as full) to every client at or after its
@@ -25,13 +27,14 @@
 local nb, err = batch_size(1, 3, 0, 'token_bucket_reclaim takes KEYS registry, then one bucket per path; '
   .. 'ARGV now, then path, capacity and rate per bucket')
 if err then return err end
--- Validate the whole batch before any write: a bad argument changes nothing.
-local caps, rates = {}, {}
+-- Check the whole batch before any write: a path whose arguments are refused
+-- is left alone and fails alone (lib/batch.lua).
+-- A bucket whose arguments are refused is left alone and fails alone.
+local caps, rates, bad = {}, {}, {}
 for i = 1, nb do
   local _, err = arg_path(ARGV[3 * i - 1], 'bucket', i)
-  if err then return err end
-  caps[i], rates[i], err = arg_bucket(ARGV[3 * i], ARGV[3 * i + 1], 'tokens', 'bucket', i)
-  if err then return err end
+  if not err then caps[i], rates[i], err = arg_bucket(ARGV[3 * i], ARGV[3 * i + 1], 'tokens', 'bucket', i) end
+  bad[i] = err
 end
 
 return batch_run(nb, function(i, now)
@@ -46,4 +49,4 @@ return batch_run(nb, function(i, now)
   end
   local reclaimed = redis.call('DEL', bucket)
   return reclaimed, unregister(path)
-end)
+end, bad, function(i) return ARGV[3 * i - 1] end)

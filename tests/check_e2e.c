@@ -614,7 +614,9 @@ START_TEST(bad_config_exits_2_and_touches_nothing)
 {
 	char path[] = "/tmp/sluice-e2e-bad-XXXXXX", cmd[512], line[512] = "";
 	int fd = mkstemp(path), status;
-	const char *text = "{\"rules\":[{\"name\":\"x\",\"match\":\"/x\",\"algorithm\":\"leaky_bucket\",\"capacity\":5,\"rate\":-1}]}";
+	/* issue 9's rule: the client script refuses sub_windows 3 of 1000 ms, so must the config */
+	const char *text = "{\"rules\":[{\"name\":\"search\",\"match\":\"/search\",\"algorithm\":\"sliding_counter\","
+			   "\"limit\":5,\"window_ms\":1000,\"sub_windows\":3}]}";
 	char redis_flag[96];
 	FILE *p;
 
@@ -625,7 +627,7 @@ START_TEST(bad_config_exits_2_and_touches_nothing)
 	p = popen(cmd, "r");
 	ck_assert_ptr_nonnull(p);
 	ck_assert_ptr_nonnull(fgets(line, sizeof(line), p));
-	ck_assert_str_eq(line, "sluiced: rules[0].rate: must be a number > 0\n");
+	ck_assert_str_eq(line, "sluiced: rules[0].sub_windows: must divide window_ms (rule \"search\")\n");
 	ck_assert_ptr_nonnull(fgets(line, sizeof(line), p));
 	ck_assert_str_eq(line, "exit=2\n");
 	status = pclose(p);

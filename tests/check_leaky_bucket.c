@@ -1158,8 +1158,9 @@ static const struct bad_call bad_calls[] = {
 	{ "leaky_bucket_drain", 3, { F_REG, "LB:/v", "LB:/v:meta", "9000", "/v", "abc" }, "ERR sluice: rate must be" },
 	{ "leaky_bucket_drain", 3, { F_REG, "LB:/v", "LB:/v:meta", "9000", "", "1" }, "ERR sluice: path must be" },
 	{ "leaky_bucket_drain", 3, { F_REG, "LB:/v", "LB:/v:meta", "-1", "/v", "1" }, "ERR sluice: now must be" },
-	/* The first bucket is valid: the bad second one must still stop the batch. */
-	{ "leaky_bucket_drain", 5, { F_REG, "LB:/v", "LB:/v:meta", "x", "y", "9000", "/v", "1", "/x", "-3" }, "ERR sluice: rate must be" },
+	/* The second bucket's rate is refused: it fails alone (left as it was), and the first (absent,
+	 * not registered) is handled all the same (issue 9) */
+	{ "leaky_bucket_drain", 5, { F_REG, "x", "y", "LB:/v", "LB:/v:meta", "9000", "/w", "1", "/v", "-3" }, "ERR sluice: rate must be" },
 	{ "leaky_bucket_drain", 3, { F_REG, "LB:/v", "LB:/v:meta", "9000", "/v" }, "ERR sluice: leaky_bucket_drain takes" },
 	{ "leaky_bucket_drain", 2, { F_REG, "LB:/v", "9000", "/v", "1" }, "ERR sluice: leaky_bucket_drain takes" },
 };

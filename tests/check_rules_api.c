@@ -214,6 +214,8 @@ static const struct {
 	{ "/v1/rules/api", "{\"match\":\"/api/*\",\"algorithm\":\"sliding_counter\",\"limit\":5,\"window_ms\":10,\"sub_windows\":11}", "invalid_rule", "sub_windows" },
 	{ "/v1/rules/api", "{\"match\":\"/api/*\",\"algorithm\":\"sliding_counter\",\"limit\":5,\"window_ms\":10,\"sub_windows\":0}", "invalid_rule", "sub_windows" },
 	{ "/v1/rules/api", "{\"match\":\"/api/*\",\"algorithm\":\"sliding_counter\",\"limit\":5,\"window_ms\":60000,\"sub_windows\":7}", "invalid_rule", "sub_windows" },
+	/* issue 9's report, exactly */
+	{ "/v1/rules/search", "{\"match\":\"/search\",\"algorithm\":\"sliding_counter\",\"limit\":5,\"window_ms\":1000,\"sub_windows\":3}", "invalid_rule", "sub_windows" },
 	{ "/v1/rules/api", "{\"match\":\"/api/*\",\"algorithm\":\"sliding_counter\",\"limit\":5,\"window_ms\":10}", "invalid_rule", "sub_windows" },
 	{ "/v1/rules/api", "{\"match\":\"/api/*\",\"algorithm\":\"token_bucket\",\"capacity\":5,\"rate\":0}", "invalid_rule", "rate" },
 	{ "/v1/rules/api", "{\"name\":\"other\",\"match\":\"/api/*\",\"algorithm\":\"leaky_bucket\",\"capacity\":10,\"rate\":2}", "invalid_rule", "name" },

@@ -856,7 +856,7 @@ START_TEST(test_bad_other_call)
 	before = test_snapshot(c);
 	while (bc->args[argc])
 		argc++;
-	ck_error(eval_argv(bc->script, 0, bc->nkeys, argc, bc->args), bc->error);
+	check_refused(bc->script, eval_argv(bc->script, 0, bc->nkeys, argc, bc->args), bc->error);
 	ck_snapshot_same(before);
 	free(before);
 }

@@ -234,6 +234,10 @@ static const struct {
 	  "{\"name\":\"b\",\"match\":\"/b\",\"algorithm\":\"leaky_bucket\",\"capacity\":1,\"rate\":-2}]}", "rules[1].rate" },
 	{ "{\"rules\":[{\"name\":\"a\",\"match\":\"/a\",\"algorithm\":\"sliding_log\",\"limit\":1,\"window_ms\":1},"
 	  "{\"name\":\"a\",\"match\":\"/b\",\"algorithm\":\"sliding_log\",\"limit\":1,\"window_ms\":1}]}", "rules[1]" },
+	/* issue 9: sub_windows that does not divide window_ms (the client script refuses it) */
+	{ "{\"rules\":[{\"name\":\"a\",\"match\":\"/a\",\"algorithm\":\"sliding_log\",\"limit\":1,\"window_ms\":1},"
+	  "{\"name\":\"search\",\"match\":\"/search\",\"algorithm\":\"sliding_counter\",\"limit\":5,\"window_ms\":1000,"
+	  "\"sub_windows\":3}]}", "rules[1].sub_windows" },
 	/* a late error undoes the valid members before it */
 	{ "{\"prefix\":\"rl:\",\"drain_interval_ms\":5,\"redis\":\"redis://h:1\",\"rules\":["
 	  "{\"name\":\"a\",\"match\":\"/a\",\"algorithm\":\"sliding_log\",\"limit\":1,\"window_ms\":1}],"

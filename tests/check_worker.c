@@ -1505,6 +1505,144 @@ START_TEST(foreign_fixed_window_seed001)
 }
 END_TEST
 
+/* ---- one bad item fails alone (issue 9) ------------------------------------------ */
+
+/* The job's last_error holds `want` (a substring). */
+static void ck_last_error_has(struct worker *w, enum worker_job job, const char *want)
+{
+	struct worker_status st;
+
+	worker_status(w, &st);
+	ck_assert_msg(strstr(st.job[job].last_error, want) != NULL, "last_error \"%s\", want it to hold \"%s\"",
+		      st.job[job].last_error, want);
+}
+
+/*
+ * A foreign layout's batch call with one path whose job fails (the layout's
+ * registry name, a key nothing of the limiter writes, holds a string, so
+ * taking the emptied log "/gone" out of it is refused): "/gone" fails alone,
+ * counted and named (percent-encoded where it is not printable ASCII); the
+ * other logs of the same call, one of them a key of odd bytes, are pruned
+ * exactly, and the walk goes past the page instead of failing on it at every
+ * tick.  (Before: the whole call was an error, nothing of the page or of the
+ * pages after it was pruned, and the cursor stayed, so every tick failed again.)
+ */
+START_TEST(foreign_bad_path_fails_alone)
+{
+	struct layout *all;
+	size_t nall;
+	struct worker *w = foreign_worker(
+		"[{\"name\":\"seed000\",\"algorithm\":\"sliding_log\",\"key_prefix\":\"limit:\",\"scan\":true}]", &all,
+		&nall);
+	struct worker_result res;
+	struct worker_status st;
+
+	log_rule("all", "*", 10, 1000);
+	freeReplyObject(test_cmd(C, "ZADD limit:/a 1000 a1 1100 a2 5000 a3"));   /* 2 go, 1 stays */
+	freeReplyObject(test_cmd(C, "ZADD limit:/c 1000 c1 5000 c2"));           /* 1 goes, 1 stays */
+	freeReplyObject(test_cmd(C, "ZADD %b 1000 o1 1200 o2 5000 o3", "limit:\xff{x}\x01", (size_t)11)); /* 2 go */
+	freeReplyObject(test_cmd(C, "ZADD limit:/gone%%22 1000 g1"));            /* emptied: leaves the registry */
+	freeReplyObject(test_cmd(C, "SET %b oops", "limit:\x01noregistry", (size_t)17));
+	ck_assert_int_eq(worker_sweep(w, WORKER_PRUNE, 5500, &res), -EBADMSG);
+	ck_assert_int_eq(res.sweep_done, 1);
+	ck_assert_int_eq(res.paths, 4);
+	ck_assert_int_eq(res.entries, 5);
+	ck_assert_int_eq(res.failed, 1);
+	ck_assert_int_eq(test_cmd_int(C, "ZCARD limit:/a"), 1);
+	ck_assert_int_eq(test_cmd_int(C, "ZCARD limit:/c"), 1);
+	ck_assert_int_eq(test_cmd_int(C, "ZCARD %b", "limit:\xff{x}\x01", (size_t)11), 1);
+	worker_status(w, &st);
+	ck_assert_int_eq(st.job[WORKER_PRUNE].errors, 1);
+	ck_assert_int_eq(st.job[WORKER_PRUNE].failed, 1);
+	ck_assert_int_eq(st.layout[nall - 1].failed, 1);
+	ck_assert_int_eq(st.layout[nall - 1].entries, 5);
+	ck_last_error_has(w, WORKER_PRUNE, "path failed: seed000 path \"/gone%2522\": ");
+	ck_last_error_has(w, WORKER_PRUNE, "WRONGTYPE");
+	/* what its job did before the refusal stays (the log emptied, so Redis dropped it): the next
+	 * sweep finds nothing left to do, and succeeds */
+	ck_assert_int_eq(test_cmd_int(C, "EXISTS limit:/gone%%22"), 0);
+	ck_assert_int_eq(worker_sweep(w, WORKER_PRUNE, 5500, &res), 0);
+	ck_assert_int_eq(res.entries, 0);
+	ck_assert_int_eq(res.failed, 0);
+	worker_status(w, &st);
+	ck_assert_str_eq(st.job[WORKER_PRUNE].last_error, "");
+	worker_free(w);
+	layouts_free(all, nall);
+}
+END_TEST
+
+/*
+ * Issue 9's report: a sliding-counter rule with sub_windows 3 of 1000 ms
+ * (stored by a daemon that took it, before such rules were refused) matched a
+ * foreign layout's counters, and the prune job failed at every tick, so no
+ * path of any algorithm in it was maintained.  Now a stored rule that fails
+ * validation is skipped (rules.invalid), the counters it matched are left
+ * alone (unmatched), and everything else of the job is maintained.
+ */
+START_TEST(stored_bad_rule_stops_nothing)
+{
+	struct layout *all;
+	size_t nall;
+	struct worker *w = foreign_worker(
+		"[{\"name\":\"counters\",\"algorithm\":\"sliding_counter\",\"key_prefix\":\"cnt:\",\"scan\":true},"
+		" {\"name\":\"logs\",\"algorithm\":\"sliding_log\",\"key_prefix\":\"limit:\",\"scan\":true}]",
+		&all, &nall);
+	struct worker_result res;
+	struct worker_status st;
+
+	log_rule("logs", "/l*", 10, 1000);
+	freeReplyObject(test_cmd(C, "HSET sluice:rules bad %s",
+				 "{\"name\":\"bad\",\"match\":\"/c*\",\"algorithm\":\"sliding_counter\",\"limit\":5,"
+				 "\"window_ms\":1000,\"sub_windows\":3}"));
+	freeReplyObject(test_cmd(C, "INCR sluice:rules:version"));
+	freeReplyObject(test_cmd(C, "HSET cnt:/c1 0 4 t 100"));
+	freeReplyObject(test_cmd(C, "ZADD limit:/l1 1000 a 1100 b 5000 c"));
+	ck_assert_int_eq(worker_sweep(w, WORKER_PRUNE, 5500, &res), 0);
+	ck_assert_int_eq(res.entries, 2); /* the log's two old entries */
+	ck_assert_int_eq(res.unmatched, 1); /* the counter: its only rule is not loaded */
+	ck_assert_int_eq(res.failed, 0);
+	worker_status(w, &st);
+	ck_assert_int_eq(st.rules_invalid, 1);
+	ck_assert_int_eq(st.job[WORKER_PRUNE].errors, 0);
+	ck_assert_int_eq(test_cmd_int(C, "HLEN cnt:/c1"), 2);
+	worker_free(w);
+	layouts_free(all, nall);
+}
+END_TEST
+
+/*
+ * sluice's own layout: a log holding an entry at +inf (written by hand: it
+ * never leaves the window) among good logs of the same shard.  The good ones
+ * are pruned exactly; the odd one is looked at again a minute on, not given
+ * the score "-9223372036854775808" (Lua's %d of inf) that kept it, and its
+ * shard's script call, due at every tick.
+ */
+START_TEST(own_log_with_inf_entry_not_due_every_tick)
+{
+	struct worker *w = new_worker(500);
+	struct worker_result res;
+	char good[32], odd[32];
+
+	path_in_shard(good, sizeof(good), "/g/", 77, 0);
+	path_in_shard(odd, sizeof(odd), "/o/", 77, 0);
+	for (int i = 0; i < 3; i++) {
+		ck_assert_int_eq(sl_acquire(good, 10, 1000, 1000 + 100 * i), 1);
+		ck_assert_int_eq(sl_acquire(odd, 10, 1000, 1000), 1);
+	}
+	freeReplyObject(test_cmd(C, "PEXPIRE %s 600000", test_sl_key(good)));
+	freeReplyObject(test_cmd(C, "PEXPIRE %s 600000", test_sl_key(odd)));
+	freeReplyObject(test_cmd(C, "ZADD %s +inf forever", test_sl_key(odd)));
+	/* at 12150 (1000 ms window, 10 s horizon): entries <= 1150 go, 2 of good's, 3 of odd's */
+	ck_assert_int_eq(worker_sweep(w, WORKER_PRUNE, 12150, &res), 0);
+	ck_assert_int_eq(res.entries, 5);
+	ck_assert_int_eq(log_count(good), 1);
+	ck_assert_int_eq(log_count(odd), 1);
+	ck_assert_int_eq(due_of("sliding_log", good), 1200 + 1000 + 10000);
+	ck_assert_int_eq(due_of("sliding_log", odd), 12150 + 60000);
+	worker_free(w);
+}
+END_TEST
+
 static Suite *worker_suite(void)
 {
 	Suite *s = suite_create("worker");
@@ -1565,6 +1703,9 @@ static Suite *worker_suite(void)
 	tcase_add_test(tc, foreign_leaky_bucket_brace_in_key);
 	tcase_add_test(tc, foreign_sliding_logs_by_scan);
 	tcase_add_test(tc, foreign_fixed_window_seed001);
+	tcase_add_test(tc, foreign_bad_path_fails_alone);
+	tcase_add_test(tc, stored_bad_rule_stops_nothing);
+	tcase_add_test(tc, own_log_with_inf_entry_not_due_every_tick);
 	suite_add_tcase(s, tc);
 	return s;
 }

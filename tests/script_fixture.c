@@ -204,6 +204,22 @@ void check_algo_case(const struct algo_case *ac)
 	}
 }
 
+void check_refused(const char *script, redisReply *r, const char *error)
+{
+	char shown[512];
+
+	if (r->type == REDIS_REPLY_ARRAY && r->elements == 7) {
+		ck_assert_msg(r->element[4]->type == REDIS_REPLY_INTEGER && r->element[4]->integer == 1 &&
+				      r->element[6]->type == REDIS_REPLY_STRING &&
+				      strncmp(r->element[6]->str, error, strlen(error)) == 0,
+			      "%s: %s, want one path failed with \"%s...\"", script,
+			      test_show_reply(r, shown, sizeof(shown)), error);
+		freeReplyObject(r);
+		return;
+	}
+	ck_error(r, error);
+}
+
 void check_bad_call(const struct bad_call *bc)
 {
 	int argc = 0;
@@ -223,7 +239,7 @@ void check_bad_call(const struct bad_call *bc)
 	before = test_snapshot(c);
 	while (bc->args[argc])
 		argc++;
-	ck_error(eval_argv(bc->script, 0, bc->nkeys, argc, bc->args), bc->error);
+	check_refused(bc->script, eval_argv(bc->script, 0, bc->nkeys, argc, bc->args), bc->error);
 	ck_snapshot_same(before);
 	free(before);
 }

@@ -153,7 +153,18 @@ struct bad_call {
 #define SCK "sluice:{/v}:sliding_counter"
 #define TBK "sluice:{/v}:token_bucket"
 
-/* The call fails with bc->error and leaves the state of every algorithm (seeded first) unchanged. */
+/*
+ * Reply r (freed here) of a call whose argument `error` (a prefix) names is
+ * bad: an error reply, or, from a worker batch script, whose bad path fails
+ * alone (lib/batch.lua), a reply counting one failed path with that error.
+ */
+void check_refused(const char *script, redisReply *r, const char *error);
+/*
+ * The call fails with bc->error and leaves the state of every algorithm
+ * (seeded first) unchanged.  A worker batch script's path whose arguments are
+ * refused fails alone: the reply then counts one failed path whose error
+ * starts with bc->error (and the seeded state is unchanged too).
+ */
 void check_bad_call(const struct bad_call *bc);
 
 #endif

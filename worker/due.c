@@ -129,9 +129,14 @@ static void pass_start(struct due_state *d, int64_t now, int full)
 	d->in_pass = 1;
 }
 
-/* Fold shard k's script reply {done, removed, visited, skipped, next_due, backlog} into the counts. */
+/*
+ * Fold shard k's script reply {done, removed, visited, skipped, next_due,
+ * backlog, failed?, path?, error?} into the counts.  0 (*nfailed: paths that
+ * failed alone, the first named in `why`), or reply_errno() of a reply that
+ * is not one (the reason in `why`).
+ */
 static int fold(struct due_state *d, size_t k, const redisReply *e, int64_t now, struct worker_result *r,
-		struct worker_layout_status *ls, char *why, size_t cap)
+		struct worker_layout_status *ls, char *why, size_t cap, uint64_t *nfailed)
 {
 	long long v[6];
 
@@ -141,6 +146,9 @@ static int fold(struct due_state *d, size_t k, const redisReply *e, int64_t now,
 			return reply_errno(e);
 		}
 	}
+	*nfailed = job_failures(e, 6, d->layout->name, why, cap);
+	r->failed += *nfailed;
+	ls->failed += *nfailed;
 	r->entries += (uint64_t)v[0];
 	r->emptied += (uint64_t)v[1];
 	r->paths += (uint64_t)v[2];
@@ -216,7 +224,7 @@ static int pass_run(struct worker *w, enum worker_job job, struct due_state *d, 
 	const struct alg_ops *alg = algorithm_get(d->layout->algorithm);
 	struct cmdargs *a = &w->jb.keys;
 	size_t shard[DUE_DEPTH];
-	char why[160];
+	char why[224];
 	int rc;
 
 	while (d->in_pass) {
@@ -255,15 +263,21 @@ static int pass_run(struct worker *w, enum worker_job job, struct due_state *d, 
 		}
 		for (size_t i = 0; i < n; i++) {
 			const redisReply *e = rbatch_reply(w->batch, i);
+			uint64_t nfailed = 0;
 
 			rc = kind[i] == DUE_POLL ? fold_poll(d, shard[i], e, now, r, why, sizeof(why))
-						 : fold(d, shard[i], e, now, r, ls, why, sizeof(why));
+						 : fold(d, shard[i], e, now, r, ls, why, sizeof(why), &nfailed);
+			if (!rc && nfailed && !*failed) {
+				/* paths that failed alone: the shard was maintained, the step reports them */
+				status_error(w, job, "path failed: %s", why);
+				*failed = -EBADMSG;
+			}
 			if (rc) {
 				d->pending[shard[i]] = DUE_NONE;
 				d->next_due[shard[i]] = INT64_MAX;
 				d->backlog[shard[i]] = 0;
 				if (!*failed) {
-					char shown[256];
+					char shown[320];
 
 					snprintf(shown, sizeof(shown), "%s shard %zu: %s", d->layout->name, shard[i], why);
 					status_error(w, job, kind[i] == DUE_POLL ? "poll: %s" : "script: %s", shown);

@@ -134,11 +134,24 @@ int job_build(struct job_batch *jb, const struct layout *l, const struct ruleset
 /* Queue the call built by job_build (jb->eligible > 0).  0 or -ENOMEM. */
 int job_queue(struct rbatch *b, struct job_batch *jb, const struct layout *l);
 /*
- * Fold the job script's reply {entries, emptied, _, skipped?} into *r and *ls.
- * 0, or reply_errno() of the reply (-ENOSPC, -EBADMSG, -EPROTO) with the reason in `why`.
+ * Fold the job script's reply {entries, emptied, _, skipped?, failed?, path?,
+ * error?} into *r and *ls.  0, or reply_errno() of the reply (-ENOSPC,
+ * -EBADMSG, -EPROTO) with the reason in `why` (`cap` bytes).  Paths that
+ * failed alone are counted, and the first named in `why` (see job_failures);
+ * *nfailed (the count) tells the caller.
  */
-int job_fold(const redisReply *e, struct worker_result *r, struct worker_layout_status *ls, char *why,
-	     size_t cap);
+int job_fold(const redisReply *e, const struct layout *l, struct worker_result *r, struct worker_layout_status *ls,
+	     char *why, size_t cap, uint64_t *nfailed);
+/*
+ * The paths that failed alone in a job script's reply `e` (an array): the
+ * count at element `at`, the first path at at + 1 and its error at at + 2
+ * (a reply without them: 0).  When the count is > 0, `why` (`cap` bytes)
+ * gets "<layout> path \"<path>\": <error>[ (and N more)]", the path's and
+ * the error's bytes outside printable ASCII (and '%', '"', '\\')
+ * percent-encoded, so a path of any bytes is shown whole and the text stays
+ * valid JSON and one log line.  Returns the count.
+ */
+uint64_t job_failures(const redisReply *e, size_t at, const char *layout, char *why, size_t cap);
 void job_batch_free(struct job_batch *jb);
 
 void due_init(struct due_state *d, const struct layout *l, size_t index);
@@ -162,10 +175,14 @@ void due_backlog(const struct due_state *d, int64_t now, uint64_t *paths, int64_
 /*
  * Walk `job` from its cursor until the sweep ends or `budget_us` after
  * `start_us` is spent, counting into *r and lr[] (per layout).  0 or a
- * negative errno (the job's last_error set).
+ * negative errno when Redis could not be reached or -ENOMEM (the job's
+ * last_error set).  A page whose script call failed, or a path that failed
+ * alone, does not stop the walk: the cursor goes past it (its paths come
+ * again next sweep), and unless *failed is already set, the error goes to
+ * *failed (-EBADMSG for a failed path) and its text to last_error.
  */
 int walk_step(struct worker *w, enum worker_job job, int64_t start_us, int64_t budget_us, const char *now,
-	      struct worker_result *r, struct worker_layout_status lr[WORKER_MAX_LAYOUTS]);
+	      struct worker_result *r, struct worker_layout_status lr[WORKER_MAX_LAYOUTS], int *failed);
 
 /* Start keeping the shards' copies of the skew horizon `ms` (>= 0): every shard is checked at the next step. */
 void skew_init(struct skew_state *s, int64_t ms);

@@ -63,15 +63,73 @@ int job_queue(struct rbatch *b, struct job_batch *jb, const struct layout *l)
 	return rbatch_eval(b, algorithm_get(l->algorithm)->job_script, (int)jb->keys.n, n, argv, lens);
 }
 
-int job_fold(const redisReply *e, struct worker_result *r, struct worker_layout_status *ls, char *why,
-	     size_t cap)
+/* Append s[0..len) to out (`cap` bytes, written up to *at, NUL kept), as far as it fits whole; with
+ * `encode`, bytes other than printable ASCII (and '%', '"', '\\'; and ' ' when `blank`) as %XX. */
+static void put(char *out, size_t cap, size_t *at, const char *s, size_t len, int encode, int blank)
+{
+	static const char hex[] = "0123456789ABCDEF";
+
+	for (size_t i = 0; i < len; i++) {
+		unsigned char ch = (unsigned char)s[i];
+		int plain = !encode || (ch >= 0x20 && ch < 0x7f && ch != '%' && ch != '"' && ch != '\\' &&
+					(ch != ' ' || !blank));
+
+		if (*at + (plain ? 1 : 3) >= cap)
+			break;
+		if (plain) {
+			out[(*at)++] = (char)ch;
+		} else {
+			out[(*at)++] = '%';
+			out[(*at)++] = hex[ch >> 4];
+			out[(*at)++] = hex[ch & 15];
+		}
+	}
+	out[*at] = '\0';
+}
+
+uint64_t job_failures(const redisReply *e, size_t at, const char *layout, char *why, size_t cap)
+{
+	const redisReply *const *el;
+	const char *path = "", *err = "";
+	size_t n, plen = 0, elen = 0, w = 0;
+	long long failed;
+	char tail[48];
+
+	if (cap == 0 || reply_int_at(e, at, &failed) || failed <= 0)
+		return 0;
+	if (reply_array(e, at + 3, &el, &n) || reply_str(el[at + 1], &path, &plen) ||
+	    reply_str(el[at + 2], &err, &elen)) {
+		path = err = "";
+		plen = elen = 0;
+	}
+	why[0] = '\0';
+	put(why, cap, &w, layout, strlen(layout), 1, 1);
+	put(why, cap, &w, " path \"", 7, 0, 0);
+	put(why, cap, &w, path, plen, 1, 1);
+	put(why, cap, &w, "\": ", 3, 0, 0);
+	put(why, cap, &w, err, elen, 1, 0);
+	if (failed > 1) {
+		snprintf(tail, sizeof(tail), " (and %lld more)", failed - 1);
+		put(why, cap, &w, tail, strlen(tail), 0, 0);
+	}
+	return (uint64_t)failed;
+}
+
+int job_fold(const redisReply *e, const struct layout *l, struct worker_result *r, struct worker_layout_status *ls,
+	     char *why, size_t cap, uint64_t *nfailed)
 {
 	long long entries, emptied, skipped;
+	uint64_t failed;
 
+	*nfailed = 0;
 	if (reply_int_at(e, 0, &entries) || reply_int_at(e, 1, &emptied)) {
 		snprintf(why, cap, "%s", reply_describe(e));
 		return reply_errno(e);
 	}
+	failed = job_failures(e, 4, l->name, why, cap);
+	r->failed += failed;
+	ls->failed += failed;
+	*nfailed = failed;
 	r->entries += (uint64_t)entries;
 	r->emptied += (uint64_t)emptied;
 	ls->entries += (uint64_t)entries;

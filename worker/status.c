@@ -56,6 +56,7 @@ void status_fold(struct worker *w, enum worker_job job, int rc, int64_t start_us
 	s->emptied += r->emptied;
 	s->unmatched += r->unmatched;
 	s->skipped += r->skipped;
+	s->failed += r->failed;
 	s->batches += r->batches;
 	s->polls += r->polls;
 	s->last_step_us = end - start_us;
@@ -72,6 +73,7 @@ void status_fold(struct worker *w, enum worker_job job, int rc, int64_t start_us
 		ls->emptied += lr[i].emptied;
 		ls->unmatched += lr[i].unmatched;
 		ls->skipped += lr[i].skipped;
+		ls->failed += lr[i].failed;
 	}
 	if (!rc)
 		s->last_error[0] = '\0';

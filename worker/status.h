@@ -33,7 +33,9 @@ struct worker_job_status {
 	uint64_t emptied;        /* paths whose state emptied and left the registry */
 	uint64_t unmatched;      /* paths left alone: no rule, or a rule of another algorithm */
 	uint64_t skipped;        /* paths left untouched: their key has another type, or an empty member */
-	uint64_t errors;         /* steps that failed (Redis down, script error) */
+	uint64_t failed;         /* paths a script refused or failed on alone (its rule's arguments, an
+				  * error in its job): the rest of their call was maintained */
+	uint64_t errors;         /* steps that failed (Redis down, a script call refused, a path failed) */
 	int64_t last_step_us;    /* duration of the last step */
 	int64_t last_sweep_us;   /* duration of the last complete sweep (wall, across steps) */
 	int64_t lag_us;          /* lag of the last scheduled start (worker_note_schedule) */
@@ -45,7 +47,8 @@ struct worker_job_status {
 	int64_t oldest_due_age_ms; /* ms the oldest due path known has waited past its due time
 				  * at the last step; 0 when none was due, -1 when the job has
 				  * no layout of sluice's own */
-	char last_error[160];    /* why the last step failed; "" when it succeeded */
+	char last_error[256];    /* why the last step failed (a failed path named, percent-encoded where
+				  * not printable ASCII); "" when it succeeded */
 	/* complete sweeps by duration: sweep_hist[i] counts those <= worker_sweep_buckets[i] s */
 	uint64_t sweep_hist[WORKER_SWEEP_BUCKETS];
 	double sweep_seconds;    /* sum of complete sweep durations, s */
@@ -62,6 +65,7 @@ struct worker_layout_status {
 				  * sub-window fields), repaired (fixed window: counters given a
 				  * TTL), reclaimed (token bucket: full buckets deleted) */
 	uint64_t emptied, unmatched, skipped;
+	uint64_t failed;         /* paths a script refused or failed on alone */
 };
 
 struct worker_status {
@@ -83,6 +87,7 @@ struct worker_status {
 struct worker_result {
 	int sweep_done;          /* the step finished a full sweep */
 	uint64_t paths, entries, emptied, unmatched, skipped, batches, polls;
+	uint64_t failed;         /* paths a script refused or failed on alone */
 };
 
 struct worker;

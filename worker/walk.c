@@ -31,13 +31,23 @@ static void add_page_counts(struct worker_layout_status *ls, const struct worker
 	ls->skipped += r->skipped - base->skipped;
 }
 
+/* The first failure of the step (failed path or page) to last_error and *failed; later ones are only counted. */
+static void note_failure(struct worker *w, enum worker_job job, int *failed, int rc, const char *fmt,
+			 const char *why)
+{
+	if (*failed)
+		return;
+	status_error(w, job, fmt, why);
+	*failed = rc;
+}
+
 int walk_step(struct worker *w, enum worker_job job, int64_t start_us, int64_t budget_us, const char *now,
-	      struct worker_result *r, struct worker_layout_status lr[WORKER_MAX_LAYOUTS])
+	      struct worker_result *r, struct worker_layout_status lr[WORKER_MAX_LAYOUTS], int *failed)
 {
 	struct job_state *js = &w->jobs[job];
 	struct worker_result base = *r;
 	redisReply *page = NULL;
-	char why[160];
+	char why[224];
 	int rc;
 
 	rbatch_clear(w->batch);
@@ -90,9 +100,21 @@ int walk_step(struct worker *w, enum worker_job job, int64_t start_us, int64_t b
 		if (rbatch_len(w->batch) && (rc = rbatch_run(w->conn, w->batch)))
 			goto fail;
 		add_page_counts(ls, r, &base);
-		if (has_eval && (rc = job_fold(rbatch_reply(w->batch, 0), r, ls, why, sizeof(why)))) {
-			status_error(w, job, "script: %s", why);
-			goto out;
+		if (has_eval) {
+			uint64_t nfailed;
+			int frc = job_fold(rbatch_reply(w->batch, 0), l, r, ls, why, sizeof(why), &nfailed);
+
+			if (frc) {
+				/* the whole call refused: counted, and the walk goes on past the page
+				 * (its paths come again next sweep) instead of failing on it at
+				 * every tick */
+				char shown[sizeof(why) + 40];
+
+				snprintf(shown, sizeof(shown), "%s page: %s", l->name, why);
+				note_failure(w, job, failed, frc, "script: %s", shown);
+			} else if (nfailed) {
+				note_failure(w, job, failed, -EBADMSG, "path failed: %s", why);
+			}
 		}
 		base = *r;
 

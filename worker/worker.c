@@ -210,10 +210,10 @@ int worker_step(struct worker *w, enum worker_job job, int64_t budget_us, int64_
 		} else {
 			js->due_swept |= due_rc;
 			if (js->nlayouts) {
-				rc = walk_step(w, job, start, budget_us, nows, &r, lr);
+				rc = walk_step(w, job, start, budget_us, nows, &r, lr, &failed);
 				js->walk_swept |= r.sweep_done;
 			}
-			/* a shard that failed did not stop the others, but the step reports it */
+			/* a shard, page or path that failed did not stop the others, but the step reports it */
 			if (!rc)
 				rc = failed;
 		}
@@ -241,8 +241,7 @@ int worker_sweep(struct worker *w, enum worker_job job, int64_t now_ms, struct w
 	w->jobs[job].in_sweep = 0;
 	strcpy(w->jobs[job].cursor, "0");
 	do {
-		if ((rc = worker_step(w, job, INT64_MAX, now_ms, &r)))
-			return rc;
+		rc = worker_step(w, job, INT64_MAX, now_ms, &r);
 		total.paths += r.paths;
 		total.entries += r.entries;
 		total.emptied += r.emptied;
@@ -250,9 +249,11 @@ int worker_sweep(struct worker *w, enum worker_job job, int64_t now_ms, struct w
 		total.skipped += r.skipped;
 		total.batches += r.batches;
 		total.polls += r.polls;
-	} while (!r.sweep_done);
-	total.sweep_done = 1;
+		total.failed += r.failed;
+	} while (!rc && !r.sweep_done);
+	/* a step that failed ends the sweep (what it did is counted); the next tick resumes */
+	total.sweep_done = r.sweep_done;
 	if (res)
 		*res = total;
-	return 0;
+	return rc;
 }

@@ -76,12 +76,20 @@ void worker_set_skew(struct worker *w, int64_t ms);
  * 0 with *res (may be NULL) filled, or a negative errno (-EIO, -EAGAIN: Redis
  * down; -ENOSPC: Redis out of memory; -EBADMSG: Redis refused a call, e.g. a
  * registry of another type; -EPROTO: unexpected reply); the position is kept
- * so the next step resumes.  A shard call that failed does not stop the
- * others: the step does the rest and then returns its error.
+ * so the next step resumes.  A shard call or a foreign page's call that
+ * failed does not stop the others, nor does a path that a script refused or
+ * failed on alone (counted in res->failed, named in the job's last_error):
+ * the step does the rest and then returns the first error (-EBADMSG for a
+ * failed path).
  */
 int worker_step(struct worker *w, enum worker_job job, int64_t budget_us, int64_t now_ms,
 		struct worker_result *res);
-/* One full sweep of `job`: every shard and every foreign registry from the start, whatever is due; same returns. */
+/*
+ * One full sweep of `job`: every shard and every foreign registry from the
+ * start, whatever is due; same returns.  *res (may be NULL) sums the steps
+ * run, also when one failed (the sweep stops after it; res->sweep_done says
+ * whether it had ended).
+ */
 int worker_sweep(struct worker *w, enum worker_job job, int64_t now_ms, struct worker_result *res);
 /* Record the scheduler's view of the job (lag and overruns), for the status. */
 void worker_note_schedule(struct worker *w, enum worker_job job, int64_t lag_us, uint64_t overruns);

@@ -104,6 +104,13 @@ local function due_by_ttl(key, key2, now)
   return 0, now + ttl + 1
 end
 
+-- The text of an error a pcall caught: a redis.call's (a string, or a
+-- table with err in some Redis versions) or Lua's own.
+local function due_error_text(e)
+  if type(e) == 'table' then e = e.err end
+  return tostring(e)
+end
+
 -- Send `cmd` (a table starting with the command, key and options) with
 -- the items of `list` appended, in slices of DUE_SLICE.
 local function due_sliced(cmd, list, per)
@@ -126,10 +133,18 @@ end
 -- returns what it did (entries drained, fields pruned, ...) and its next
 -- due time in ms (nil: the path leaves the registry), or nil, nil, true
 -- when it left the path alone (a key of another type: looked at again in
--- SKIPPED_RETRY_MS).
+-- SKIPPED_RETRY_MS).  A job that raises an error (a redis.call refused, a
+-- state no check foresaw) fails that path alone: the others are handled
+-- all the same, the path is looked at again in SKIPPED_RETRY_MS (what it
+-- wrote before the error stays), and the reply counts it and names the
+-- first.  A next due time that is not a number below 2^53 (a state holding
+-- "inf", a mark far ahead) is taken as SKIPPED_RETRY_MS too, not as a score
+-- that would keep the path due at every tick.
 -- Reply {done, removed (paths that left the registry), visited, skipped,
 --        next_due (the registry's lowest score afterwards, -1 when empty),
---        backlog (paths still due by now: more than `limit` were due)}.
+--        backlog (paths still due by now: more than `limit` were due),
+--        and only when a path failed: failed (paths whose job raised an
+--        error), the first failed path, its error (text)}.
 local function due_run(alg, job)
   if #KEYS ~= 1 or #ARGV ~= 2 then
     return usage(alg .. ' shard job takes KEYS registry (<prefix>{k}:registry:' .. alg .. '), ARGV now, limit')
@@ -147,16 +162,22 @@ local function due_run(alg, job)
   now, err = arg_now(ARGV[1])
   if err then return err end
   local due = redis.call('ZRANGE', registry, '-inf', fmt_int(now), 'BYSCORE', 'LIMIT', '0', fmt_int(limit))
-  local done, skipped, resched, gone = 0, 0, {}, {}
+  local done, skipped, failed, resched, gone = 0, 0, 0, {}, {}
+  local first_path, first_err
   local state_of, meta_of = base .. ':' .. alg .. ':', base .. ':' .. alg .. '_meta:'
   for _, path in ipairs(due) do
-    local d, nxt, skip = job(path, state_of .. path, meta_of .. path, now)
-    if skip then
+    local ok, d, nxt, skip = pcall(job, path, state_of .. path, meta_of .. path, now)
+    if not ok or (not skip and type(d) ~= 'number') then
+      failed = failed + 1
+      if failed == 1 then first_path, first_err = path, due_error_text(ok and 'no count' or d) end
+      nxt = now + SKIPPED_RETRY_MS
+    elseif skip then
       skipped = skipped + 1
       nxt = now + SKIPPED_RETRY_MS
     else
       done = done + d
     end
+    if nxt and not (type(nxt) == 'number' and nxt <= MAX_INT) then nxt = now + SKIPPED_RETRY_MS end
     if nxt then
       resched[#resched + 1] = fmt_int(math.max(nxt, now + 1))
       resched[#resched + 1] = path
@@ -177,5 +198,6 @@ local function due_run(alg, job)
   if #due >= limit and next_due ~= -1 and next_due <= now then
     backlog = redis.call('ZCOUNT', registry, '-inf', fmt_int(now))
   end
+  if failed > 0 then return { done, #gone, #due, skipped, next_due, backlog, failed, first_path, first_err } end
   return { done, #gone, #due, skipped, next_due, backlog }
 end
