@@ -21,9 +21,9 @@
 -- What the daemon refuses to load is skipped here too, so both see the same
 -- rules: a name that is not 1..64 bytes of [A-Za-z0-9_.-] (so a field like
 -- ":max_clock_skew_ms" of a shard's rules copy is never a rule), and a match
--- that is empty, over 1024 bytes or not glob_valid.  The daemon's matches are
--- C strings: a match holding a NUL byte (JSON "\u0000") is cut there, as
--- core/rules.c cuts it.
+-- that is empty, over 1024 bytes, holds a NUL byte (core/jsonv.c refuses
+-- rule text with NUL or "\u0000": the daemon's matches are C strings) or is
+-- not glob_valid.
 --@include lib/glob.lua
 
 local RULE_NAME_MAX = 64
@@ -62,10 +62,9 @@ local function ruleset_match(rules, path)
   local exact, best, best_prefix
   for i = 1, #rules - 1, 2 do
     local name, match = rules[i], rules[i + 1]
-    local cut = string.find(match, '\0', 1, true)
-    if cut then match = string.sub(match, 1, cut - 1) end
     if #name <= RULE_NAME_MAX and string.find(name, '^[A-Za-z0-9_%.%-]+$')
-        and match ~= '' and #match <= RULE_MATCH_MAX then
+        and match ~= '' and #match <= RULE_MATCH_MAX
+        and not string.find(match, '\0', 1, true) then
       local prefix, is_glob = rule_literal_prefix(match)
       if not is_glob then
         if match == path and (not exact or rule_name_before(name, exact)) then
