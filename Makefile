@@ -46,6 +46,9 @@ LDLIBS     = $(PKG_LIBS) -lpthread -lm
 LUA_SRC  := $(sort $(wildcard lua/*.lua))
 LUA_LIB  := $(sort $(wildcard lua/lib/*.lua))
 LUA      := $(LUA_SRC:lua/%=build/lua/%)
+# Test-only scripts (tests/lua/<name>.lua) of the same fragments, assembled
+# into build/lua-test/ (neither embedded nor installed): the suites read them.
+LUA_TEST := $(patsubst tests/lua/%,build/lua-test/%,$(sort $(wildcard tests/lua/*.lua)))
 LIB_SRC  := $(sort $(wildcard core/*.c core/alg/*.c scheduler/*.c worker/*.c admin/*.c))
 LIB_OBJ  := $(LIB_SRC:%.c=$(B)/%.o) $(B)/gen/scripts_gen.o $(B)/gen/slottag_gen.o
 TEST_SRC := $(sort $(wildcard tests/check_*.c))
@@ -85,6 +88,10 @@ build/lua/%.lua: lua/%.lua $(LUA_LIB) build/lua-assemble
 	build/lua-assemble $< > $@.$$$$.tmp || { rm -f $@.$$$$.tmp; exit 1; }; mv -f $@.$$$$.tmp $@
 
 lua: $(LUA)
+
+build/lua-test/%.lua: tests/lua/%.lua $(LUA_LIB) build/lua-assemble
+	@mkdir -p $(dir $@)
+	build/lua-assemble $< lua > $@.$$$$.tmp || { rm -f $@.$$$$.tmp; exit 1; }; mv -f $@.$$$$.tmp $@
 
 # The assembler's errors (missing fragment, cycle, bad directive) on scratch trees.
 check-lua: build/lua-assemble
@@ -135,6 +142,9 @@ $(B)/tests/libfixture.a: $(TEST_LIB_OBJ)
 $(B)/tests/check_%: $(B)/tests/check_%.o $(B)/tests/libfixture.a $(B)/daemon/options.o $(B)/libsluice.a
 	$(CC) $(CFLAGS) $^ $(LDFLAGS) $(TEST_LIBS) $(LDLIBS) -o $@
 
+# The suite that runs tests/lua/glob_probe.lua reads it at run time.
+$(B)/tests/check_glob_lua: | build/lua-test/glob_probe.lua
+
 test: deps
 	@$(MAKE) --no-print-directory check-run
 
@@ -146,7 +156,7 @@ check-includes:
 # Runs the include rules and the README's rule examples check
 # (tools/check_readme_rules.py), then every suite even when one fails, then
 # prints one closing line for all (the first two count in it).
-check-run: all $(TEST_BIN) check-lua $(LUA)
+check-run: all $(TEST_BIN) check-lua $(LUA) $(LUA_TEST)
 	@fail=0; log=$$(mktemp); \
 	tools/check_includes.sh | tee -a $$log; [ $${PIPESTATUS[0]} -eq 0 ] || fail=1; \
 	/usr/bin/python3 tools/check_readme_rules.py | tee -a $$log; [ $${PIPESTATUS[0]} -eq 0 ] || fail=1; \

@@ -4,9 +4,11 @@
  * build/lua/, and tools/embed_lua.c embeds what it writes):
  *
  *     lua_assemble lua/leaky_bucket.lua > build/lua/leaky_bucket.lua
+ *     lua_assemble tests/lua/glob_probe.lua lua > build/lua-test/glob_probe.lua
  *
  * A line "--@include lib/leak.lua" names a fragment by its path relative to
- * the source's folder (lua/), the same name from any file.  A fragment may
+ * the source's folder (lua/), or to the folder given second (a test's
+ * script outside lua/ that uses its fragments), the same name from any file.  A fragment may
  * name others.  Every fragment a script needs is inlined once, after the
  * ones it names (dependency order), all of them before the script's own
  * code, less the fragments' functions that nothing in the script names
@@ -405,13 +407,17 @@ int main(int argc, char **argv)
 	size_t n, code_at;
 	int head_lines = 0, comments = 0;
 
-	if (argc != 2) {
-		fputs("usage: lua_assemble lua/<script>.lua > build/lua/<script>.lua\n", stderr);
+	if (argc != 2 && argc != 3) {
+		fputs("usage: lua_assemble lua/<script>.lua [<fragment root, default: its folder>] > build/lua/<script>.lua\n",
+		      stderr);
 		return 2;
 	}
 	src = argv[1];
 	slash = strrchr(src, '/');
-	root = slash ? xstrndup(src, (size_t)(slash - src)) : xstrndup(".", 1);
+	if (argc == 3)
+		root = xstrndup(argv[2], strlen(argv[2]));
+	else
+		root = slash ? xstrndup(src, (size_t)(slash - src)) : xstrndup(".", 1);
 	base = slash ? slash + 1 : src;
 	x.root = root;
 	text = slurp(src);
