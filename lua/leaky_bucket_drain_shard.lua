@@ -51,6 +51,9 @@ return due_run('leaky_bucket', function(path, bucket, meta, now)
   local due = rate * (t - last) / 1000 + carry
   local k = math.floor(due + EPS)
   if k < 1 then return 0, last + leak_ms_until(rate, carry, 1) + SKEW_MS end
+  -- a huge recorded rate (1e300 is a valid one) leaks more than any bucket
+  -- holds: the range end must stay an integer Redis reads (not -2^63)
+  if not (k <= MAX_INT) then k = MAX_INT end
   local removed = due_ok(redis.pcall('ZREMRANGEBYRANK', bucket, '0', fmt_int(k - 1)))
   if not removed then return nil, nil, true end
   if removed < k or redis.call('EXISTS', bucket) == 0 then

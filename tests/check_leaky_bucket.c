@@ -423,6 +423,18 @@ START_TEST(test_drain_uses_redis_time)
 }
 END_TEST
 
+/* A huge recorded rate (1e300, a valid one) empties the bucket at the first leak (the range end was -2^63: nothing removed, yet the path left as emptied). */
+START_TEST(test_drain_huge_rate)
+{
+	const char *p = "/huge";
+
+	ck_lb(lbc(p, "5", "1e300", 3, 0), 1, 2, 0, 1);
+	ck_assert_int_eq(lb_due(p), 1);
+	ck_reply(job(p, 1), 3, 1, 1, 0, -1, 0);
+	ck_assert_int_eq(test_cmd_int(c, "EXISTS %s %s", test_lb_key(p), test_lb_meta(p)), 0);
+}
+END_TEST
+
 /* ---- the batch drain of foreign layouts (seed 004's keys) ----------------------- */
 
 START_TEST(test_foreign_drain_batch)
@@ -1676,6 +1688,7 @@ static Suite *leaky_bucket_suite(void)
 	tcase_add_test(tc, test_drain_empties_bucket);
 	tcase_add_test(tc, test_drain_older_now_is_last);
 	tcase_add_test(tc, test_drain_uses_redis_time);
+	tcase_add_test(tc, test_drain_huge_rate);
 	tcase_add_test(tc, test_drain_follows_recorded_rate);
 
 	tc = test_tcase(s, "foreign_drain", script_setup, script_teardown, 60);
