@@ -324,20 +324,23 @@ const struct rule *ruleset_get(const struct ruleset *rs, const char *name)
 
 const struct rule *ruleset_match(const struct ruleset *rs, const char *path, size_t len)
 {
-	const struct rule *best = NULL;
+	const struct rule *best = NULL, *exact = NULL;
 
+	/* Ties go to the smaller name (strcmp: byte order) whatever the order of
+	 * rs, so every daemon and lua/lib/ruleset.lua pick the same rule. */
 	for (size_t i = 0; i < rs->n; i++) {
 		const struct rule *r = rs->v[i];
 
 		if (!r->is_glob) {
-			if (rule_matches(r, path, len))
-				return r; /* exact beats any glob; first exact in order */
+			if ((!exact || strcmp(r->name, exact->name) < 0) && rule_matches(r, path, len))
+				exact = r;
 			continue;
 		}
-		if (best && r->literal_prefix <= best->literal_prefix)
-			continue; /* an earlier glob with as long a prefix wins */
+		if (exact || (best && (r->literal_prefix < best->literal_prefix ||
+				       (r->literal_prefix == best->literal_prefix && strcmp(r->name, best->name) > 0))))
+			continue;
 		if (rule_matches(r, path, len))
 			best = r;
 	}
-	return best;
+	return exact ? exact : best; /* exact beats any glob */
 }

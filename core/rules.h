@@ -4,7 +4,8 @@
  * Rules: which limit applies to which path.  The JSON field names are the
  * public contract of DESIGN.md ("Rules").  A ruleset answers, for a path, the
  * rule that governs it:  an exact `match` wins over a glob; among globs the
- * longest literal prefix wins; then rule order.  Globs are core/glob.h's:
+ * longest literal prefix wins; then the rule name (byte order, whatever the
+ * order the rules were put in).  Globs are core/glob.h's:
  * fnmatch(3)'s dialect without flags (`*`, `?`, `[...]`; `*` crosses '/'),
  * binary-safe (a path may hold NUL bytes).
  */

@@ -12,7 +12,7 @@
  *     rulesets (1..12 rules: exact ones, globs on shared stems, equal
  *     prefixes, escapes, names that differ only by case or punctuation,
  *     entries the daemon refuses) loaded as rulestore_refresh loads them
- *     (rule_from_json, then sorted by name), and rule_literal_prefix against
+ *     (rule_from_json, put in reverse name order), and rule_literal_prefix against
  *     the rule's literal_prefix;
  *   - pathological patterns on a 10 kB path return in time.
  * The Lua side is tests/lua/glob_probe.lua, assembled with those fragments
@@ -741,8 +741,10 @@ static void c_pick(const struct rcase *rc, struct pick_tally *t, char winner[RUL
 		if (r)
 			v[nv++] = r;
 	}
-	qsort(v, (size_t)nv, sizeof(v[0]), by_name); /* rulestore_refresh's order */
-	for (int i = 0; i < nv; i++)
+	/* in reverse name order, the worst for a tie broken by position: ruleset_match breaks
+	 * ties by name whatever the order (rulestore_refresh happens to load by name) */
+	qsort(v, (size_t)nv, sizeof(v[0]), by_name);
+	for (int i = nv - 1; i >= 0; i--)
 		ck_assert_int_eq(ruleset_put(&rs, v[i]), 0);
 	w = ruleset_match(&rs, rc->path.b, rc->path.n);
 	snprintf(winner, RULE_NAME_MAX + 1, "%s", w ? w->name : "");

@@ -757,16 +757,25 @@ START_TEST(ruleset_precedence)
 	ck_assert_str_eq(r->name, "exact");                 /* exact beats any glob */
 	ck_assert_str_eq(ruleset_match(&rs, "/api/users/7", 12)->name, "users"); /* longest literal prefix */
 	ck_assert_str_eq(ruleset_match(&rs, "/api/orders", 11)->name, "api");
-	ck_assert_str_eq(ruleset_match(&rs, "/api/x", 6)->name, "api");  /* "/api/" == "/api/" prefix: first in order */
+	ck_assert_str_eq(ruleset_match(&rs, "/api/x", 6)->name, "api");  /* "/api/" == "/api/" prefix: the smaller name */
 	ck_assert_str_eq(ruleset_match(&rs, "/v2/a", 5)->name, "cls");
 	ck_assert_str_eq(ruleset_match(&rs, "/other", 6)->name, "all");
 	/* a NUL byte in the path: globs see past it (core/glob.c), as exact rules do */
 	ck_assert_str_eq(ruleset_match(&rs, "/api/x\0y", 8)->name, "api");
 	ck_assert_str_eq(ruleset_match(&rs, "/v2\0/a", 7)->name, "all");
 
+	/* ties go by name, not by the order the rules were put in */
+	ruleset_put(&rs, mk("zeta", "/t/*"));
+	ruleset_put(&rs, mk("beta", "/t/?"));
+	ruleset_put(&rs, mk("exz", "/e"));
+	ruleset_put(&rs, mk("exa", "/e"));
+	ck_assert_str_eq(ruleset_match(&rs, "/t/x", 4)->name, "beta");
+	ck_assert_str_eq(ruleset_match(&rs, "/t/xy", 5)->name, "zeta");
+	ck_assert_str_eq(ruleset_match(&rs, "/e", 2)->name, "exa");
+
 	/* replace by name keeps the position */
 	ruleset_put(&rs, mk("api", "/apx/*"));
-	ck_assert_uint_eq(rs.n, 6);
+	ck_assert_uint_eq(rs.n, 10);
 	ck_assert_str_eq(ruleset_get(&rs, "api")->match, "/apx/*");
 	ck_assert_str_eq(ruleset_match(&rs, "/api/orders", 11)->name, "all");
 	ruleset_clear(&rs);
