@@ -24,8 +24,8 @@
  * another version are written, so a daemon that starts on copies in place
  * writes nothing.  With several daemons, each keeps every copy: one that
  * has not reloaded yet leaves alone a copy of a later version of the same
- * epoch (a copy of another epoch is written: the store lost its data and
- * the epoch is new).  A write Redis refuses is retried every
+ * epoch while the store's version is later too (a copy of another epoch is
+ * written: the store lost its data and the epoch is new).  A write Redis refuses is retried every
  * COPIES_RETRY_MS; meanwhile the status says how many shards are pending,
  * and why.
  */
@@ -36,6 +36,7 @@
 #include <string.h>
 
 #include "core/keys.h"
+#include "core/rulestore.h"
 #include "worker/internal.h"
 
 /* ms in which the rolling check passes over every shard's copy (as skew.c's) */
@@ -348,6 +349,31 @@ static int write_pending(struct worker *w, int *failed)
 	return 0;
 }
 
+/*
+ * Copies seen at a later version of the target's epoch: left alone while
+ * the store is ahead of the target (another daemon reloaded first; this one
+ * reloads at its next step), written when it is not (the store's version
+ * went back in the same epoch: its version key was lost and marked again,
+ * or a copy was edited by hand).  0 or an rconn error.
+ */
+static int settle_newer(struct worker *w)
+{
+	struct copies_state *c = &w->copies;
+	uint64_t v;
+	int rc;
+
+	if (!memchr(c->state, COPY_NEWER, sizeof(c->state)))
+		return 0;
+	if ((rc = rulestore_version(w->conn, w->prefix, &v)))
+		return rc == -EBADMSG ? 0 : rc; /* a version key of another type: the reload reports it */
+	if (v > c->version)
+		return 0;
+	for (size_t k = 0; k < SHARD_COUNT; k++)
+		if (c->state[k] == COPY_NEWER)
+			c->state[k] = COPY_STALE;
+	return 0;
+}
+
 int copies_step(struct worker *w, int64_t now, int all)
 {
 	struct copies_state *c = &w->copies;
@@ -369,7 +395,7 @@ int copies_step(struct worker *w, int64_t now, int all)
 	c->connects = connects;
 	c->check_all = 0;
 	if (c->pending && now >= c->retry_ms) {
-		if ((rc = write_pending(w, &failed)))
+		if ((rc = settle_newer(w)) || (rc = write_pending(w, &failed)))
 			goto out;
 		c->retry_ms = failed ? now + COPIES_RETRY_MS : INT64_MIN;
 	}

@@ -244,7 +244,8 @@ void copies_free(struct copies_state *c);
  * ":version" read with HGET; then every copy at another version gets, in
  * one round trip per up to 128 shards, HKEYS, then HDEL of the names the
  * ruleset lacks and one HSET of every rule and ":version" (last).  A copy
- * at a later version of the same epoch is left alone (another daemon
+ * at a later version of the same epoch is left alone while the store's
+ * version (one GET) is later than the ruleset's too (another daemon
  * reloaded first; this one reloads at its next step).  A refused read or
  * write (out of memory, a copy of another type) is kept pending and tried
  * again COPIES_RETRY_MS later: only c->error says so, the step goes on.
