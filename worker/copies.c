@@ -109,7 +109,8 @@ static int build_target(struct copies_state *c, const struct ruleset *rs)
 		if (rc)
 			return -ENOMEM;
 	}
-	qsort(c->names, c->nnames, sizeof(*c->names), by_str);
+	if (c->nnames > 1)
+		qsort(c->names, c->nnames, sizeof(*c->names), by_str);
 	snprintf(c->text, sizeof(c->text), "%s:%" PRIu64, rs->epoch, rs->version);
 	if (cmdargs_str(&c->fields, COPIES_VERSION) || cmdargs_str(&c->fields, c->text))
 		return -ENOMEM;
