@@ -184,8 +184,8 @@ run: deps
 
 bench:
 	@BENCH=1 tools/deps.sh
-	@$(MAKE) --no-print-directory $(B)/bin/sluiced $(B)/bench/drain_bench
-	SLUICED=$(B)/bin/sluiced DRAIN_BENCH=$(B)/bench/drain_bench bench/bench.sh
+	@$(MAKE) --no-print-directory $(B)/bin/sluiced $(B)/bench/drain_bench $(B)/bench/copies_bench
+	SLUICED=$(B)/bin/sluiced DRAIN_BENCH=$(B)/bench/drain_bench COPIES_BENCH=$(B)/bench/copies_bench bench/bench.sh
 	SLUICED=$(B)/bin/sluiced bench/http.sh
 	bench/shard_lua.sh
 
@@ -194,6 +194,9 @@ $(B)/bench/%.o: bench/%.c | check-deps
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(PKG_CFLAGS) -c $< -o $@
 
 $(B)/bench/drain_bench: $(B)/bench/drain_bench.o $(B)/libsluice.a
+	$(CC) $(CFLAGS) $^ $(LDFLAGS) $(LDLIBS) -o $@
+
+$(B)/bench/copies_bench: $(B)/bench/copies_bench.o $(B)/libsluice.a
 	$(CC) $(CFLAGS) $^ $(LDFLAGS) $(LDLIBS) -o $@
 
 # Before any compile (order-only, so nothing rebuilds for it), in a recipe and

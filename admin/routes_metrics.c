@@ -258,6 +258,16 @@ static int put_worker_gauges(struct strbuf *b, const struct worker_status *st)
 		      "Shards whose rules copy is not known to hold max_clock_skew_ms (their scripts use the default).") ||
 	     mprintf(b, "sluice_skew_shards_pending %zu\n", st->skew_pending)))
 		return -ENOMEM;
+	if (st->copies_on &&
+	    (put_head(b, "sluice_rule_copies_pending", "gauge",
+		      "Shards whose rules copy is not known to hold the rules' version (scripts there may read others).") ||
+	     mprintf(b, "sluice_rule_copies_pending %zu\n", st->copies_pending) ||
+	     put_head(b, "sluice_rule_copies_version", "gauge",
+		      "The rules' version the worker brings every shard's rules copy to (0 before the rules loaded).") ||
+	     mprintf(b, "sluice_rule_copies_version %llu\n", (unsigned long long)st->copies_rules_version) ||
+	     put_head(b, "sluice_rule_copies_written_total", "counter", "Shards' rules copies written since start.") ||
+	     mprintf(b, "sluice_rule_copies_written_total %llu\n", (unsigned long long)st->copies_written)))
+		return -ENOMEM;
 	return put_head(b, "sluice_worker_redis_up", "gauge", "1 when the worker's last tick reached Redis.") ||
 	       mprintf(b, "sluice_worker_redis_up %d\n", st->redis_up) ||
 	       put_head(b, "sluice_rules_loaded", "gauge", "Rules the worker holds.") ||

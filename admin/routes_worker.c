@@ -131,6 +131,27 @@ static int add_skew(cJSON *o, const struct worker_status *st)
 		       ? -ENOMEM : 0;
 }
 
+/*
+ * "rule_copies": the store version ("<epoch>:<version>", as in every
+ * copy's ":version") the worker brings every shard's rules copy to (null
+ * when it keeps none, "" before the rules loaded), how many copies are not
+ * known to hold it, how many it wrote since start, and why the last write
+ * or check failed.  0 or -ENOMEM.
+ */
+static int add_copies(cJSON *o, const struct worker_status *st)
+{
+	cJSON *k = add_object(o, "rule_copies");
+
+	return !k ||
+	       !(st->copies_on ? cJSON_AddStringToObject(k, "version", st->copies_version)
+			       : cJSON_AddNullToObject(k, "version")) ||
+	       jsonv_add_int(k, "shards_pending", (int64_t)st->copies_pending) ||
+	       jsonv_add_int(k, "shards_written", (int64_t)st->copies_written) ||
+	       !(st->copies_error[0] ? cJSON_AddStringToObject(k, "last_error", st->copies_error)
+				     : cJSON_AddNullToObject(k, "last_error"))
+		       ? -ENOMEM : 0;
+}
+
 /* Both jobs' counters added up, the last error, the rules the worker holds.  0 or -ENOMEM. */
 static int add_totals(cJSON *o, const struct worker_status *st)
 {
@@ -193,7 +214,8 @@ void route_worker(struct api *a, struct api_response *res)
 	}
 	if (add_totals(o, &st) || !(jobs = cJSON_AddObjectToObject(o, "jobs")) ||
 	    add_job(jobs, "drain", "drained", &st.job[WORKER_DRAIN]) ||
-	    add_job(jobs, "prune", "pruned", &st.job[WORKER_PRUNE]) || add_layouts(o, &st) || add_skew(o, &st)) {
+	    add_job(jobs, "prune", "pruned", &st.job[WORKER_PRUNE]) || add_layouts(o, &st) || add_skew(o, &st) ||
+	    add_copies(o, &st)) {
 		cJSON_Delete(o);
 		o = NULL;
 	}

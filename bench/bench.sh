@@ -20,6 +20,10 @@
 #    drains those, then nothing is due for ~16 min; Redis busy % (INFO cpu)
 #    with nothing due, against Redis alone on the same data just before;
 #    peak RSS (VmHWM).
+# 4. copies (COPIES_BENCH=<copies_bench binary>; bench/copies_bench.c): the
+#    time from a rule change to all 1024 shards' rules copies holding it,
+#    as one worker step after rulestore_put (10 and 1000 rules), and from
+#    PUT /v1/rules through the real sluiced at its default intervals.
 # Figures, not pass/fail: each is printed beside its target and its 0.1
 # figure (the issue's), and ratios are against a baseline of the same run.
 # A part that cannot run yet (a script not on the layout-2 contract, a
@@ -35,7 +39,7 @@
 # sweep and prune), BENCH_DEPTH (128, the baselines' pipeline),
 # BENCH_CALLS (20000 a client run), BENCH_RSS_PATHS ("10000 1000000"),
 # BENCH_DAEMON_DUE (10000 of them due at the daemon's start),
-# BENCH_IDLE_SECS (10), BENCH_PARTS ("ticks sweep prune client daemon"),
+# BENCH_IDLE_SECS (10), BENCH_PARTS ("ticks sweep prune client daemon copies"),
 # BENCH_PIN (1; 0 = no taskset).
 set -euo pipefail
 
@@ -52,7 +56,7 @@ CALLS=${BENCH_CALLS:-20000}
 RSS_PATHS=${BENCH_RSS_PATHS:-"10000 1000000"}
 DAEMON_DUE=${BENCH_DAEMON_DUE:-10000}
 IDLE_SECS=${BENCH_IDLE_SECS:-10}
-PARTS=${BENCH_PARTS:-"ticks sweep prune client daemon"}
+PARTS=${BENCH_PARTS:-"ticks sweep prune client daemon copies"}
 
 BENCH_NAME=bench
 # shellcheck source=bench/lib.sh
@@ -185,6 +189,37 @@ daemon_run() {
 	echo "    commands a second:$D_CALLS"
 }
 
+# The rule copies: a worker step after rulestore_put, then PUT through sluiced.  Appends to $TMP/copies.out.
+copies_run() {
+	local log="$TMP/sluiced.copies.log" port='' i rc=0
+	[ -n "${COPIES_BENCH:-}" ] || { echo "== copies: COPIES_BENCH not set, left out"; return 0; }
+	echo "== rule copies (bench/copies_bench.c)"
+	cli flushdb >/dev/null
+	: >"$TMP/copies.out"
+	for n in 10 1000; do
+		"${PIN_CLIENT[@]}" "$COPIES_BENCH" worker --redis "$URL" --rules "$n" --repeat "$REPEAT" | tee -a "$TMP/copies.out" ||
+			FAILED+=("copies_bench worker --rules $n")
+	done
+	cli flushdb >/dev/null
+	"${PIN_CLIENT[@]}" "$SLUICED" --redis "$URL" --listen 127.0.0.1:0 2>"$log" &
+	DAEMON_PID=$!
+	for i in $(seq 100); do
+		kill -0 "$DAEMON_PID" 2>/dev/null || { cat "$log" >&2; die "sluiced exited at start"; }
+		port=$(sed -n 's/.*event=started .*listen=127\.0\.0\.1:\([0-9][0-9]*\).*/\1/p' "$log" | head -1)
+		[ -n "$port" ] && grep -q 'event=rule_copies_synced' "$log" && break
+		sleep 0.1
+	done
+	[ -n "$port" ] || { cat "$log" >&2; die "sluiced did not log its listen port"; }
+	"${PIN_CLIENT[@]}" "$COPIES_BENCH" daemon --redis "$URL" --admin "$port" --repeat $((REPEAT * 5)) | tee -a "$TMP/copies.out" ||
+		FAILED+=("copies_bench daemon")
+	kill -TERM "$DAEMON_PID"
+	wait "$DAEMON_PID" || rc=$?
+	DAEMON_PID=
+	[ "$rc" -eq 0 ] || FAILED+=("sluiced exited $rc after SIGTERM (copies)")
+	cli flushdb >/dev/null
+	echo
+}
+
 start_redis
 URL="redis://127.0.0.1:$REDIS_PORT/0"
 
@@ -207,12 +242,13 @@ for p in $PARTS; do
 		done
 		echo
 		;;
+	copies) copies_run ;;
 	*) die "unknown part \"$p\" in BENCH_PARTS" ;;
 	esac
 done
 
 echo "== summary"
-for p in ticks sweep prune client; do
+for p in ticks sweep prune client copies; do
 	[ -f "$TMP/$p.out" ] && sed -n 's/^RESULT //p' "$TMP/$p.out"
 done
 if [ "${#D_N[@]}" -gt 0 ]; then

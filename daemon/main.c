@@ -68,6 +68,7 @@ struct daemon {
 	struct sched *sched;
 	struct job_ctx jobs[WORKER__JOBS];
 	struct skew_log skew;
+	struct skew_log copies;  /* the same for the rule copies */
 };
 
 static int64_t mono_us(void *arg)
@@ -173,6 +174,35 @@ static void log_skew(struct daemon *d)
 	}
 }
 
+/*
+ * The same for the rules in the shards' copies: rule_copies_synced (with
+ * the version, "<epoch>:<version>") when every copy holds the version and
+ * some were written since the last such line, rule_copies_sync_failed once
+ * per reason.
+ */
+static void log_copies(struct daemon *d)
+{
+	struct worker_status ws;
+	char q[200], v[100];
+
+	worker_status(d->worker, &ws);
+	if (!ws.copies_on)
+		return;
+	log_quote(v, sizeof(v), ws.copies_version, strlen(ws.copies_version));
+	if (ws.copies_error[0] && (!d->copies.failing || strcmp(ws.copies_error, d->copies.why))) {
+		log_event(LOG_WARN, "rule_copies_sync_failed", "version=%s shards_pending=%zu reason=%s retry=1s", v,
+			  ws.copies_pending, log_quote(q, sizeof(q), ws.copies_error, strlen(ws.copies_error)));
+		d->copies.failing = 1;
+		snprintf(d->copies.why, sizeof(d->copies.why), "%s", ws.copies_error);
+	}
+	if (ws.copies_pending == 0 && (ws.copies_written != d->copies.written || d->copies.failing)) {
+		log_event(LOG_INFO, "rule_copies_synced", "version=%s shards_written=%llu", v,
+			  (unsigned long long)(ws.copies_written - d->copies.written));
+		d->copies.written = ws.copies_written;
+		d->copies.failing = 0;
+	}
+}
+
 static int run_job(void *arg)
 {
 	struct job_ctx *j = arg;
@@ -193,6 +223,7 @@ static int run_job(void *arg)
 		worker_note_schedule(d->worker, j->job, st.last_lag_us, st.overruns);
 	rc = worker_step(d->worker, j->job, j->budget_us, -1, &res);
 	log_skew(d);
+	log_copies(d);
 	if (rc) {
 		if (!j->failing) {
 			struct worker_status ws;
@@ -393,7 +424,7 @@ int main(int argc, char **argv)
 		struct worker_config wc = {
 			.redis = &d.cfg.redis, .timeout_ms = d.cfg.redis_timeout_ms, .prefix = d.cfg.prefix,
 			.batch_size = (size_t)d.cfg.batch_size, .layouts = d.layouts, .nlayouts = d.nlayouts,
-			.write_skew = 1, .max_clock_skew_ms = d.cfg.max_clock_skew_ms,
+			.write_skew = 1, .max_clock_skew_ms = d.cfg.max_clock_skew_ms, .write_rules = 1,
 		};
 		struct api_config ac = {
 			.redis = &d.cfg.redis, .timeout_ms = d.cfg.redis_timeout_ms, .prefix = d.cfg.prefix,

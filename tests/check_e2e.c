@@ -668,6 +668,97 @@ START_TEST(two_daemons_share_rules)
 }
 END_TEST
 
+/* How many of the 1024 shards' rules copies on `c` hold field `name` = `text` (NULL: lack the field). */
+static int copies_with_rule(redisContext *c, const char *name, const char *text)
+{
+	int n = 0;
+
+	for (unsigned k = 0; k < 1024; k++)
+		redisAppendCommand(c, "HGET sluice:{%u}:rules %s", k, name);
+	for (unsigned k = 0; k < 1024; k++) {
+		redisReply *r = NULL;
+
+		ck_assert_int_eq(redisGetReply(c, (void **)&r), REDIS_OK);
+		n += text ? r->type == REDIS_REPLY_STRING && !strcmp(r->str, text) : r->type == REDIS_REPLY_NIL;
+		freeReplyObject(r);
+	}
+	return n;
+}
+
+/* ck_wait_until condition: every copy holds ":version" = the store's "<epoch>:<version>". */
+static int copies_at_store_version(redisContext *c)
+{
+	redisReply *m = test_cmd(c, "MGET sluice:rules:version sluice:rules:epoch");
+	char want[96];
+	int n = 0;
+
+	snprintf(want, sizeof(want), "%s:%s", m->element[1]->type == REDIS_REPLY_STRING ? m->element[1]->str : "",
+		 m->element[0]->type == REDIS_REPLY_STRING ? m->element[0]->str : "0");
+	freeReplyObject(m);
+	for (unsigned k = 0; k < 1024; k++)
+		redisAppendCommand(c, "HGET sluice:{%u}:rules :version", k);
+	for (unsigned k = 0; k < 1024; k++) {
+		redisReply *r = NULL;
+
+		ck_assert_int_eq(redisGetReply(c, (void **)&r), REDIS_OK);
+		n += r->type == REDIS_REPLY_STRING && !strcmp(r->str, want);
+		freeReplyObject(r);
+	}
+	return n == 1024;
+}
+
+/*
+ * Two daemons on one Redis, each keeping every shard's rules copy: a rule
+ * PUT through A is in all 1024 copies within a tick or so (asserted: 2 s),
+ * whichever daemon wrote them, and B then reports every copy at that
+ * version; a DELETE through B leaves no copy holding it.  Neither writes
+ * again what the other wrote.
+ */
+static const char *const SHARED_TEXT =
+	"{\"name\":\"shared\",\"match\":\"/shared/*\",\"algorithm\":\"leaky_bucket\",\"capacity\":5,\"rate\":1000}";
+
+START_TEST(two_daemons_keep_rule_copies)
+{
+	struct daemon_proc a, b;
+	long long t0, took;
+	cJSON *ja = NULL, *jb = NULL;
+
+	start_daemon(&a, R.url);
+	start_daemon(&b, R.url);
+	wait_worker_connected(&a);
+	wait_worker_connected(&b);
+	ck_wait_until(copies_with_rule(C, "e2e-log", NULL) == 0 && copies_at_store_version(C), 3000,
+		      "the config's rules were not copied within 3 s");
+	t0 = test_now_ms();
+	ck_assert_int_eq(http_status(a.port, "PUT", "/v1/rules/shared",
+				     "{\"match\":\"/shared/*\",\"algorithm\":\"leaky_bucket\",\"capacity\":5,\"rate\":1000}"),
+			 201);
+	ck_wait_until_every(copies_with_rule(C, "shared", SHARED_TEXT) == 1024, 2000, 1,
+			    "the rule PUT through A is not in every copy within 2 s");
+	took = test_now_ms() - t0;
+	ck_assert_msg(copies_at_store_version(C), "copies hold the rule but not the store's version");
+	/* both daemons see every copy at the store's version, and wrote each copy once between them */
+	ck_wait_until(jint(refetch(&ja, a.port, "/v1/worker"), "rule_copies.shards_pending") == 0 &&
+			      jint(refetch(&jb, b.port, "/v1/worker"), "rule_copies.shards_pending") == 0 &&
+			      !strcmp(cJSON_GetObjectItem(cJSON_GetObjectItem(ja, "rule_copies"), "version")->valuestring,
+				      cJSON_GetObjectItem(cJSON_GetObjectItem(jb, "rule_copies"), "version")->valuestring),
+		      1000, "A and B do not agree that every copy is at the store's version");
+	fprintf(stderr, "two_daemons_keep_rule_copies: PUT to all 1024 copies in %lld ms (A wrote %lld, B %lld)\n",
+		took, jint(ja, "rule_copies.shards_written"), jint(jb, "rule_copies.shards_written"));
+	/* two versions (the config's, then the PUT), each copy written at most once per daemon and version */
+	ck_assert_msg(jint(ja, "rule_copies.shards_written") + jint(jb, "rule_copies.shards_written") <= 4 * 1024,
+		      "more writes than once per copy, daemon and version");
+	/* a DELETE through B */
+	ck_assert_int_eq(http_status(b.port, "DELETE", "/v1/rules/shared", NULL), 200);
+	ck_wait_until(copies_with_rule(C, "shared", NULL) == 1024 && copies_at_store_version(C), 2000,
+		      "the rule deleted through B is still in some copy after 2 s");
+	cJSON_Delete(ja);
+	cJSON_Delete(jb);
+	ck_assert_int_eq(stop_daemon(&a), 0);
+	ck_assert_int_eq(stop_daemon(&b), 0);
+}
+END_TEST
+
 START_TEST(sighup_reloads_config)
 {
 	struct daemon_proc d;
@@ -856,6 +947,7 @@ static Suite *e2e_suite(void)
 	tcase_add_test(tc, redis_down_at_start);
 	tcase_add_test(tc, bad_config_exits_2_and_touches_nothing);
 	tcase_add_test(tc, two_daemons_share_rules);
+	tcase_add_test(tc, two_daemons_keep_rule_copies);
 	tcase_add_test(tc, sighup_reloads_config);
 	tcase_add_test(tc, non_loopback_needs_token);
 	tcase_add_test(tc, help_and_version);

@@ -7,6 +7,8 @@
  *   walk.c      one budgeted step over foreign layouts: the registry walk, page after page
  *   jobs.c      one page's batched job script call, built and its reply read
  *   status.c    counters, and sweeps requested by other threads
+ *   skew.c      max_clock_skew_ms in every shard's rules copy
+ *   copies.c    the rules in every shard's rules copy
  */
 #include <pthread.h>
 
@@ -77,6 +79,38 @@ struct skew_state {
 	char error[160];                 /* why the last write or check failed; "" */
 };
 
+enum { COPY_UNKNOWN = 0, COPY_OK, COPY_STALE, COPY_NEWER };
+
+/*
+ * The rules in every shard's rules copy (copies.c): field <name> = the
+ * rule's canonical JSON, field ":version" = "<epoch>:<version>" of the
+ * store the copy reflects.  The target is the ruleset the worker loaded.
+ */
+struct copies_state {
+	int on;                          /* the worker keeps the copies */
+	int have;                        /* a target is built (the rules were loaded once) */
+	uint64_t version;                /* the target's store version and epoch */
+	char epoch[40];
+	char text[64];                   /* "<epoch>:<version>", as written to ":version" */
+	struct cmdargs fields;           /* the HSET tail: name1 json1 ... ":version" text */
+	size_t field_bytes;              /* bytes of `fields` */
+	char **names;                    /* the target's rule names, sorted by strcmp; owned */
+	size_t nnames;
+	unsigned char state[SHARD_COUNT]; /* COPY_UNKNOWN, COPY_OK (seen or written at the target),
+					  * COPY_STALE (seen at another version: to be written),
+					  * COPY_NEWER (seen at a later version of the same epoch,
+					  * written by a daemon that reloaded first: left alone) */
+	size_t pending;                  /* shards not COPY_OK */
+	struct roll check;               /* the rolling check of the copies' ":version" */
+	int check_all;                   /* the next step checks every shard */
+	int64_t retry_ms;                /* after a refused write: not again before (steps' clock) */
+	uint64_t connects;               /* the connection's count at the last step */
+	uint64_t written;                /* copies written since start */
+	struct rbatch *wbatch;           /* the writes of one round trip (w->batch holds the reads) */
+	struct cmdargs cmd;              /* one command being built */
+	char error[160];                 /* why the last write or check failed; "" */
+};
+
 /* Where one job's walk stands: the layouts it maintains and the cursor in them. */
 struct job_state {
 	struct due_state *due;   /* sluice's own layouts of this job (ndue), walked by due index */
@@ -109,6 +143,7 @@ struct worker {
 	struct rbatch *batch;
 	struct job_batch jb;
 	struct skew_state skew;
+	struct copies_state copies;
 
 	pthread_mutex_t lock;    /* guards st and the request fields below */
 	struct worker_status st;
@@ -196,6 +231,27 @@ void skew_init(struct skew_state *s, int64_t ms);
  * be reached, or -ENOMEM.
  */
 int skew_step(struct worker *w, int64_t now, int all);
+
+/* Start keeping the rules in every shard's copy (copies.c); 0 or -ENOMEM. */
+int copies_init(struct copies_state *c);
+/* Free what copies_init and the steps allocated; a zeroed state is a no-op. */
+void copies_free(struct copies_state *c);
+/*
+ * Bring the shards' rules copies to the worker's ruleset (w->rules; nothing
+ * before it was loaded once) at `now` (ms, the steps' clock): a new version
+ * makes every copy checked; otherwise the rolling slice (SKEW_CHECK_MS's
+ * pace; every shard with `all`, after a reconnect, or when asked) has its
+ * ":version" read with HGET; then every copy at another version gets, in
+ * one round trip per up to 128 shards, HKEYS, then HDEL of the names the
+ * ruleset lacks and one HSET of every rule and ":version" (last).  A copy
+ * at a later version of the same epoch is left alone while the store's
+ * version (one GET) is later than the ruleset's too (another daemon
+ * reloaded first; this one reloads at its next step).  A refused read or
+ * write (out of memory, a copy of another type) is kept pending and tried
+ * again COPIES_RETRY_MS later: only c->error says so, the step goes on.
+ * 0, or the rconn error when Redis could not be reached, or -ENOMEM.
+ */
+int copies_step(struct worker *w, int64_t now, int all);
 
 /* Set job's last_error (printf of `fmt` with one string). */
 void status_error(struct worker *w, enum worker_job job, const char *fmt, const char *detail);

@@ -81,6 +81,12 @@ struct worker_status {
 	size_t skew_pending;     /* shards whose copy is not known to hold it (0: all do) */
 	uint64_t skew_written;   /* copies written since start */
 	char skew_error[160];    /* why the last write or check of a copy failed; "" */
+	int copies_on;           /* the worker keeps the rules in every shard's rules copy */
+	char copies_version[64]; /* "<epoch>:<version>" the copies are brought to; "" before the rules loaded */
+	uint64_t copies_rules_version; /* its version part (0 before) */
+	size_t copies_pending;   /* shards whose copy is not known to hold that version (0: all do) */
+	uint64_t copies_written; /* copies written since start */
+	char copies_error[160];  /* why the last write or check of a rule copy failed; "" */
 };
 
 /* Result of one step (also folded into the status). */

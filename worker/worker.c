@@ -52,6 +52,11 @@ struct worker *worker_new(const struct worker_config *cfg)
 	w->st.nlayouts = cfg->nlayouts;
 	if (cfg->write_skew)
 		skew_init(&w->skew, cfg->max_clock_skew_ms);
+	if (cfg->write_rules && copies_init(&w->copies)) {
+		requests_destroy(w);
+		free(w);
+		return NULL;
+	}
 	for (size_t i = 0; i < cfg->nlayouts; i++) {
 		struct job_state *js = &w->jobs[job_of(&cfg->layouts[i])];
 
@@ -77,6 +82,8 @@ struct worker *worker_new(const struct worker_config *cfg)
 	}
 	w->st.skew_ms = w->skew.on ? w->skew.ms : -1;
 	w->st.skew_pending = w->skew.on ? w->skew.pending : 0;
+	w->st.copies_on = w->copies.on;
+	w->st.copies_pending = w->copies.on ? SHARD_COUNT : 0;
 	w->conn = rconn_new(cfg->redis, cfg->timeout_ms);
 	w->prefix = strdup(cfg->prefix);
 	w->batch = rbatch_new();
@@ -97,6 +104,7 @@ void worker_free(struct worker *w)
 	rbatch_free(w->batch);
 	ruleset_clear(&w->rules);
 	job_batch_free(&w->jb);
+	copies_free(&w->copies);
 	free(w->prefix);
 	requests_destroy(w);
 	free(w);
@@ -162,10 +170,14 @@ static int step_prepare(struct worker *w, enum worker_job job, int64_t now_ms, i
 	if ((rc = refresh_rules(w, &changed)))
 		goto fail;
 	what = "redis";
-	if (now_ms < 0 && (w->jobs[job].ndue || w->skew.on) && (rc = redis_now(w, now)))
+	if (now_ms < 0 && (w->jobs[job].ndue || w->skew.on || w->copies.on) && (rc = redis_now(w, now)))
 		goto fail;
 	/* a sweep checks every copy; so does a change of the rules (Redis may have lost its data) */
 	if ((rc = skew_step(w, *now, full || changed)))
+		goto fail;
+	/* the rule copies: every one at a prune step too (1024 HGETs in 4 round trips) */
+	what = "rule copies";
+	if ((rc = copies_step(w, *now, full || changed || job == WORKER_PRUNE)))
 		goto fail;
 	return 0;
 fail:

@@ -27,7 +27,8 @@
  * whose rule is of another algorithm, is left alone and counted as unmatched.
  *
  * The worker also keeps the skew horizon (config max_clock_skew_ms) in every
- * shard's rules copy, where the scripts read it (worker/skew.c).
+ * shard's rules copy, where the scripts read it (worker/skew.c), and the
+ * rules themselves, which scripts called by rule name read (worker/copies.c).
  *
  * Threads: one worker is driven by one thread (it owns its Redis connection).
  * worker_status() may be called from any thread.
@@ -51,6 +52,8 @@ struct worker_config {
 	int write_skew;                   /* keep max_clock_skew_ms in every shard's rules copy
 					   * (0: leave the copies alone; the scripts use their default) */
 	int64_t max_clock_skew_ms;        /* with write_skew: the skew horizon, ms >= 0 */
+	int write_rules;                  /* keep the loaded rules in every shard's rules copy
+					   * (worker/copies.c; 0: leave the rule fields alone) */
 };
 
 
@@ -72,7 +75,7 @@ void worker_set_skew(struct worker *w, int64_t ms);
  * the scripts as "now" and is the step's clock (tests, benchmarks); -1 lets
  * each script use Redis TIME, and the step reads TIME once for its own
  * decisions.  Reloads the rules first when their version changed, and keeps
- * the skew copies.
+ * the skew copies and the rule copies (all 1024 checked at a prune step).
  * 0 with *res (may be NULL) filled, or a negative errno (-EIO, -EAGAIN: Redis
  * down; -ENOSPC: Redis out of memory; -EBADMSG: Redis refused a call, e.g. a
  * registry of another type; -EPROTO: unexpected reply); the position is kept

@@ -1,0 +1,410 @@
+/*
+ * The rules in every shard's rules copy (DESIGN.md, "Rules"): a client
+ * script called with a rule reference reads the rule from its own shard's
+ * <prefix>{k}:rules, in its shard's slot, on one Redis or on a Cluster.
+ * The format, which lua/lib/ruleset.lua reads:
+ *
+ *   <rule name>   the rule's canonical JSON (rule_to_text, the store's text)
+ *   :version      "<epoch>:<version>" of the store the copy reflects
+ *                 (decimal version; "" epoch when the store has none)
+ *   :max_clock_skew_ms, and any field starting with ':', is not a rule
+ *                 (skew.c keeps that one; a rule name holds no ':')
+ *
+ * A copy holds exactly the rules the worker loaded (rulestore_refresh: the
+ * store's valid rules): a name the ruleset lacks is HDEL'd.  One copy is
+ * brought to the target by HDEL of those names, then one HSET of every rule
+ * with ":version" its last field, both atomic per copy, so a copy whose
+ * ":version" is the store's holds that version's rules.
+ *
+ * When: every copy is checked (HGET of ":version", pipelined) at the first
+ * step, after a reload of the rules, after a reconnect, and when the caller
+ * asks (a sweep, every prune step); otherwise a rolling slice, all of them
+ * every SKEW_CHECK_MS, so a copy lost with Redis's data (FLUSHALL, a restart
+ * without persistence) or edited by hand is written again.  Only copies at
+ * another version are written, so a daemon that starts on copies in place
+ * writes nothing.  With several daemons, each keeps every copy: one that
+ * has not reloaded yet leaves alone a copy of a later version of the same
+ * epoch while the store's version is later too (a copy of another epoch is
+ * written: the store lost its data and the epoch is new).  A write Redis refuses is retried every
+ * COPIES_RETRY_MS; meanwhile the status says how many shards are pending,
+ * and why.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/keys.h"
+#include "core/rulestore.h"
+#include "worker/internal.h"
+
+/* ms in which the rolling check passes over every shard's copy (as skew.c's) */
+#define COPIES_CHECK_MS 5000
+/* ms between tries of a write Redis refused */
+#define COPIES_RETRY_MS 1000
+/* commands per round trip */
+#define COPIES_DEPTH 256
+/* shards per write round trip (HDEL + HSET each: COPIES_DEPTH commands) */
+#define COPIES_CHUNK (COPIES_DEPTH / 2)
+/* bytes of HSET payload per round trip, above which a chunk has fewer shards */
+#define COPIES_BYTES (4u << 20)
+#define COPIES_VERSION ":version"
+
+int copies_init(struct copies_state *c)
+{
+	memset(c, 0, sizeof(*c));
+	if (!(c->wbatch = rbatch_new()))
+		return -ENOMEM;
+	c->on = 1;
+	c->pending = SHARD_COUNT; /* none known to hold the rules before they are loaded */
+	roll_init(&c->check);
+	c->retry_ms = INT64_MIN;
+	return 0;
+}
+
+static void free_names(struct copies_state *c)
+{
+	for (size_t i = 0; i < c->nnames; i++)
+		free(c->names[i]);
+	free(c->names);
+	c->names = NULL;
+	c->nnames = 0;
+}
+
+void copies_free(struct copies_state *c)
+{
+	free_names(c);
+	cmdargs_free(&c->fields);
+	cmdargs_free(&c->cmd);
+	rbatch_free(c->wbatch);
+	c->wbatch = NULL;
+}
+
+static int by_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Build the target from `rs` (loaded): the HSET tail and the sorted names.  0 or -ENOMEM (c->have = 0). */
+static int build_target(struct copies_state *c, const struct ruleset *rs)
+{
+	int rc = 0;
+
+	c->have = 0;
+	free_names(c);
+	cmdargs_reset(&c->fields);
+	if (rs->n && !(c->names = calloc(rs->n, sizeof(*c->names))))
+		return -ENOMEM;
+	for (size_t i = 0; i < rs->n; i++) {
+		char *text = rule_to_text(rs->v[i]);
+
+		if (!text || !(c->names[c->nnames] = strdup(rs->v[i]->name))) {
+			free(text);
+			return -ENOMEM;
+		}
+		c->nnames++;
+		rc = cmdargs_str(&c->fields, rs->v[i]->name) || cmdargs_str(&c->fields, text);
+		free(text);
+		if (rc)
+			return -ENOMEM;
+	}
+	if (c->nnames > 1)
+		qsort(c->names, c->nnames, sizeof(*c->names), by_str);
+	snprintf(c->text, sizeof(c->text), "%s:%" PRIu64, rs->epoch, rs->version);
+	if (cmdargs_str(&c->fields, COPIES_VERSION) || cmdargs_str(&c->fields, c->text))
+		return -ENOMEM;
+	c->field_bytes = c->fields.buf.len;
+	c->version = rs->version;
+	memcpy(c->epoch, rs->epoch, sizeof(c->epoch));
+	c->have = 1;
+	/* a new version: every copy is checked, and written unless it holds it already */
+	memset(c->state, COPY_UNKNOWN, sizeof(c->state));
+	c->pending = SHARD_COUNT;
+	c->check_all = 1;
+	c->retry_ms = INT64_MIN;
+	return 0;
+}
+
+/* Note why shard k's copy could not be read or written, when it is the step's first failure. */
+static void copies_fail(struct copies_state *c, unsigned k, const char *what, const redisReply *e, int *failed)
+{
+	if (!*failed)
+		snprintf(c->error, sizeof(c->error), "%s of shard %u's rules copy: %s", what, k, reply_describe(e));
+	*failed = 1;
+}
+
+/* Start c->cmd as "<cmd> <prefix>{k}:rules".  0 or -ENOMEM. */
+static int cmd_start(struct copies_state *c, const char *prefix, const char *cmd, unsigned k)
+{
+	cmdargs_reset(&c->cmd);
+	if (cmdargs_str(&c->cmd, cmd) || cmdargs_end(&c->cmd, keys_shard(cmdargs_begin(&c->cmd), prefix, k, "rules")))
+		return -ENOMEM;
+	return 0;
+}
+
+/* Queue c->cmd followed by `tail` (may be NULL) into `b`.  0 or -ENOMEM. */
+static int cmd_queue(struct copies_state *c, const struct cmdargs *tail, struct rbatch *b)
+{
+	const char *const *argv;
+	const size_t *lens;
+	int argc = cmdargs_view(&c->cmd, tail, &argv, &lens);
+
+	return argc < 0 ? -ENOMEM : rbatch_cmd(b, argc, argv, lens);
+}
+
+/*
+ * What a copy's ":version" reply `e` says against the target: COPY_OK (the
+ * same), COPY_NEWER (the same epoch, a later version), else COPY_STALE.
+ */
+static int judge(const struct copies_state *c, const redisReply *e)
+{
+	const char *v, *colon;
+	size_t len, elen;
+	uint64_t ver = 0;
+
+	if (reply_str(e, &v, &len))
+		return COPY_STALE;
+	if (len == strlen(c->text) && !memcmp(v, c->text, len))
+		return COPY_OK;
+	if (!(colon = memrchr(v, ':', len)) || (elen = (size_t)(colon - v)) != strlen(c->epoch) ||
+	    memcmp(v, c->epoch, elen) || colon + 1 == v + len || v + len - colon > 20)
+		return COPY_STALE;
+	for (const char *p = colon + 1; p < v + len; p++) {
+		if (*p < '0' || *p > '9')
+			return COPY_STALE;
+		ver = ver * 10 + (uint64_t)(*p - '0');
+	}
+	return ver > c->version ? COPY_NEWER : COPY_STALE;
+}
+
+/* Read ":version" of `n` shards from `from` (not those known stale: written anyway).  0 or an rconn error. */
+static int check(struct worker *w, size_t from, size_t n, int *failed)
+{
+	struct copies_state *c = &w->copies;
+	unsigned shard[COPIES_DEPTH];
+	int rc;
+
+	for (size_t i = 0; i < n;) {
+		size_t m = 0;
+
+		rbatch_clear(w->batch);
+		for (; i < n && m < COPIES_DEPTH; i++) {
+			unsigned k = (unsigned)((from + i) % SHARD_COUNT);
+
+			if (c->state[k] == COPY_STALE)
+				continue;
+			if ((rc = cmd_start(c, w->prefix, "HGET", k)) || (rc = cmdargs_str(&c->cmd, COPIES_VERSION)) ||
+			    (rc = cmd_queue(c, NULL, w->batch)))
+				return -ENOMEM;
+			shard[m++] = k;
+		}
+		if (m && (rc = rbatch_run(w->conn, w->batch)))
+			return rc;
+		for (size_t j = 0; j < m; j++) {
+			const redisReply *e = rbatch_reply(w->batch, j);
+			unsigned char *st = &c->state[shard[j]];
+			int now_st = judge(c, e);
+
+			if (e && e->type == REDIS_REPLY_ERROR)
+				copies_fail(c, shard[j], "HGET", e, failed);
+			if (now_st == COPY_OK && *st != COPY_OK)
+				c->pending--;
+			else if (now_st != COPY_OK && *st == COPY_OK)
+				c->pending++;
+			*st = (unsigned char)now_st;
+		}
+	}
+	return 0;
+}
+
+/* Is `name` (`len` bytes) one of the target's rules? */
+static int has_name(const struct copies_state *c, const char *name, size_t len)
+{
+	size_t lo = 0, hi = c->nnames;
+
+	if (memchr(name, '\0', len))
+		return 0;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int d = strncmp(c->names[mid], name, len);
+
+		if (!d && c->names[mid][len])
+			d = 1; /* the name is longer: after */
+		if (!d)
+			return 1;
+		if (d < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return 0;
+}
+
+/*
+ * Queue shard k's writes into c->wbatch from its HKEYS reply `keys`: HDEL
+ * of the fields that are neither the target's rules nor ':' fields (if
+ * any), then the HSET.  *cmds: how many were queued.  0 or -ENOMEM.
+ */
+static int queue_writes(struct worker *w, unsigned k, const redisReply *keys, size_t *cmds)
+{
+	struct copies_state *c = &w->copies;
+	int rc, extra = 0;
+
+	*cmds = 0;
+	if ((rc = cmd_start(c, w->prefix, "HDEL", k)))
+		return rc;
+	for (size_t i = 0; i < keys->elements; i++) {
+		const redisReply *f = keys->element[i];
+
+		if (f->type != REDIS_REPLY_STRING || (f->len && f->str[0] == ':') || has_name(c, f->str, f->len))
+			continue;
+		if (cmdargs_add(&c->cmd, f->str, f->len))
+			return -ENOMEM;
+		extra = 1;
+	}
+	if (extra) {
+		if ((rc = cmd_queue(c, NULL, c->wbatch)))
+			return rc;
+		(*cmds)++;
+	}
+	if ((rc = cmd_start(c, w->prefix, "HSET", k)) || (rc = cmd_queue(c, &c->fields, c->wbatch)))
+		return rc;
+	(*cmds)++;
+	return 0;
+}
+
+/* Write the copies of shards[0..m) (COPY_STALE): HKEYS, then HDEL and HSET.  0 or an rconn error. */
+static int write_chunk(struct worker *w, const unsigned *shard, size_t m, int *failed)
+{
+	struct copies_state *c = &w->copies;
+	size_t first[COPIES_CHUNK], ncmds[COPIES_CHUNK], q = 0;
+	int rc;
+
+	rbatch_clear(w->batch);
+	for (size_t j = 0; j < m; j++)
+		if ((rc = cmd_start(c, w->prefix, "HKEYS", shard[j])) || (rc = cmd_queue(c, NULL, w->batch)))
+			return -ENOMEM;
+	if ((rc = rbatch_run(w->conn, w->batch)))
+		return rc;
+	rbatch_clear(c->wbatch);
+	for (size_t j = 0; j < m; j++) {
+		const redisReply *keys = rbatch_reply(w->batch, j);
+
+		ncmds[j] = 0;
+		first[j] = q;
+		if (!keys || keys->type != REDIS_REPLY_ARRAY) {
+			copies_fail(c, shard[j], "HKEYS", keys, failed);
+			continue;
+		}
+		if ((rc = queue_writes(w, shard[j], keys, &ncmds[j])))
+			return rc;
+		q += ncmds[j];
+	}
+	if (q && (rc = rbatch_run(w->conn, c->wbatch)))
+		return rc;
+	for (size_t j = 0; j < m; j++) {
+		int ok = ncmds[j] > 0;
+
+		for (size_t i = 0; i < ncmds[j]; i++) {
+			const redisReply *e = rbatch_reply(c->wbatch, first[j] + i);
+			long long n;
+
+			if (reply_int(e, &n)) {
+				copies_fail(c, shard[j], i + 1 < ncmds[j] ? "HDEL" : "HSET", e, failed);
+				ok = 0;
+				break;
+			}
+		}
+		if (!ok)
+			continue;
+		c->state[shard[j]] = COPY_OK;
+		c->pending--;
+		c->written++;
+	}
+	rbatch_clear(c->wbatch);
+	return 0;
+}
+
+/* Write every copy known to be stale, in chunks.  0 or an rconn error. */
+static int write_pending(struct worker *w, int *failed)
+{
+	struct copies_state *c = &w->copies;
+	unsigned shard[COPIES_CHUNK];
+	size_t chunk = COPIES_BYTES / (c->field_bytes + 64), k = 0;
+	int rc;
+
+	if (chunk > COPIES_CHUNK)
+		chunk = COPIES_CHUNK;
+	if (chunk == 0)
+		chunk = 1;
+	while (k < SHARD_COUNT) {
+		size_t m = 0;
+
+		for (; k < SHARD_COUNT && m < chunk; k++)
+			if (c->state[k] == COPY_STALE)
+				shard[m++] = (unsigned)k;
+		if (m && (rc = write_chunk(w, shard, m, failed)))
+			return rc;
+	}
+	return 0;
+}
+
+/*
+ * Copies seen at a later version of the target's epoch: left alone while
+ * the store is ahead of the target (another daemon reloaded first; this one
+ * reloads at its next step), written when it is not (the store's version
+ * went back in the same epoch: its version key was lost and marked again,
+ * or a copy was edited by hand).  0 or an rconn error.
+ */
+static int settle_newer(struct worker *w)
+{
+	struct copies_state *c = &w->copies;
+	uint64_t v;
+	int rc;
+
+	if (!memchr(c->state, COPY_NEWER, sizeof(c->state)))
+		return 0;
+	if ((rc = rulestore_version(w->conn, w->prefix, &v)))
+		return rc == -EBADMSG ? 0 : rc; /* a version key of another type: the reload reports it */
+	if (v > c->version)
+		return 0;
+	for (size_t k = 0; k < SHARD_COUNT; k++)
+		if (c->state[k] == COPY_NEWER)
+			c->state[k] = COPY_STALE;
+	return 0;
+}
+
+int copies_step(struct worker *w, int64_t now, int all)
+{
+	struct copies_state *c = &w->copies;
+	uint64_t connects = rconn_connects(w->conn);
+	size_t from, n;
+	int rc = 0, failed = 0;
+
+	if (!c->on || !w->rules.loaded)
+		return 0;
+	if (!c->have || c->version != w->rules.version || strcmp(c->epoch, w->rules.epoch)) {
+		if ((rc = build_target(c, &w->rules)))
+			goto out;
+	}
+	if (connects != c->connects || c->check_all)
+		all = 1; /* a new connection may be a new (empty) Redis */
+	n = roll_slice(&c->check, now, COPIES_CHECK_MS, all, &from);
+	if ((rc = check(w, from, n, &failed)))
+		goto out;
+	c->connects = connects;
+	c->check_all = 0;
+	if (c->pending && now >= c->retry_ms) {
+		if ((rc = settle_newer(w)) || (rc = write_pending(w, &failed)))
+			goto out;
+		c->retry_ms = failed ? now + COPIES_RETRY_MS : INT64_MIN;
+	}
+	if (!failed && !c->pending)
+		c->error[0] = '\0';
+out:
+	if (rc)
+		c->check_all = 1; /* part of it may not have been seen: all of it next time */
+	rbatch_clear(w->batch);
+	return rc;
+}
