@@ -15,11 +15,13 @@ failure.  Needs Debian's python3-redis (tools/deps.sh installs it).
 import binascii
 import json
 import os
+import random
 import shutil
 import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -272,6 +274,297 @@ def run_admin(r, sluiced, lua_dir, tmp):
     check("sluiced exits 0 on SIGTERM", rc == 0, repr(rc))
 
 
+# ---- clients whose clock lags Redis (DESIGN.md, "Time") --------------------------
+#
+# "a client whose clock lags Redis by up to [max_clock_skew_ms] is never admitted
+# more than the rule allows, with or without the daemon."  Each case below sends
+# the same sequence of calls, in real time, to a Redis with a running sluiced (db
+# 0: it drains, prunes, repairs and reclaims every 100 ms) and to one without
+# (db 1 of the same server: no daemon looks at it), each call passing the
+# client's own `now` (ARGV[3]) behind Redis TIME.  The admitted count is exact:
+# what the algorithm's definition (lua/README.md) gives at the times the client
+# passed, served at max(now, the path's time mark); the models below are that
+# definition, written out, run on the same calls.  The issue's cases follow a
+# nominal clock, T0 - lag + offset (T0 = Redis TIME at the start), so that
+# their counts are the numbers in the comments (a call sent late only makes
+# the lag larger: those lags are far inside the horizon); the others read the
+# clock as they send, minus the lag, which stays inside the horizon by
+# LAG_MARGIN (the time a call is in flight).
+#
+# Not here: a lag of exactly max_clock_skew_ms.  A client whose clock is exactly
+# the horizon behind Redis reaches Redis further behind than that by the time
+# its call is in flight, and a worker job run in between acts past its clock.
+
+EPS = 1e-9
+LAG_MARGIN = 500  # ms a call may be sent late and stay within the horizon
+
+
+class LeakyModel:
+    """lua/README.md, "The leaky bucket (meter)": k = floor(rate * (t - last) / 1000 + carry)."""
+
+    def __init__(self, capacity, rate):
+        self.cap, self.rate, self.level, self.last, self.carry = capacity, rate, 0, None, 0.0
+
+    def call(self, now, n):
+        t = now if self.last is None or now >= self.last else self.last
+        if self.level == 0:
+            if self.last is not None:
+                self.last, self.carry = t, 0.0  # an empty bucket earns no credit
+        else:
+            due = self.rate * (t - self.last) / 1000 + self.carry
+            k = int(due + EPS)
+            if k >= self.level:
+                self.level, self.last, self.carry = 0, t, 0.0
+            elif k > 0:
+                self.level, self.last, self.carry = self.level - k, t, max(0.0, due - k)
+        if self.level + n <= self.cap:
+            if self.level == 0:
+                self.last, self.carry = t, 0.0
+            self.level += n
+            return True
+        return False
+
+
+class TokenModel:
+    """lua/README.md, "The token bucket": tokens(t) = min(capacity, tokens + rate * (t - last) / 1000)."""
+
+    def __init__(self, capacity, rate):
+        self.cap, self.rate, self.tokens, self.last = capacity, rate, float(capacity), None
+
+    def call(self, now, n):
+        t = now if self.last is None or now >= self.last else self.last
+        tok = self.cap if self.last is None else min(self.cap, self.tokens + self.rate * (t - self.last) / 1000)
+        if tok + EPS >= n:
+            self.tokens, self.last = tok - n, t
+            return True
+        return False
+
+
+class LogModel:
+    """lua/README.md, "The sliding log": an entry admitted at s counts in [s, s + window)."""
+
+    def __init__(self, limit, window_ms):
+        self.limit, self.window, self.entries = limit, window_ms, []
+
+    def call(self, now, n):
+        t = max(now, self.entries[-1]) if self.entries else now
+        live = [s for s in self.entries if s > t - self.window]
+        if len(live) + n <= self.limit:
+            self.entries = live + [t] * n
+            return True
+        return False
+
+
+class CounterModel:
+    """lua/README.md, "The sliding-window counter": the sum of sub-windows cur - N + 1 .. cur."""
+
+    def __init__(self, limit, window_ms, sub_windows):
+        self.limit, self.n, self.sub = limit, sub_windows, window_ms // sub_windows
+        self.counts, self.mark = {}, None
+
+    def call(self, now, n):
+        t = now if self.mark is None or now >= self.mark else self.mark
+        cur = t // self.sub
+        if sum(self.counts.get(j, 0) for j in range(cur - self.n + 1, cur + 1)) + n <= self.limit:
+            self.counts[cur] = self.counts.get(cur, 0) + n
+            self.mark = t
+            return True
+        return False
+
+
+class FixedModel:
+    """lua/README.md, "The fixed window": at most limit in [k * window_ms, (k + 1) * window_ms)."""
+
+    def __init__(self, limit, window_ms):
+        self.limit, self.window, self.index, self.count, self.mark = limit, window_ms, None, 0, None
+
+    def call(self, now, n):
+        t = now if self.mark is None or now >= self.mark else self.mark
+        w = t // self.window
+        count = self.count if w == self.index else 0
+        if count + n <= self.limit:
+            self.index, self.count, self.mark = w, count + n, t
+            return True
+        return False
+
+
+MODELS = {"leaky_bucket": LeakyModel, "token_bucket": TokenModel, "sliding_log": LogModel,
+          "sliding_counter": CounterModel, "fixed_window": FixedModel}
+
+
+def lag_steady(lag, period=50, span=12000, n=1):
+    """(offset ms, lag ms, n): one call every `period` ms for `span` ms."""
+    return [(i * period, lag, n) for i in range(span // period)]
+
+
+def lag_case(sha, conns, alg, params, path, calls, nominal, t0_ms, t0_local, res):
+    """Sends `calls` (offset, lag, n) at real times t0_local + offset, with now = t0_ms + offset - lag
+    (nominal) or the clock then - lag, to each Redis of `conns`;
+    res[path] = (admitted cost per connection, the model's, the nows admitted and their n, lateness)."""
+    model = MODELS[alg](*[float(p) if "." in p else int(p) for p in params])
+    keys = client_keys(alg, path)
+    got, want, late, admitted_at = [0] * len(conns), 0, 0, []
+    try:
+        for off, lag, n in calls:
+            wait = t0_local + off / 1000 - time.time()
+            if wait > 0:
+                time.sleep(wait)
+            late = max(late, -wait * 1000)
+            now = t0_ms + off - lag if nominal else t0_ms + int((time.time() - t0_local) * 1000) - lag
+            for i, c in enumerate(conns):
+                if c.evalsha(sha[alg], 5, *keys, path, str(n), str(now), "", *params)[0] == 1:
+                    got[i] += n
+                    if i == 0:
+                        admitted_at.append((now, n, lag))
+            if model.call(now, n):
+                want += n
+        res[path] = (got, want, admitted_at, late)
+    except Exception as e:  # reported by the check, not lost in a thread
+        res[path] = (None, want, admitted_at, repr(e))
+
+
+def start_daemon(sluiced, tmp, port, db, extra):
+    conf = os.path.join(tmp, "lag%d.json" % db)
+    listen = free_port()
+    with open(conf, "w") as f:
+        json.dump(dict({"redis": "redis://127.0.0.1:%d/%d" % (port, db), "listen": "127.0.0.1:%d" % listen,
+                        "drain_interval_ms": 100, "prune_interval_ms": 100}, **extra), f)
+    log = open(os.path.join(tmp, "lag%d.log" % db), "w")
+    d = subprocess.Popen([sluiced, "--config", conf], stdout=log, stderr=log)
+    return d, log, listen
+
+
+def stop_daemon(d, log):
+    d.terminate()
+    try:
+        d.wait(10)
+    except subprocess.TimeoutExpired:
+        d.kill()
+    log.close()
+
+
+def run_lag(port, sluiced, lua_dir, tmp):
+    # db 0: sluiced, horizon 10000 (default); db 1: no daemon.
+    # db 2: sluiced with max_clock_skew_ms 1000; db 3: no daemon, the shards' copies say 1000 too.
+    dbs = [redis.Redis(port=port, db=i) for i in range(4)]
+    for r in dbs:
+        r.flushdb()
+    p = dbs[3].pipeline()
+    for k in range(1024):
+        p.hset(b"sluice:{%d}:rules" % k, ":max_clock_skew_ms", "1000")
+    p.execute()
+    daemons = [start_daemon(sluiced, tmp, port, 0, {}), start_daemon(sluiced, tmp, port, 2, {"max_clock_skew_ms": 1000})]
+    try:
+        for _ in range(200):  # the daemons write their horizon into every shard's rules copy at start
+            if dbs[0].hget(b"sluice:{1023}:rules", ":max_clock_skew_ms") == b"10000" and \
+               dbs[2].hget(b"sluice:{1023}:rules", ":max_clock_skew_ms") == b"1000":
+                break
+            time.sleep(0.05)
+        check("sluiced writes max_clock_skew_ms into the shards' rules copies (10000; 1000 from its config)",
+              dbs[0].hget(b"sluice:{1023}:rules", ":max_clock_skew_ms") == b"10000" and
+              dbs[2].hget(b"sluice:{1023}:rules", ":max_clock_skew_ms") == b"1000")
+        sha = {a: dbs[0].script_load(open(os.path.join(lua_dir, a + ".lua")).read()) for a in MODELS}
+
+        rnd = random.Random(20261201)
+        horizon = 10000 - LAG_MARGIN
+        cases = []  # (name, algorithm, params, calls, horizon 10000 or 1000, the rule's number or None)
+        # Each comment: the rule's bound over the client's own clock and the exact count.
+        cases += [
+            # 1 entry, 1 leaks per second, 240 calls at 0..11950 ms: one at 0, 1000, .., 11000: 12
+            ("leaky 1@1/s, 20/s for 12 s, lag 5 s", "leaky_bucket", ["1", "1"], lag_steady(5000), 10000, 12),
+            # 5 at 0..20 ms, the first leaks at 200 ms: a 6th then; the next leak is at 400 > 305: 6
+            ("leaky 5@5/s, every 5 ms for 305 ms, lag 2 s", "leaky_bucket", ["5", "5"],
+             lag_steady(2000, period=5, span=310), 10000, 6),
+            # 10 tokens and 2 a second over 11950 ms: 10 + floor(2 * 11.95) = 33
+            ("token 10@2/s, 20/s for 12 s, lag 5 s", "token_bucket", ["10", "2"], lag_steady(5000), 10000, 33),
+            # 10 per 10 s: 10 at 0..450 ms, 10 more once sub-window 0 expires at 10000: 20 (2 windows)
+            ("counter 10/10 s (10 sub-windows), 20/s for 12 s, lag 5 s", "sliding_counter", ["10", "10000", "10"],
+             lag_steady(5000), 10000, 20),
+            # 5 per 1000 ms: 5 at k*1000 .. k*1000+200 for k = 0..11: 60
+            ("log 5/1 s, 20/s for 12 s, lag 5 s", "sliding_log", ["5", "1000"], lag_steady(5000), 10000, 60),
+            # 5 per window of 1000 ms; T0 is a whole second and the lag too: 12 windows of 5: 60
+            ("fixed 5/1 s, 20/s for 12 s, lag 5 s", "fixed_window", ["5", "1000"], lag_steady(5000), 10000, 60),
+        ]
+        params = {"leaky_bucket": ["1", "1"], "token_bucket": ["10", "2"], "sliding_log": ["5", "1000"],
+                  "sliding_counter": ["10", "10000", "10"], "fixed_window": ["5", "1000"]}
+        costs = {"leaky_bucket": (["3", "1"], 2), "token_bucket": (["10", "2"], 3), "sliding_log": (["6", "1000"], 3),
+                 "sliding_counter": (["10", "10000", "10"], 3), "fixed_window": (["6", "1000"], 3)}
+        for alg, prm in params.items():
+            a = {"leaky_bucket": "leaky", "token_bucket": "token", "sliding_log": "log",
+                 "sliding_counter": "counter", "fixed_window": "fixed"}[alg]
+            cases += [
+                # the largest lag the contract covers, less the margin for calls sent late
+                ("%s, lag %d" % (a, horizon), alg, prm, lag_steady(horizon), 10000, None),
+                # a lag drawn per call from 0..9500: served at max(now, mark), the path's own timeline
+                ("%s, lag jitter 0..%d" % (a, horizon), alg, prm,
+                 [(o, rnd.randint(0, horizon), 1) for o, _, _ in lag_steady(0)], 10000, None),
+                # a client on Redis time and one 5 s behind on one path, 25 ms apart
+                ("%s, two clients (lag 0 and 5 s)" % a, alg, prm,
+                 sorted(lag_steady(0) + [(o + 25, 5000, 1) for o, _, _ in lag_steady(0)]), 10000, None),
+                # a lag growing from 0 to 9500 ms over the 12 s
+                ("%s, lag growing 0..%d" % (a, horizon), alg, prm,
+                 [(o, o * horizon // 12000, 1) for o, _, _ in lag_steady(0)], 10000, None),
+                # costs n > 1
+                ("%s, cost %d, lag 5 s" % (a, costs[alg][1]), alg, costs[alg][0],
+                 lag_steady(5000, n=costs[alg][1]), 10000, None),
+                # bursts of 12 calls 2 ms apart, idle long enough (> horizon - lag) for the worker to act between
+                ("%s, bursts 5.5 s apart, lag 4 s" % a, alg, prm,
+                 [(b * 5500 + i * 2, 4000, 1) for b in range(3) for i in range(12)], 10000, None),
+                # sluiced with max_clock_skew_ms 1000 and a client 900 ms behind
+                ("%s, horizon 1000, lag 900" % a, alg, prm, lag_steady(900), 1000, None),
+                ("%s, horizon 1000, lag 900, bursts 150..1700 ms apart" % a, alg, prm,
+                 [(t + i * 2, 900, 1) for t in (0, 150, 600, 1550, 2650, 4050, 6150, 6750, 8050, 9750)
+                  for i in range(12)], 1000, None),
+            ]
+
+        # T0: a whole second of Redis time (the fixed windows line up with it)
+        sec, usec = dbs[0].time()
+        time.sleep(1 - usec / 1e6)
+        sec, usec = dbs[0].time()
+        t0_ms, t0_local = sec * 1000, time.time() - usec / 1e6
+        res, threads = {}, []
+        for i, (name, alg, prm, calls, hz, rule) in enumerate(cases):
+            conns = [redis.Redis(port=port, db=0 if hz == 10000 else 2), redis.Redis(port=port, db=1 if hz == 10000 else 3)]
+            th = threading.Thread(target=lag_case, args=(sha, conns, alg, prm, ("/lag/%d" % i).encode(), calls,
+                                                         rule is not None, t0_ms, t0_local, res))
+            th.start()
+            threads.append(th)
+        for th in threads:
+            th.join()
+        for i, (name, alg, prm, calls, hz, rule) in enumerate(cases):
+            got, want, admitted_at, late = res[("/lag/%d" % i).encode()]
+            if got is None:
+                check("lagging client: %s" % name, False, late)
+                continue
+            detail = "with sluiced %d, without %d, the rule %d%s; sent up to %d ms late" % (
+                got[0], got[1], want, "" if rule is None else " (%d)" % rule, late)
+            check("lagging client: %s: admitted exactly what the rule allows, with sluiced and without" % name,
+                  got[0] == want and got[1] == want and (rule is None or want == rule), detail)
+            if alg == "sliding_log" and len(calls) > 100 and "jitter" not in name:
+                # the log's rule at each client's own clock (of two on a path, each its own; a clock
+                # that jumps back and forth has no windows of its own): never more than limit in a window
+                limit, window = int(prm[0]), int(prm[1])
+                two = "two clients" in name
+                worst = max(sum(n for s, n, g in admitted_at if t - window < s <= t and (not two or g == lag))
+                            for t, _, lag in admitted_at)
+                check("lagging client: %s: never more than %d in %d ms of %s own clock"
+                      % (name, limit, window, "each client's" if two else "its"), worst <= limit, "%d" % worst)
+        # the daemons did run their jobs meanwhile: at horizon 10000 a 12 s run leaves the drain a few
+        # entries (the bursts'), at 1000 the drain and the prune both have work
+        for (d, log, listen), hz in zip(daemons, (10000, 1000)):
+            st, body = http(listen, "GET", "/v1/worker")
+            w = json.loads(body) if st == 200 else {}
+            check("lagging clients: sluiced (horizon %d) drained%s meanwhile, without errors"
+                  % (hz, "" if hz == 10000 else " and pruned"),
+                  st == 200 and w.get("drained", 0) > 0 and (hz == 10000 or w.get("pruned", 0) > 0)
+                  and w.get("errors") == 0, "%d %r" % (st, body[:300]))
+    finally:
+        for d, log, _ in daemons:
+            stop_daemon(d, log)
+        for r in dbs:
+            r.flushdb()
+
+
 def _can_connect(port):
     try:
         socket.create_connection(("127.0.0.1", port), 0.2).close()
@@ -304,6 +597,8 @@ def main():
         run_scripts(r, lua_dir)
         r.flushall()
         run_admin(r, sluiced, lua_dir, tmp)
+        r.flushall()
+        run_lag(port, sluiced, lua_dir, tmp)
     finally:
         srv.terminate()
         srv.wait(10)
