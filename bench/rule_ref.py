@@ -12,11 +12,17 @@ this client left out), after CONFIG RESETSTAT.  Every call is admitted
 copy holds BENCH_RULES (20) rules of the algorithm, ":version" and
 ":max_clock_skew_ms", as the daemon writes it.
 
+With BENCH_RULE_CALLGRIND=1 Redis runs under valgrind's callgrind
+(--toggle-collect=evalShaCommand, as BENCHMARKS.md's client figures) and the
+figure is instructions per call, which the machine's load does not move
+(use fewer calls: BENCH_RULE_CALLS=1000, BENCH_RULE_REPEAT=1).
+
 Variants: explicit (ARGV[4] "", numbers in ARGV[5..]); name (ARGV[4] the
 rule's name); star (ARGV[4] "*", the path has state: the cache in its state
 answers, one HMGET of the copy); star-cold ("*" with the copy's :version
 changed before every call: HGETALL and a decode per rule each time).
-Median of BENCH_RULE_REPEAT (3) runs.  Figures, not pass/fail.
+The variants run interleaved, BENCH_RULE_REPEAT (5) rounds; the median
+and the fastest run of each (the machine's other jobs only ever add time).  Figures, not pass/fail.
 """
 import os
 import shutil
@@ -31,7 +37,8 @@ import redis
 import redis.crc
 
 CALLS = int(os.environ.get("BENCH_RULE_CALLS", "20000"))
-REPEAT = int(os.environ.get("BENCH_RULE_REPEAT", "3"))
+REPEAT = int(os.environ.get("BENCH_RULE_REPEAT", "5"))
+VARIANTS = ("explicit", "name", "star", "star-cold")
 NRULES = int(os.environ.get("BENCH_RULES", "20"))
 LUA = os.environ.get("SLUICE_LUA", "build/lua")
 
@@ -53,13 +60,25 @@ def free_port():
     return port
 
 
+CALLGRIND = os.environ.get("BENCH_RULE_CALLGRIND", "") not in ("", "0")
+
+
+def cpu_s(r):
+    c = r.info("cpu")
+    return c["used_cpu_user"] + c["used_cpu_sys"]
+
+
 def usec_per_call(r):
     st = r.info("commandstats").get("cmdstat_evalsha")
     return st["usec_per_call"] if st else float("nan")
 
 
-def run(r, sha, keys, argv, calls, bump=None):
+def run(r, sha, keys, argv, calls, bump=None, cg=None):
+    """Redis time per call: usec_per_call of evalsha; with cg (the callgrind
+    output file), the instructions per call inside evalShaCommand instead."""
     r.config_resetstat()
+    if cg:
+        subprocess.run(["callgrind_control", "-z", str(cg[0])], check=True, capture_output=True)
     done = 0
     while done < calls:
         p = r.pipeline(transaction=False)
@@ -71,6 +90,21 @@ def run(r, sha, keys, argv, calls, bump=None):
             if isinstance(x, list) and x[0] != 1:
                 raise SystemExit("bench: a call was denied: %r" % x)
         done += min(500, calls - done)
+    if cg:
+        before = set(os.listdir(cg[1]))
+        subprocess.run(["callgrind_control", "-d", str(cg[0])], check=True, capture_output=True)
+        for _ in range(100):
+            new = [f for f in set(os.listdir(cg[1])) - before if f.startswith("cg.out")]
+            if new:
+                break
+            time.sleep(0.1)
+        time.sleep(0.3)
+        total = None
+        for line in open(os.path.join(cg[1], new[0])):
+            if line.startswith("totals:") or line.startswith("summary:"):
+                total = int(line.split()[1])
+        os.unlink(os.path.join(cg[1], new[0]))
+        return total / calls
     return usec_per_call(r)
 
 
@@ -78,24 +112,30 @@ def main():
     import json
     tmp = tempfile.mkdtemp(prefix="sluice-bench-rule.")
     port = free_port()
-    srv = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+    pre = []
+    if CALLGRIND:
+        pre = ["valgrind", "--tool=callgrind", "--toggle-collect=evalShaCommand",
+               "--callgrind-out-file=" + os.path.join(tmp, "cg.out")]
+    srv = subprocess.Popen(pre + ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
                             "--appendonly", "no", "--dir", tmp, "--logfile", os.path.join(tmp, "redis.log")])
     try:
         r = redis.Redis(port=port)
-        for _ in range(200):
+        for _ in range(600 if CALLGRIND else 200):
             try:
                 r.ping()
                 break
             except redis.ConnectionError:
                 time.sleep(0.02)
-        print("rule references: Redis time per client call (us, usec_per_call of evalsha), "
-              "median of %d runs of %d calls, %d rules in the copy" % (REPEAT, CALLS, NRULES))
-        print("%-16s %9s %9s %9s %10s %7s %7s" % ("algorithm", "explicit", "name", "star", "star-cold",
+        print("rule references: Redis %s per client call (%s), " % (
+            ("instructions", "callgrind, inside evalShaCommand") if CALLGRIND else
+            ("time", "us, usec_per_call of evalsha")) +
+              "%d interleaved rounds of %d calls, %d rules in the copy" % (REPEAT, CALLS, NRULES))
+        print("%-16s %-8s %9s %9s %9s %10s %7s %7s" % ("algorithm", "", "explicit", "name", "star", "star-cold",
                                                    "name/x", "star/x"))
         for alg, (fields, explicit) in ALGOS.items():
             sha = r.script_load(open(os.path.join(LUA, alg + ".lua")).read())
-            res = {}
-            for variant in ("explicit", "name", "star", "star-cold"):
+            setups = {}
+            for variant in VARIANTS:
                 path = "/bench/%s/%s" % (alg, variant)
                 k = redis.crc.key_slot(path.encode()) % 1024
                 base = "sluice:{%d}" % k
@@ -120,11 +160,21 @@ def main():
                     argv = [path, "", "", "*"]
                 bump = keys[3] if variant == "star-cold" else None
                 run(r, sha, keys, argv, 200, bump)  # warm: state exists, the * cache is written
-                res[variant] = statistics.median(run(r, sha, keys, argv, CALLS, bump) for _ in range(REPEAT))
-            x = res["explicit"]
-            print("%-16s %9.2f %9.2f %9.2f %10.2f %6.2fx %6.2fx" % (alg, x, res["name"], res["star"],
-                                                                     res["star-cold"], res["name"] / x,
-                                                                     res["star"] / x))
+                setups[variant] = (keys, argv, bump)
+            # the variants interleaved, round after round, so that the machine's other
+            # load falls on all of them alike
+            runs = {v: [] for v in VARIANTS}
+            cg = (srv.pid, tmp) if CALLGRIND else None
+            for _ in range(REPEAT):
+                for v in VARIANTS:
+                    keys, argv, bump = setups[v]
+                    runs[v].append(run(r, sha, keys, argv, CALLS, bump, cg))
+            res = {v: statistics.median(runs[v]) for v in VARIANTS}
+            best = {v: min(runs[v]) for v in VARIANTS}
+            for what, d in (("median", res), ("fastest", best)):
+                x = d["explicit"]
+                print("%-16s %-8s %9.2f %9.2f %9.2f %10.2f %6.2fx %6.2fx" % (
+                    alg, what, x, d["name"], d["star"], d["star-cold"], d["name"] / x, d["star"] / x))
     finally:
         srv.terminate()
         srv.wait()
