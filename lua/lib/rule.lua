@@ -35,116 +35,99 @@
 --@include lib/skew.lua
 --@include lib/ruleset.lua
 
+-- Lua defines every top-level local function anew at each call of a script,
+-- some 1.2k Redis instructions each (callgrind), explicit calls included: so
+-- the work is in three functions, not one per step.
+
 -- The error reply "ERR sluice: rule "<name>" (in <copy>): <what>".
 local function rule_error(name, rules, what)
   return redis.error_reply('ERR sluice: rule ' .. shown(name) .. ' (in ' .. rules .. '): ' .. what)
 end
 
--- A rule's number as ARGV would carry it (see above).
-local function rule_num(v)
-  if v == math.floor(v) and v >= 0 and v < MAX_INT then return fmt_int(v) end
-  local s = string.format('%.15g', v)
-  if tonumber(s) ~= v then s = string.format('%.17g', v) end
-  return s
-end
-
--- The copy's field value v of a pcall'd read: nil for a copy of another
--- type (the caller's error), else v.
-local function rule_read_ok(v)
-  if type(v) == 'table' and v.err then return nil end
-  return v
-end
-
--- The rule `name` (r, its decoded JSON) for algorithm alg with parameters
--- `fields` (a list of names): {params..., name = name, shadow = bool}, or nil
--- and the error reply naming the rule and the field.
-local function rule_check(alg, fields, name, r, rules)
-  if r.algorithm ~= alg then
-    if type(r.algorithm) ~= 'string' then return nil, rule_error(name, rules, 'algorithm must be a string') end
-    return nil, rule_error(name, rules, 'a ' .. shown(r.algorithm) .. ' rule, called with the ' .. alg
-      .. ' script (call ' .. shown(r.algorithm) .. '.lua, or name a ' .. alg .. ' rule)')
-  end
-  local R = { name = name, shadow = false }
-  if r.mode == 'shadow' then
-    R.shadow = true
-  elseif r.mode ~= nil and r.mode ~= 'enforce' then
-    return nil, rule_error(name, rules, 'mode must be "enforce" or "shadow"')
-  end
-  for i = 1, #fields do
-    local v = r[fields[i]]
-    if type(v) ~= 'number' then return nil, rule_error(name, rules, fields[i] .. ' must be a number') end
-    R[i] = rule_num(v)
-  end
-  return R
-end
-
--- rule_check of the rule's JSON text; text that is not a JSON object is
--- refused by the rule's name.
-local function rule_decode(alg, fields, name, json, rules)
-  local ok, r = pcall(cjson.decode, json)
-  if not ok or type(r) ~= 'table' then return nil, rule_error(name, rules, 'not a JSON object') end
-  return rule_check(alg, fields, name, r, rules)
-end
-
--- A script's error reply err for a parameter of rule R (rule_decode), with
+-- A script's error reply err for a parameter of rule R (rule_resolve), with
 -- the rule named; err itself for explicit parameters.
 local function rule_failed(R, rules, err)
   if R.name == '' then return err end
   return rule_error(R.name, rules, (err.err:gsub('^ERR sluice: ', '')))
 end
 
--- SKEW_MS from the copy's field value s (lib/skew.lua's skew_read, read here
--- with the rule in one call).
-local function rule_skew(s)
-  SKEW_MS, SKEW_LOADED = stored_int(rule_read_ok(s)) or SKEW_MS, true
-end
-
 -- The rule of a call: ref = ARGV[4] (not ""), `rules` the copy (KEYS[4]),
--- `cache` the path's hash that keeps rv and rn ("*" only), `path` ARGV[1].
--- Returns R (rule_decode's; R.cache = the copy's version when "*" resolved
--- afresh and the copy has one: the admission writes rv = R.cache, rn =
--- R.name), or {name = 'none'} when "*" matched nothing, or nil and the
--- error reply.
+-- `cache` the path's hash that keeps rv and rn ("*" only), `path` ARGV[1];
+-- `fields` the algorithm alg's parameters (a list of names).  Returns R =
+-- {params..., name = the rule's name, shadow = its mode is shadow, cache =
+-- the copy's version when "*" resolved afresh and the copy has one (the
+-- admission then writes rv = R.cache, rn = R.name)}; or {name = 'none'} when
+-- "*" matched nothing; or nil and the error reply naming the rule and the
+-- field.  Sets SKEW_MS from the copy (lib/skew.lua's skew_read, read here
+-- with the rule in one call; a copy of another type is refused).
 local function rule_resolve(alg, fields, ref, rules, cache, path)
+  local name, r, json, skew, version
   if ref ~= '*' then
     local v = redis.pcall('HMGET', rules, ref, ':max_clock_skew_ms')
-    if not rule_read_ok(v) then return nil, fail('KEYS[4]', 'a hash (the shard\'s rules copy)') end
-    rule_skew(v[2])
+    if v.err then return nil, fail('KEYS[4]', 'a hash (the shard\'s rules copy)') end
+    SKEW_MS, SKEW_LOADED = stored_int(v[2]) or SKEW_MS, true
     if not v[1] then
       return nil, redis.error_reply('ERR sluice: no rule ' .. shown(ref) .. ' (in ' .. rules .. '; is sluiced running?)')
     end
-    return rule_decode(alg, fields, ref, v[1], rules)
-  end
-  local c = redis.call('HMGET', cache, 'rv', 'rn')
-  if c[1] and c[2] then
-    local v = redis.pcall('HMGET', rules, ':version', c[2], ':max_clock_skew_ms')
-    if not rule_read_ok(v) then return nil, fail('KEYS[4]', 'a hash (the shard\'s rules copy)') end
-    if v[1] == c[1] and v[2] then
-      rule_skew(v[3])
-      return rule_decode(alg, fields, c[2], v[2], rules)
+    name, json = ref, v[1]
+  else
+    local c = redis.call('HMGET', cache, 'rv', 'rn')
+    if c[1] and c[2] then
+      local v = redis.pcall('HMGET', rules, ':version', c[2], ':max_clock_skew_ms')
+      if v.err then return nil, fail('KEYS[4]', 'a hash (the shard\'s rules copy)') end
+      if v[1] == c[1] and v[2] then name, json, skew = c[2], v[2], v[3] or false end
     end
+    if not name then
+      local h = redis.pcall('HGETALL', rules)
+      if h.err then return nil, fail('KEYS[4]', 'a hash (the shard\'s rules copy)') end
+      local list, decoded, n = {}, {}, 0
+      skew = false
+      for i = 1, #h - 1, 2 do
+        local f = h[i]
+        if string.byte(f, 1) == 58 then -- ':'
+          if f == ':version' then version = h[i + 1]
+          elseif f == ':max_clock_skew_ms' then skew = h[i + 1] end
+        else
+          local ok, d = pcall(cjson.decode, h[i + 1])
+          if not ok or type(d) ~= 'table' then return nil, rule_error(f, rules, 'not a JSON object') end
+          if type(d.match) ~= 'string' then return nil, rule_error(f, rules, 'match must be a string') end
+          list[n + 1], list[n + 2], decoded[f] = f, d.match, d
+          n = n + 2
+        end
+      end
+      name = ruleset_match(list, path)
+      if name then r = decoded[name] end
+    end
+    SKEW_MS, SKEW_LOADED = stored_int(skew) or SKEW_MS, true
+    if not name then return { name = 'none' } end
   end
-  local h = redis.pcall('HGETALL', rules)
-  if not rule_read_ok(h) then return nil, fail('KEYS[4]', 'a hash (the shard\'s rules copy)') end
-  local list, decoded, version, n = {}, {}, nil, 0
-  for i = 1, #h - 1, 2 do
-    local f = h[i]
-    if string.byte(f, 1) == 58 then -- ':'
-      if f == ':version' then version = h[i + 1]
-      elseif f == ':max_clock_skew_ms' then rule_skew(h[i + 1]) end
+  if not r then
+    local ok
+    ok, r = pcall(cjson.decode, json)
+    if not ok or type(r) ~= 'table' then return nil, rule_error(name, rules, 'not a JSON object') end
+  end
+  if r.algorithm ~= alg then
+    if type(r.algorithm) ~= 'string' then return nil, rule_error(name, rules, 'algorithm must be a string') end
+    return nil, rule_error(name, rules, 'a ' .. shown(r.algorithm) .. ' rule, called with the ' .. alg
+      .. ' script (call ' .. shown(r.algorithm) .. '.lua, or name a ' .. alg .. ' rule)')
+  end
+  local R = { name = name, shadow = false, cache = version }
+  if r.mode == 'shadow' then
+    R.shadow = true
+  elseif r.mode ~= nil and r.mode ~= 'enforce' then
+    return nil, rule_error(name, rules, 'mode must be "enforce" or "shadow"')
+  end
+  -- the parameters as ARGV would carry them (see above)
+  for i = 1, #fields do
+    local v = r[fields[i]]
+    if type(v) ~= 'number' then return nil, rule_error(name, rules, fields[i] .. ' must be a number') end
+    if v == math.floor(v) and v >= 0 and v < MAX_INT then
+      R[i] = fmt_int(v)
     else
-      local ok, r = pcall(cjson.decode, h[i + 1])
-      if not ok or type(r) ~= 'table' then return nil, rule_error(f, rules, 'not a JSON object') end
-      if type(r.match) ~= 'string' then return nil, rule_error(f, rules, 'match must be a string') end
-      list[n + 1], list[n + 2], decoded[f] = f, r.match, r
-      n = n + 2
+      local t = string.format('%.15g', v)
+      if tonumber(t) ~= v then t = string.format('%.17g', v) end
+      R[i] = t
     end
   end
-  if not SKEW_LOADED then rule_skew(false) end
-  local name = ruleset_match(list, path)
-  if not name then return { name = 'none' } end
-  local R, err = rule_check(alg, fields, name, decoded[name], rules)
-  if not R then return nil, err end
-  R.cache = version
   return R
 end
