@@ -188,6 +188,8 @@ bench:
 	SLUICED=$(B)/bin/sluiced DRAIN_BENCH=$(B)/bench/drain_bench COPIES_BENCH=$(B)/bench/copies_bench bench/bench.sh
 	SLUICED=$(B)/bin/sluiced bench/http.sh
 	bench/shard_lua.sh
+	@$(MAKE) --no-print-directory lua
+	/usr/bin/python3 bench/rule_ref.py
 
 $(B)/bench/%.o: bench/%.c | check-deps
 	@mkdir -p $(dir $@)

@@ -12,10 +12,12 @@
 --                  or written (the counter keeps its fields in KEYS[1])
 -- KEYS[3] registry <prefix>{k}:registry:fixed_window (due index: when the
 --                  repair would first have work, the window's end + SKEW_MS)
--- KEYS[4] rules: the shard's rules copy (read: max_clock_skew_ms, lib/skew.lua)
+-- KEYS[4] rules: the shard's rules copy (read: the rule, lib/rule.lua;
+--                  max_clock_skew_ms, lib/skew.lua)
 -- KEYS[5] stats: the shard's decision counters; accepted, not used yet
 -- ARGV[1] path, ARGV[2] n (cost, "" = 1), ARGV[3] now (ms, "" = Redis TIME),
--- ARGV[4] rule ("" only), ARGV[5] limit (integer >= 1), ARGV[6] window_ms
+-- ARGV[4] rule ("", a rule name or "*": lib/rule.lua; with a rule,
+-- ARGV[5..] are absent or "" and the rule's apply), ARGV[5] limit (integer >= 1), ARGV[6] window_ms
 -- (integer >= 1)
 -- Reply {allowed 0|1, remaining, retry_after_ms (-1: n > limit), reset_ms
 --        (until the window ends), rule}
@@ -41,14 +43,19 @@
 --@include lib/fixed.lua
 --@include lib/due.lua
 
-local path, base, k, err = contract_keys('fixed_window', 'limit, window_ms')
+local FIELDS = { 'limit', 'window_ms' }
+local path, base, k, err = contract_keys('fixed_window', FIELDS)
 if err then return err end
-local n, now, rule
-n, now, rule, err = contract_args('fixed_window', 'limit, window_ms', 2)
+-- R: the parameters applied and the rule (lib/contract.lua); "*" keeps its
+-- cache in the counter's hash.
+local n, now, R
+n, now, R, err = contract_args('fixed_window', FIELDS, nil, KEYS[1])
 if err then return err end
+if R.name == 'none' then return contract_none(path, k) end
+local limit_s, window_s, rule = R[1], R[2], R.name
 local limit, window
-limit, window, err = arg_window(ARGV[5], ARGV[6])
-if err then return err end
+limit, window, err = arg_window(limit_s, window_s)
+if err then return rule_failed(R, KEYS[4], err) end
 local state = KEYS[1]
 
 local m = fixed_read(state)
@@ -57,7 +64,7 @@ if not m[3] then
   err = contract_shard(path, k)
   if err then return err end
 end
-local t, w, count, mark = fixed_at(m, window, ARGV[6], now)
+local t, w, count, mark = fixed_at(m, window, window_s, now)
 local window_end = (w + 1) * window
 
 local allowed, retry_after = 0, 0
@@ -74,10 +81,14 @@ elseif count + n <= limit then
   local set = { 'HSET', state, 'count', fmt_int(count) }
   if opens then set[5], set[6] = 'window', fmt_int(w) end
   if t ~= mark then set[#set + 1], set[#set + 2] = 't', fmt_int(t) end
-  if m[4] ~= ARGV[5] or m[5] ~= ARGV[6] or m[6] ~= rule then
-    set[#set + 1], set[#set + 2] = 'limit', ARGV[5]
-    set[#set + 1], set[#set + 2] = 'window_ms', ARGV[6]
+  if m[4] ~= limit_s or m[5] ~= window_s or m[6] ~= rule then
+    set[#set + 1], set[#set + 2] = 'limit', limit_s
+    set[#set + 1], set[#set + 2] = 'window_ms', window_s
     set[#set + 1], set[#set + 2] = 'rule', rule
+  end
+  if R.cache then -- "*" resolved afresh: cached against the copy's version
+    set[#set + 1], set[#set + 2] = 'rv', R.cache
+    set[#set + 1], set[#set + 2] = 'rn', rule
   end
   -- registered when the window opens; first of the writes: a due index of
   -- another type refuses the call whole
@@ -90,4 +101,6 @@ elseif count + n <= limit then
 else
   retry_after = window_end - t -- the next window starts with a count of 0
 end
+-- a shadow rule's denial is admitted, writing nothing as a denial
+if allowed == 0 and R.shadow then allowed, retry_after = 1, 0 end
 return { allowed, math.max(0, limit - count), retry_after, window_end - t, rule }

@@ -11,10 +11,12 @@
 --                    named ("" for explicit parameters)
 -- KEYS[3] registry <prefix>{k}:registry:leaky_bucket (due index: when the next entry
 --                  leaks, + SKEW_MS: when the drain, at the horizon, has work)
--- KEYS[4] rules: the shard's rules copy (read: max_clock_skew_ms, lib/skew.lua)
+-- KEYS[4] rules: the shard's rules copy (read: the rule, lib/rule.lua;
+--                  max_clock_skew_ms, lib/skew.lua)
 -- KEYS[5] stats: the shard's decision counters; accepted, not used yet
 -- ARGV[1] path, ARGV[2] n (cost in entries, "" = 1), ARGV[3] now (ms, "" = Redis
--- TIME), ARGV[4] rule ("" only), ARGV[5] capacity (entries, integer >= 1),
+-- TIME), ARGV[4] rule ("", a rule name or "*": lib/rule.lua; with a rule,
+-- ARGV[5..] are absent or "" and the rule's apply), ARGV[5] capacity (entries, integer >= 1),
 -- ARGV[6] rate (entries leaked per second, > 0)
 -- Reply {allowed 0|1, remaining, retry_after_ms (-1: n > capacity), reset_ms, rule}
 --
@@ -37,17 +39,22 @@
 
 local MAX_N = 100000 -- cost of one request, in entries
 
-local path, base, k, err = contract_keys('leaky_bucket', 'capacity, rate')
+local FIELDS = { 'capacity', 'rate' }
+local path, base, k, err = contract_keys('leaky_bucket', FIELDS)
 if err then return err end
+-- n is capped: one sorted-set member per unit, so one call cannot fill Redis.
+-- R: the parameters applied and the rule (lib/contract.lua); "*" keeps its
+-- cache in the meta.
+local n, now, R
+n, now, R, err = contract_args('leaky_bucket', FIELDS, MAX_N, KEYS[2])
+if err then return err end
+if R.name == 'none' then return contract_none(path, k) end
 -- the refused path may leak and keep a time mark too: the horizon first
 skew_load(KEYS[4])
--- n is capped: one sorted-set member per unit, so one call cannot fill Redis.
-local n, now, rule
-n, now, rule, err = contract_args('leaky_bucket', 'capacity, rate', 2, MAX_N)
-if err then return err end
+local cap_s, rate_s, rule = R[1], R[2], R.name
 local capacity, rate
-capacity, rate, err = arg_bucket(ARGV[5], ARGV[6], 'entries')
-if err then return err end
+capacity, rate, err = arg_bucket(cap_s, rate_s, 'entries')
+if err then return rule_failed(R, KEYS[4], err) end
 local bucket, meta, registry = KEYS[1], KEYS[2], KEYS[3]
 
 local m = redis.call('HMGET', meta, 'last', 'carry', 'seq', 'capacity', 'rate', 'rule')
@@ -69,7 +76,7 @@ else
   allowed = 1
   local was = left
   -- the parameters applied, recorded when they change (the worker drains by them)
-  local changed = m[4] ~= ARGV[5] or m[5] ~= ARGV[6] or m[6] ~= rule
+  local changed = m[4] ~= cap_s or m[5] ~= rate_s or m[6] ~= rule
   -- Due when the next entry leaks.  A bucket that had entries is in the due
   -- index already, at its next leak or earlier (the drain reschedules it,
   -- and removes it only once it is empty): only a bucket that was empty, or
@@ -104,9 +111,13 @@ else
     end
   end
   if changed then
-    set[#set + 1], set[#set + 2] = 'capacity', ARGV[5]
-    set[#set + 1], set[#set + 2] = 'rate', ARGV[6]
+    set[#set + 1], set[#set + 2] = 'capacity', cap_s
+    set[#set + 1], set[#set + 2] = 'rate', rate_s
     set[#set + 1], set[#set + 2] = 'rule', rule
+  end
+  if R.cache then -- "*" resolved afresh: cached against the copy's version
+    set[#set + 1], set[#set + 2] = 'rv', R.cache
+    set[#set + 1], set[#set + 2] = 'rn', rule
   end
   redis.call(unpack(set))
   -- Members t:(seq-n+1) .. t:seq.  NX and the retry loop keep them unique even
@@ -137,5 +148,7 @@ end
 if allowed == 0 and retry_after == 0 then
   retry_after = math.max(1, last + leak_ms_until(rate, carry, level + n - capacity) - t)
 end
+-- a shadow rule's denial is admitted, having written what a denial writes
+if allowed == 0 and R.shadow then allowed, retry_after = 1, 0 end
 
 return { allowed, math.max(0, capacity - level), retry_after, leak_reset_ms(level, last, carry, rate, t), rule }

@@ -12,10 +12,12 @@
 --                  touched (the counter keeps its bookkeeping in KEYS[1])
 -- KEYS[3] registry <prefix>{k}:registry:sliding_counter (due index: when the
 --                  oldest sub-window has left the window at the skew horizon)
--- KEYS[4] rules: the shard's rules copy (read: max_clock_skew_ms, lib/skew.lua)
+-- KEYS[4] rules: the shard's rules copy (read: the rule, lib/rule.lua;
+--                  max_clock_skew_ms, lib/skew.lua)
 -- KEYS[5] stats: the shard's decision counters; accepted, not used yet
 -- ARGV[1] path, ARGV[2] n (cost in requests, "" = 1), ARGV[3] now (ms, "" =
--- Redis TIME), ARGV[4] rule ("" only), ARGV[5] limit (integer >= 1),
+-- Redis TIME), ARGV[4] rule ("", a rule name or "*": lib/rule.lua; with a rule,
+-- ARGV[5..] are absent or "" and the rule's apply), ARGV[5] limit (integer >= 1),
 -- ARGV[6] window_ms (integer >= 1), ARGV[7] sub_windows N (integer >= 1 that
 -- divides window_ms)
 -- Reply {allowed 0|1, remaining, retry_after_ms (-1: n > limit), reset_ms, rule}
@@ -43,15 +45,19 @@
 --@include lib/subwindows.lua
 --@include lib/due.lua
 
-local PARAMS = 'limit, window_ms, sub_windows'
-local path, base, k, err = contract_keys('sliding_counter', PARAMS)
+local FIELDS = { 'limit', 'window_ms', 'sub_windows' }
+local path, base, k, err = contract_keys('sliding_counter', FIELDS)
 if err then return err end
-local n, now, rule
-n, now, rule, err = contract_args('sliding_counter', PARAMS, 3)
+-- R: the parameters applied and the rule (lib/contract.lua); "*" keeps its
+-- cache in the counter's hash.
+local n, now, R
+n, now, R, err = contract_args('sliding_counter', FIELDS, nil, KEYS[1])
 if err then return err end
+if R.name == 'none' then return contract_none(path, k) end
+local limit_s, window_s, subs_s, rule = R[1], R[2], R[3], R.name
 local limit, window, subs, sub
-limit, window, subs, sub, err = arg_counter(ARGV[5], ARGV[6], ARGV[7])
-if err then return err end
+limit, window, subs, sub, err = arg_counter(limit_s, window_s, subs_s)
+if err then return rule_failed(R, KEYS[4], err) end
 local counter = KEYS[1]
 
 local h = redis.call('HGETALL', counter)
@@ -77,7 +83,7 @@ elseif sum + n <= limit then
   skew_load(KEYS[4]) -- the TTL and the due time need the horizon
   local was_live = oldest
   -- the parameters applied, recorded when they change (the worker prunes by them)
-  local changed = named.limit ~= ARGV[5] or named.window_ms ~= ARGV[6] or named.sub_windows ~= ARGV[7]
+  local changed = named.limit ~= limit_s or named.window_ms ~= window_s or named.sub_windows ~= subs_s
     or named.rule ~= rule
   -- due when the oldest sub-window has left the window for every client
   -- within the horizon (the shard job prunes at max(t, now - SKEW_MS)); first
@@ -91,12 +97,16 @@ elseif sum + n <= limit then
   -- t becomes the mark: what has left the window at t has left it for
   -- every later call.
   if stale then hdel_all(counter, stale) end
+  local set = { 'HSET', counter, fmt_int(cur), fmt_int(cur_count + n), 't', fmt_int(t) }
   if changed then
-    redis.call('HSET', counter, fmt_int(cur), fmt_int(cur_count + n), 't', fmt_int(t), 'limit', ARGV[5],
-      'window_ms', ARGV[6], 'sub_windows', ARGV[7], 'rule', rule)
-  else
-    redis.call('HSET', counter, fmt_int(cur), fmt_int(cur_count + n), 't', fmt_int(t))
+    set[7], set[8], set[9], set[10], set[11], set[12] = 'limit', limit_s, 'window_ms', window_s, 'sub_windows', subs_s
+    set[13], set[14] = 'rule', rule
   end
+  if R.cache then -- "*" resolved afresh: cached against the copy's version
+    set[#set + 1], set[#set + 2] = 'rv', R.cache
+    set[#set + 1], set[#set + 2] = 'rn', rule
+  end
+  redis.call(unpack(set))
   sum = sum + n
   if not oldest or cur < oldest then oldest = cur end
   -- The newest sub-window (cur) leaves the window at (cur + N) * sub_ms, and
@@ -114,4 +124,6 @@ local reset = 0
 if oldest then reset = (oldest + subs) * sub - t end
 local remaining = limit - sum
 if remaining < 0 then remaining = 0 end
+-- a shadow rule's denial is admitted, writing nothing as a denial
+if allowed == 0 and R.shadow then allowed, retry_after = 1, 0 end
 return { allowed, remaining, retry_after, reset, rule }

@@ -10,10 +10,12 @@
 --                  (rule "" for explicit parameters); the prune goes by them
 -- KEYS[3] registry <prefix>{k}:registry:sliding_log (due index: when the
 --                  prune first has work, the oldest entry + window + SKEW_MS)
--- KEYS[4] rules    the shard's rules copy (read: max_clock_skew_ms, lib/skew.lua)
+-- KEYS[4] rules    the shard's rules copy (read: the rule, lib/rule.lua;
+--                  max_clock_skew_ms, lib/skew.lua)
 -- KEYS[5] stats    the shard's decision counters; accepted, not used yet
 -- ARGV[1] path, ARGV[2] n (cost in entries, "" = 1), ARGV[3] now (ms, "" =
--- Redis TIME), ARGV[4] rule ("" only), ARGV[5] limit (entries per window,
+-- Redis TIME), ARGV[4] rule ("", a rule name or "*": lib/rule.lua; with a rule,
+-- ARGV[5..] are absent or "" and the rule's apply), ARGV[5] limit (entries per window,
 -- integer >= 1), ARGV[6] window_ms (integer >= 1)
 -- Reply {allowed 0|1, remaining, retry_after_ms (-1: n > limit), reset_ms, rule}
 --
@@ -44,14 +46,19 @@
 
 local MAX_N = 100000 -- cost of one request, in entries (one sorted-set member each)
 
-local path, base, k, err = contract_keys('sliding_log', 'limit, window_ms')
+local FIELDS = { 'limit', 'window_ms' }
+local path, base, k, err = contract_keys('sliding_log', FIELDS)
 if err then return err end
-local n, now, rule
-n, now, rule, err = contract_args('sliding_log', 'limit, window_ms', 2, MAX_N)
+-- R: the parameters applied and the rule (lib/contract.lua); "*" keeps its
+-- cache in the meta.
+local n, now, R
+n, now, R, err = contract_args('sliding_log', FIELDS, MAX_N, KEYS[2])
 if err then return err end
+if R.name == 'none' then return contract_none(path, k) end
+local limit_s, window_s, rule = R[1], R[2], R.name
 local limit, window
-limit, window, err = arg_window(ARGV[5], ARGV[6])
-if err then return err end
+limit, window, err = arg_window(limit_s, window_s)
+if err then return rule_failed(R, KEYS[4], err) end
 local log, meta = KEYS[1], KEYS[2]
 
 local mark, last = log_newest(log)
@@ -77,6 +84,8 @@ if n > limit or count + n > limit then
     if r == 0 then retry_after = reset else retry_after = log_rank_score(log, cut, r) + window - t end
     retry_after = math.max(1, retry_after)
   end
+  -- a shadow rule's denial is admitted, writing nothing as a denial
+  if R.shadow then return { 1, math.max(0, limit - count), 0, reset, rule } end
   return { 0, math.max(0, limit - count), retry_after, reset, rule }
 end
 
@@ -92,7 +101,7 @@ local m = redis.call('HMGET', meta, 'limit', 'window_ms', 'rule')
 -- no later than `oldest` (by an earlier call, or the prune's reschedule), so
 -- it is left as it is.  First of the writes: a due index of another type
 -- refuses the call whole.
-if not mark or m[2] ~= ARGV[6] then
+if not mark or m[2] ~= window_s then
   err = due_register(KEYS[3], path, (oldest or t) + window + SKEW_MS, now, base, 'sliding_log')
   if err then return err end
 end
@@ -102,8 +111,14 @@ if t ~= now or ts == '' then ts = fmt_int(t) end
 log_add(log, ts, last, n)
 oldest = oldest or t
 -- the parameters applied, recorded when they change (the prune goes by them)
-if m[1] ~= ARGV[5] or m[2] ~= ARGV[6] or m[3] ~= rule then
-  redis.call('HSET', meta, 'limit', ARGV[5], 'window_ms', ARGV[6], 'rule', rule)
+if m[1] ~= limit_s or m[2] ~= window_s or m[3] ~= rule then
+  if R.cache then -- "*" resolved afresh: cached against the copy's version
+    redis.call('HSET', meta, 'limit', limit_s, 'window_ms', window_s, 'rule', rule, 'rv', R.cache, 'rn', rule)
+  else
+    redis.call('HSET', meta, 'limit', limit_s, 'window_ms', window_s, 'rule', rule)
+  end
+elseif R.cache then
+  redis.call('HSET', meta, 'rv', R.cache, 'rn', rule)
 end
 -- The newest entry matters until t + window, and the mark SKEW_MS more;
 -- measured from the caller's now.

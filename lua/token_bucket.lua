@@ -11,10 +11,12 @@
 --                  alone (the bucket keeps its bookkeeping in its own hash)
 -- KEYS[3] registry <prefix>{k}:registry:token_bucket (due index: when the
 --                  bucket will have been full for the skew horizon)
--- KEYS[4] rules: the shard's rules copy (read: max_clock_skew_ms, lib/skew.lua)
+-- KEYS[4] rules: the shard's rules copy (read: the rule, lib/rule.lua;
+--                  max_clock_skew_ms, lib/skew.lua)
 -- KEYS[5] stats: the shard's decision counters; accepted, not used yet
 -- ARGV[1] path, ARGV[2] n (cost in tokens, "" = 1), ARGV[3] now (ms, "" =
--- Redis TIME), ARGV[4] rule ("" only), ARGV[5] capacity (tokens, integer
+-- Redis TIME), ARGV[4] rule ("", a rule name or "*": lib/rule.lua; with a rule,
+-- ARGV[5..] are absent or "" and the rule's apply), ARGV[5] capacity (tokens, integer
 -- >= 1), ARGV[6] rate (tokens added per second, > 0)
 -- Reply {allowed 0|1, remaining (whole tokens), retry_after_ms (-1: n >
 --        capacity), reset_ms (until the bucket is full), rule}
@@ -34,14 +36,19 @@
 --@include lib/refill.lua
 --@include lib/due.lua
 
-local path, base, k, err = contract_keys('token_bucket', 'capacity, rate')
+local FIELDS = { 'capacity', 'rate' }
+local path, base, k, err = contract_keys('token_bucket', FIELDS)
 if err then return err end
-local n, now, rule
-n, now, rule, err = contract_args('token_bucket', 'capacity, rate', 2)
+-- R: the parameters applied and the rule (lib/contract.lua); "*" keeps its
+-- cache in the bucket's hash.
+local n, now, R
+n, now, R, err = contract_args('token_bucket', FIELDS, nil, KEYS[1])
 if err then return err end
+if R.name == 'none' then return contract_none(path, k) end
+local cap_s, rate_s, rule = R[1], R[2], R.name
 local capacity, rate
-capacity, rate, err = arg_bucket(ARGV[5], ARGV[6], 'tokens')
-if err then return err end
+capacity, rate, err = arg_bucket(cap_s, rate_s, 'tokens')
+if err then return rule_failed(R, KEYS[4], err) end
 local bucket = KEYS[1]
 
 local m = redis.call('HMGET', bucket, 'tokens', 'last', 'capacity', 'rate', 'rule')
@@ -72,16 +79,21 @@ elseif tokens + EPS >= n then -- EPS: see lib/num.lua
   err = due_set(KEYS[3], path, due, now, base, 'token_bucket')
   if err then return err end
   -- the parameters applied, recorded when they change (the reclaim goes by them)
-  if m[3] ~= ARGV[5] or m[4] ~= ARGV[6] or m[5] ~= rule then
-    redis.call('HSET', bucket, 'tokens', fmt_real(tokens), 'last', fmt_int(t),
-      'capacity', ARGV[5], 'rate', ARGV[6], 'rule', rule)
-  else
-    redis.call('HSET', bucket, 'tokens', fmt_real(tokens), 'last', fmt_int(t))
+  local set = { 'HSET', bucket, 'tokens', fmt_real(tokens), 'last', fmt_int(t) }
+  if m[3] ~= cap_s or m[4] ~= rate_s or m[5] ~= rule then
+    set[7], set[8], set[9], set[10], set[11], set[12] = 'capacity', cap_s, 'rate', rate_s, 'rule', rule
   end
+  if R.cache then -- "*" resolved afresh: cached against the copy's version
+    set[#set + 1], set[#set + 2] = 'rv', R.cache
+    set[#set + 1], set[#set + 2] = 'rn', rule
+  end
+  redis.call(unpack(set))
   expire_in(bucket, due < MAX_INT and due - now + 1 or MAX_INT)
 else
   retry_after = math.max(1, last + refill_ms_until(tokens0, rate, n) - t)
   reset = refill_reset_ms(tokens, tokens0, last, capacity, rate, t)
 end
 
+-- a shadow rule's denial is admitted, writing nothing as a denial
+if allowed == 0 and R.shadow then allowed, retry_after = 1, 0 end
 return { allowed, refill_whole(tokens, capacity), retry_after, reset, rule }

@@ -12,6 +12,15 @@ local function fail(field, what)
   return redis.error_reply('ERR sluice: ' .. field .. ' must be ' .. what)
 end
 
+-- The path as an error message shows it: printable ASCII as is, other bytes
+-- as \xHH, cut at 64 bytes.
+local function shown(s)
+  local cut = ''
+  if #s > 64 then s, cut = s:sub(1, 64), '...' end
+  return '"' .. s:gsub('[^%w%p ]', function(c) return string.format('\\x%02x', c:byte()) end)
+    :gsub('"', '\\"') .. cut .. '"'
+end
+
 -- The error reply for KEYS or ARGV that do not fit the script's shape:
 -- "ERR sluice: <script> takes ...".
 local function usage(text)

@@ -9,8 +9,8 @@
 --   KEYS[5] stats     <prefix>{k}:stats                  (the shard's counters)
 --   ARGV[1] path (any bytes, non-empty), ARGV[2] cost n ("" = 1),
 --   ARGV[3] now in ms ("" = Redis TIME), ARGV[4] rule ("" = explicit
---   parameters, the only form accepted until rules by name come),
---   ARGV[5..] the algorithm's parameters.
+--   parameters, a rule name, or "*": lib/rule.lua),
+--   ARGV[5..] the algorithm's parameters (absent or "" with a rule).
 --
 -- k = shard_of(path) (lib/shard.lua).  The prefix is whatever comes before
 -- the first '{' of KEYS[1] (a prefix holds no brace), so every script checks
@@ -22,22 +22,14 @@
 --@include lib/time.lua
 --@include lib/skew.lua
 --@include lib/shard.lua
-
--- The path as an error message shows it: printable ASCII as is, other bytes
--- as \xHH, cut at 64 bytes.
-local function shown(s)
-  local cut = ''
-  if #s > 64 then s, cut = s:sub(1, 64), '...' end
-  return '"' .. s:gsub('[^%w%p ]', function(c) return string.format('\\x%02x', c:byte()) end)
-    :gsub('"', '\\"') .. cut .. '"'
-end
+--@include lib/rule.lua
 
 -- The shard's part of every key: "<prefix>{k}" from KEYS[1], and k; or nil
 -- and the error reply.  `alg` is the script's algorithm name.
-local function contract_keys(alg, nparams)
+local function contract_keys(alg, fields)
   if #KEYS ~= 5 then
     return nil, nil, nil, usage(alg .. ' takes 5 KEYS (state, meta, registry, rules, stats) and ARGV path, n, now, rule'
-      .. ', then ' .. nparams)
+      .. ', then ' .. table.concat(fields, ', '))
   end
   local path = ARGV[1]
   if type(path) ~= 'string' or path == '' then return nil, nil, nil, fail('path', 'a non-empty string') end
@@ -70,24 +62,50 @@ local function contract_shard(path, k)
     .. ', not ' .. k .. ' (its keys carry {' .. s .. '})')
 end
 
--- ARGV[2..4] and the count of the rest: n (at most max_n, nil = 2^53-1),
--- now and the rule, or an error reply last.  `nparams` names the
--- parameters for the usage message, `count` how many there are.
+-- ARGV[2..] and the rule: n (at most max_n, nil = 2^53-1), now and the rule
+-- applied R, or an error reply last.  `fields` names the algorithm's
+-- parameters ({'capacity', 'rate'}, ...), `cache` is the path's hash that
+-- keeps the "*" cache (lib/rule.lua).  R = {p1, p2, ..., name = the rule
+-- applied ("" for explicit parameters), shadow = the rule's mode is shadow,
+-- cache = the copy's version to record}, the parameters as text (ARGV[5..]
+-- themselves when explicit); R.name == 'none' (no parameters): "*" matched
+-- no rule, the call is admitted and stores nothing.
+-- With a rule reference ARGV[5..] are absent or all "": numbers given there
+-- beside a rule are refused rather than silently overridden.
 -- An explicit now more than SKEW_MS ahead of Redis TIME is refused: served
 -- at, it would become the path's time mark, and every later call (at Redis
 -- time) would be served at that far future, the state kept until then.  A
 -- clock that far ahead is not one the skew horizon covers (read from the
--- rules copy, KEYS[4], by skew_load).
-local function contract_args(alg, nparams, count, max_n)
-  if #ARGV ~= 4 + count then
-    return nil, nil, nil, usage(alg .. ' takes ARGV path, n, now, rule, then ' .. nparams
-      .. ' (' .. (4 + count) .. ' in all)')
+-- rules copy, KEYS[4], by skew_load, or with the rule).
+local function contract_args(alg, fields, max_n, cache)
+  local count, ref = #fields, ARGV[4]
+  if not (#ARGV == 4 + count or (#ARGV == 4 and ref ~= '')) then
+    return nil, nil, nil, usage(alg .. ' takes ARGV path, n, now, rule, then ' .. table.concat(fields, ', ')
+      .. ' (' .. (4 + count) .. ' in all), or path, n, now and a rule reference (4)')
   end
   local n, err = arg_cost(ARGV[2], max_n)
   if err then return nil, nil, nil, err end
   local now
   now, err = arg_now(ARGV[3])
   if err then return nil, nil, nil, err end
+  local R
+  if ref == '' then
+    R = { name = '', shadow = false }
+    for i = 1, count do R[i] = ARGV[4 + i] end
+  else
+    if ref ~= '*' and (#ref > RULE_NAME_MAX or not string.find(ref, '^[A-Za-z0-9_%.%-]+$')) then
+      return nil, nil, nil, fail('rule (ARGV[4])', '"" (explicit parameters), "*" or a rule name'
+        .. ' (1 to 64 bytes of A-Z a-z 0-9 _ . -)')
+    end
+    for i = 5, #ARGV do
+      if ARGV[i] ~= '' then
+        return nil, nil, nil, fail('ARGV[' .. i .. '] (' .. fields[i - 4] .. ')', '"" with a rule reference in ARGV[4] ('
+          .. shown(ref) .. '), whose parameters apply')
+      end
+    end
+    R, err = rule_resolve(alg, fields, ref, KEYS[4], cache, ARGV[1])
+    if err then return nil, nil, nil, err end
+  end
   if ARGV[3] ~= '' then
     skew_load(KEYS[4])
     local server = arg_now('')
@@ -96,9 +114,16 @@ local function contract_args(alg, nparams, count, max_n)
         .. ' ms) ahead of Redis TIME; it is ' .. fmt_int(now - server) .. ' ms ahead')
     end
   end
-  if ARGV[4] ~= '' then
-    return nil, nil, nil, fail('rule (ARGV[4])', '"" with explicit parameters in ARGV[5..]'
-      .. ' (rule names and "*" are not supported by this version)')
-  end
-  return n, now, ''
+  return n, now, R
+end
+
+-- The reply of a "*" call that no rule matches (R.name == 'none'): admitted,
+-- nothing stored, remaining -1 (no limit applies), retry_after_ms and
+-- reset_ms 0, rule "none".  Its shard is checked all the same (the call
+-- stores nothing, but a client that builds wrong keys hears it now, not
+-- when a rule comes to match).
+local function contract_none(path, k)
+  local err = contract_shard(path, k)
+  if err then return err end
+  return { 1, -1, 0, 0, 'none' }
 end
