@@ -218,6 +218,8 @@ static const struct {
 	{ "/v1/rules/search", "{\"match\":\"/search\",\"algorithm\":\"sliding_counter\",\"limit\":5,\"window_ms\":1000,\"sub_windows\":3}", "invalid_rule", "sub_windows" },
 	{ "/v1/rules/api", "{\"match\":\"/api/*\",\"algorithm\":\"sliding_counter\",\"limit\":5,\"window_ms\":10}", "invalid_rule", "sub_windows" },
 	{ "/v1/rules/api", "{\"match\":\"/api/*\",\"algorithm\":\"token_bucket\",\"capacity\":5,\"rate\":0}", "invalid_rule", "rate" },
+	{ "/v1/rules/api", "{\"match\":\"/api/*\",\"algorithm\":\"token_bucket\",\"capacity\":5,\"rate\":1,\"mode\":\"observe\"}", "invalid_rule", "mode" },
+	{ "/v1/rules/api", "{\"match\":\"/api/*\",\"algorithm\":\"token_bucket\",\"capacity\":5,\"rate\":1,\"mode\":true}", "invalid_rule", "mode" },
 	{ "/v1/rules/api", "{\"name\":\"other\",\"match\":\"/api/*\",\"algorithm\":\"leaky_bucket\",\"capacity\":10,\"rate\":2}", "invalid_rule", "name" },
 	{ "/v1/rules/api", "{\"name\":5,\"match\":\"/api/*\",\"algorithm\":\"leaky_bucket\",\"capacity\":10,\"rate\":2}", "invalid_rule", "name" },
 	{ "/v1/rules/api", "{\"match\":\"\",\"algorithm\":\"leaky_bucket\",\"capacity\":10,\"rate\":2}", "invalid_rule", "match" },
@@ -378,6 +380,27 @@ END_TEST
 
 /* ---- ETag / If-Match ------------------------------------------------------------ */
 
+/* mode: "shadow" round-trips through PUT and GET; "enforce" is stored as a rule without mode (same ETag). */
+START_TEST(test_rule_mode)
+{
+	char e0[24];
+
+	put_ok("api", API_BODY);
+	memcpy(e0, res.etag, sizeof(e0));
+	put("/v1/rules/api", "{\"match\":\"/api/*\",\"algorithm\":\"leaky_bucket\",\"capacity\":10,\"rate\":2,\"mode\":\"enforce\"}");
+	ck_res(200, API_ECHO);
+	ck_assert_str_eq(res.etag, e0);
+	ck_assert_int_eq(rules_version(), 1); /* the same rule: nothing stored */
+	put("/v1/rules/api", "{\"match\":\"/api/*\",\"algorithm\":\"leaky_bucket\",\"capacity\":10,\"rate\":2,\"mode\":\"shadow\"}");
+	ck_assert_int_eq(res.status, 200);
+	ck_assert_str_ne(res.etag, e0);
+	ck_assert_int_eq(rules_version(), 2);
+	get("/v1/rules/api");
+	ck_assert_str_eq(jstr("mode"), "shadow");
+	ck_assert_str_eq(jstr("algorithm"), "leaky_bucket");
+}
+END_TEST
+
 START_TEST(test_rule_etags)
 {
 	const char *v2 = "{\"match\":\"/api/*\",\"algorithm\":\"leaky_bucket\",\"capacity\":20,\"rate\":2}";
@@ -475,6 +498,7 @@ static Suite *rules_api_suite(void)
 
 	tc = test_tcase(s, "etags", api_setup, api_teardown, 60);
 	tcase_add_test(tc, test_rule_etags);
+	tcase_add_test(tc, test_rule_mode);
 	tcase_add_test(tc, test_rules_cache);
 	return s;
 }
