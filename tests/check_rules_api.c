@@ -49,7 +49,7 @@ START_TEST(test_rules_crud)
 	ck_res(201, API_ECHO);
 	ck_assert_int_eq(rules_version(), 1);
 	get("/v1/rules/api");
-	ck_res(200, API_ECHO);
+	ck_res(200, API_VIEW);
 	get("/v1/rules");
 	ck_res(200, "{\"rules\":[" API_ECHO "],\"version\":1}");
 
@@ -71,7 +71,7 @@ START_TEST(test_rules_crud)
 	ck_res(200, "{\"name\":\"api\",\"match\":\"/api/*\",\"algorithm\":\"leaky_bucket\",\"capacity\":20,\"rate\":0.5}");
 	ck_assert_int_eq(rules_version(), 4);
 	get("/v1/rules/api");
-	ck_res(200, "{\"name\":\"api\",\"match\":\"/api/*\",\"algorithm\":\"leaky_bucket\",\"capacity\":20,\"rate\":0.5}");
+	ck_res(200, "{\"name\":\"api\",\"match\":\"/api/*\",\"algorithm\":\"leaky_bucket\",\"capacity\":20,\"rate\":0.5,\"decisions\":null}");
 
 	/* identical PUT (other field order, name in the body): 200, version unchanged */
 	rules_snapshot(snap, sizeof(snap));
@@ -158,7 +158,12 @@ START_TEST(test_rules_every_algorithm)
 		put(url, ok[i].body);
 		ck_res(201, ok[i].echo);
 		get(url);
-		ck_res(200, ok[i].echo);
+		{
+			char view[512]; /* the echo with the decisions, none summed yet */
+
+			snprintf(view, sizeof(view), "%.*s,\"decisions\":null}", (int)strlen(ok[i].echo) - 1, ok[i].echo);
+			ck_res(200, view);
+		}
 	}
 	ck_assert_int_eq(rules_version(), (long long)n);
 	get("/v1/rules");
