@@ -95,8 +95,9 @@ void stats_free(struct stats *s);
 /*
  * The owner loaded ruleset `rs` (borrowed for the call): rules new or changed
  * since the last call get a baseline at the next aggregation, which starts
- * at the next stats_step; rules no longer in it lose theirs.  0 or -ENOMEM
- * (then some rules may keep an older baseline).
+ * at the next stats_step; rules no longer in it lose theirs.  0, or -ENOMEM
+ * when a rule had no room (out of memory, or STATS_MAX_NAMES names known):
+ * that rule has no baseline (stats_rule answers -ENOENT), the others do.
  */
 int stats_rules_loaded(struct stats *s, const struct ruleset *rs);
 
