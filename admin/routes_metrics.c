@@ -277,6 +277,42 @@ static int put_worker_gauges(struct strbuf *b, const struct worker_status *st)
 		       ? -ENOMEM : 0;
 }
 
+/* stats_each's callback: one rule's three sluice_decisions_total samples.  0 or -ENOMEM. */
+static int put_decision(void *arg, const char *name, const uint64_t sums[STATS__DECISIONS])
+{
+	for (int d = 0; d < STATS__DECISIONS; d++)
+		/* a rule name is [A-Za-z0-9_.-]: nothing to escape in the label */
+		if (mprintf(arg, "sluice_decisions_total{rule=\"%s\",decision=\"%s\"} %llu\n", name,
+			    stats_decision_name((enum stats_decision)d), (unsigned long long)sums[d]))
+			return -ENOMEM;
+	return 0;
+}
+
+/*
+ * The shards' decision counters summed (core/stats.h: the raw sums, as of the
+ * last aggregation, up to STATS_PERIOD_MS old), the client clock lag, and
+ * what the last aggregation cost.  0 or -ENOMEM.
+ */
+static int put_stats(struct strbuf *b, struct stats *s)
+{
+	struct stats_summary sum;
+
+	stats_summary(s, &sum);
+	return put_head(b, "sluice_decisions_total", "counter",
+			"Client script decisions per rule, summed over the shards' stats hashes.") ||
+	       stats_each(s, put_decision, b) ||
+	       put_head(b, "sluice_client_clock_lag_seconds", "gauge",
+			"Largest lag of a client's explicit now behind Redis TIME in the current and previous minute (0: none seen).") ||
+	       mprintf(b, "sluice_client_clock_lag_seconds %.3f\n", sum.lag_ms > 0 ? (double)sum.lag_ms / 1e3 : 0.0) ||
+	       put_head(b, "sluice_stats_aggregation_seconds", "gauge",
+			"Wall time of the last summing of the 1024 shards' stats hashes.") ||
+	       mprintf(b, "sluice_stats_aggregation_seconds %.6f\n", (double)sum.last_duration_us / 1e6) ||
+	       put_head(b, "sluice_stats_shards_skipped", "gauge",
+			"Shards whose stats hash the last aggregation could not read (another type): skipped.") ||
+	       mprintf(b, "sluice_stats_shards_skipped %llu\n", (unsigned long long)sum.shards_skipped)
+		       ? -ENOMEM : 0;
+}
+
 /* The worker's metrics, from one snapshot of its counters.  0 or -ENOMEM. */
 static int put_worker(struct strbuf *b, struct worker *w)
 {
@@ -284,7 +320,7 @@ static int put_worker(struct strbuf *b, struct worker *w)
 
 	worker_status(w, &st);
 	return put_layouts(b, &st) || put_job_counters(b, &st) || put_sweep_histogram(b, &st) ||
-	       put_worker_gauges(b, &st) ? -ENOMEM : 0;
+	       put_worker_gauges(b, &st) || (worker_stats(w) && put_stats(b, worker_stats(w))) ? -ENOMEM : 0;
 }
 
 /* sluice_http_requests_total: the counts of api_handle, those not zero.  0 or -ENOMEM. */

@@ -102,9 +102,38 @@ void route_rules_list(struct api *a, struct api_response *res)
 	reply_json(res, 200, o);
 }
 
+/*
+ * o["decisions"]: rule r's decisions since its baseline (core/stats.h), or
+ * null when the worker sums none or has taken no baseline for it yet.
+ * 0 or -ENOMEM.
+ */
+static int add_decisions(cJSON *o, struct api *a, const struct rule *r)
+{
+	struct stats *s = a->worker ? worker_stats(a->worker) : NULL;
+	struct stats_rule sr;
+	cJSON *d, *ps;
+
+	if (!s || stats_rule(s, r->name, &sr))
+		return cJSON_AddNullToObject(o, "decisions") ? 0 : -ENOMEM;
+	if (!(d = cJSON_AddObjectToObject(o, "decisions")))
+		return -ENOMEM;
+	for (int i = 0; i < STATS__DECISIONS; i++)
+		if (jsonv_add_int(d, stats_decision_name((enum stats_decision)i), (int64_t)sr.total[i]))
+			return -ENOMEM;
+	if (jsonv_add_int(d, "since_ms", sr.since_ms) || !(ps = cJSON_AddObjectToObject(d, "per_second")))
+		return -ENOMEM;
+	for (int i = 0; i < STATS__DECISIONS; i++)
+		/* three decimals (cJSON prints the shortest text that reads back) */
+		if (!cJSON_AddNumberToObject(ps, stats_decision_name((enum stats_decision)i),
+					     (double)(int64_t)(sr.per_second[i] * 1000.0 + 0.5) / 1000.0))
+			return -ENOMEM;
+	return 0;
+}
+
 void route_rule_get(struct api *a, const char *name, size_t len, struct api_response *res)
 {
 	const struct rule *r;
+	cJSON *o;
 
 	if (route_rules_fresh(a, res))
 		return;
@@ -113,11 +142,17 @@ void route_rule_get(struct api *a, const char *name, size_t len, struct api_resp
 		not_found_rule(res, name, len);
 		return;
 	}
+	/* the ETag is the rule's, whatever its counts: the counts change, the rule did not */
 	if (rulestore_etag(r, res->etag)) {
 		reply_json(res, 500, NULL);
 		return;
 	}
-	reply_json(res, 200, rule_to_json(r));
+	o = rule_to_json(r);
+	if (o && add_decisions(o, a, r)) {
+		cJSON_Delete(o);
+		o = NULL;
+	}
+	reply_json(res, o ? 200 : 500, o);
 }
 
 /* The body as a rule named `name` (caller rule_free's), or NULL after answering 400 or 500. */

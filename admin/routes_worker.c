@@ -152,6 +152,55 @@ static int add_copies(cJSON *o, const struct worker_status *st)
 		       ? -ENOMEM : 0;
 }
 
+/* The scripts' skew horizon when the worker keeps none in the copies (lua/lib/skew.lua's default). */
+#define SCRIPTS_DEFAULT_SKEW_MS 10000
+/* The lag is warned about above this share of the skew horizon. */
+#define LAG_WARN_SHARE 0.8
+
+/*
+ * "clock_lag": the largest lag of a client's explicit now behind Redis TIME
+ * in the current and previous minute (core/stats.h; null when none was seen
+ * or the worker sums no stats), the skew horizon it is held against, and a
+ * warning when it exceeds LAG_WARN_SHARE of it (a client lagging past the
+ * horizon is served at the path's time mark, so it is admitted less than its
+ * clock says).  "decisions": how the summing of the shards' stats goes.
+ * 0 or -ENOMEM.
+ */
+static int add_stats(cJSON *o, struct stats *s, const struct worker_status *st)
+{
+	struct stats_summary sum = { .last_ms = -1, .lag_ms = -1 };
+	int64_t horizon = st->skew_ms >= 0 ? st->skew_ms : SCRIPTS_DEFAULT_SKEW_MS;
+	cJSON *l = add_object(o, "clock_lag"), *d;
+	char warn[200] = "";
+
+	if (s)
+		stats_summary(s, &sum);
+	if (sum.lag_ms >= 0 && (double)sum.lag_ms > LAG_WARN_SHARE * (double)horizon)
+		snprintf(warn, sizeof(warn),
+			 "a client's clock lags Redis TIME by %lld ms, over 80%% of max_clock_skew_ms (%lld): "
+			 "past it, its calls are served at the paths' time marks",
+			 (long long)sum.lag_ms, (long long)horizon);
+	if (!l || add_int_or_null(l, "lag_ms", sum.lag_ms) || jsonv_add_int(l, "max_clock_skew_ms", horizon) ||
+	    !(warn[0] ? cJSON_AddStringToObject(l, "warning", warn) : cJSON_AddNullToObject(l, "warning")))
+		return -ENOMEM;
+	if (!s)
+		return cJSON_AddNullToObject(o, "decisions") ? 0 : -ENOMEM;
+	d = add_object(o, "decisions");
+	return !d || jsonv_add_int(d, "aggregations", (int64_t)sum.aggregations) ||
+	       jsonv_add_int(d, "failures", (int64_t)sum.failures) ||
+	       add_int_or_null(d, "last_ms", sum.last_ms) ||
+	       jsonv_add_int(d, "last_duration_us", sum.last_duration_us) ||
+	       jsonv_add_int(d, "round_trips", (int64_t)sum.last_round_trips) ||
+	       jsonv_add_int(d, "rules", (int64_t)sum.names) ||
+	       jsonv_add_int(d, "shards_skipped", (int64_t)sum.shards_skipped) ||
+	       jsonv_add_int(d, "fields_ignored", (int64_t)sum.fields_ignored) ||
+	       jsonv_add_int(d, "names_dropped", (int64_t)sum.names_dropped) ||
+	       jsonv_add_int(d, "lag_fields_deleted", (int64_t)sum.lag_fields_deleted) ||
+	       !(sum.last_error[0] ? cJSON_AddStringToObject(d, "last_error", sum.last_error)
+				   : cJSON_AddNullToObject(d, "last_error"))
+		       ? -ENOMEM : 0;
+}
+
 /* Both jobs' counters added up, the last error, the rules the worker holds.  0 or -ENOMEM. */
 static int add_totals(cJSON *o, const struct worker_status *st)
 {
@@ -215,7 +264,7 @@ void route_worker(struct api *a, struct api_response *res)
 	if (add_totals(o, &st) || !(jobs = cJSON_AddObjectToObject(o, "jobs")) ||
 	    add_job(jobs, "drain", "drained", &st.job[WORKER_DRAIN]) ||
 	    add_job(jobs, "prune", "pruned", &st.job[WORKER_PRUNE]) || add_layouts(o, &st) || add_skew(o, &st) ||
-	    add_copies(o, &st)) {
+	    add_copies(o, &st) || add_stats(o, worker_stats(a->worker), &st)) {
 		cJSON_Delete(o);
 		o = NULL;
 	}

@@ -93,6 +93,24 @@ static int write_field(cJSON *o, unsigned bit, const struct rule *r)
 	}
 }
 
+/* Optional "mode" (`it`, may be NULL): "enforce" (the default) or "shadow"; -EINVAL naming `f`. */
+static int read_mode(const cJSON *it, const char *f, struct rule *r, struct sl_error *err)
+{
+	const char *s;
+	int rc;
+
+	r->shadow = 0;
+	if (!it)
+		return 0;
+	if ((rc = jsonv_string(it, f, &s, err)))
+		return rc;
+	if (!strcmp(s, "shadow"))
+		r->shadow = 1;
+	else if (strcmp(s, "enforce") != 0)
+		return sl_fail(err, f, "must be \"enforce\" or \"shadow\"");
+	return 0;
+}
+
 int rule_add_limits(cJSON *o, const struct rule *r)
 {
 	unsigned want = algorithm_get(r->algorithm)->fields;
@@ -126,7 +144,7 @@ int rule_from_json(const cJSON *obj, const char *name, const char *where, struct
 	/* Reject unknown fields first, so a typo is never silently ignored. */
 	cJSON_ArrayForEach(it, obj) {
 		int known = !strcmp(it->string, "name") || !strcmp(it->string, "match") ||
-			    !strcmp(it->string, "algorithm");
+			    !strcmp(it->string, "algorithm") || !strcmp(it->string, "mode");
 
 		for (size_t i = 0; !known && i < NFIELDS; i++)
 			known = !strcmp(it->string, algorithm_field_name(all_fields[i]));
@@ -216,6 +234,9 @@ int rule_from_json(const cJSON *obj, const char *name, const char *where, struct
 	}
 	if (alg->check && (rc = alg->check(r, where, err)))
 		goto fail;
+	if ((rc = read_mode(cJSON_GetObjectItemCaseSensitive(obj, "mode"), fname(f, sizeof(f), where, "mode"), r,
+			    err)))
+		goto fail;
 	*out = r;
 	return 0;
 fail:
@@ -241,7 +262,8 @@ cJSON *rule_to_json(const struct rule *r)
 	cJSON *o = cJSON_CreateObject();
 
 	if (!o || !cJSON_AddStringToObject(o, "name", r->name) || !cJSON_AddStringToObject(o, "match", r->match) ||
-	    !cJSON_AddStringToObject(o, "algorithm", algorithm_name(r->algorithm)) || rule_add_limits(o, r)) {
+	    !cJSON_AddStringToObject(o, "algorithm", algorithm_name(r->algorithm)) || rule_add_limits(o, r) ||
+	    (r->shadow && !cJSON_AddStringToObject(o, "mode", "shadow"))) {
 		cJSON_Delete(o);
 		return NULL;
 	}

@@ -28,6 +28,7 @@ struct rule {
 	int64_t limit;           /* windows: requests per window, >= 1 */
 	int64_t window_ms;       /* windows: ms, >= 1 */
 	int64_t sub_windows;     /* sliding_counter: parts of the window, >= 1 */
+	int shadow;              /* mode "shadow" (1): decide and count, always admit; 0: "enforce" */
 	/* derived from match */
 	int is_glob;
 	size_t literal_prefix;   /* bytes before the first glob metacharacter */
@@ -45,7 +46,12 @@ int rule_from_json(const cJSON *obj, const char *name, const char *where, struct
 /* Parse a rule from JSON text (as stored in Redis); same errors, plus a bad-JSON error. */
 int rule_from_text(const char *text, size_t len, const char *name, struct rule **out,
 		   struct sl_error *err);
-/* JSON object of the rule with only its algorithm's fields; caller owns (cJSON_Delete). NULL on ENOMEM. */
+/*
+ * JSON object of the rule with only its algorithm's fields, and "mode" only
+ * when it is "shadow" (so a rule without mode, or with "enforce", renders as
+ * before: its text, ETag and shard copies stay what they were); caller owns
+ * (cJSON_Delete). NULL on ENOMEM.
+ */
 cJSON *rule_to_json(const struct rule *r);
 /* Add the rule's limit fields (capacity, rate, ... as its algorithm takes them) to `o`.  0 or -ENOMEM. */
 int rule_add_limits(cJSON *o, const struct rule *r);

@@ -38,6 +38,8 @@
 /* A valid leaky bucket rule body, and its echo under the name "api". */
 #define API_BODY "{\"match\":\"/api/*\",\"algorithm\":\"leaky_bucket\",\"capacity\":10,\"rate\":2}"
 #define API_ECHO "{\"name\":\"api\",\"match\":\"/api/*\",\"algorithm\":\"leaky_bucket\",\"capacity\":10,\"rate\":2}"
+/* GET /v1/rules/api of that rule before the worker summed any decisions for it */
+#define API_VIEW "{\"name\":\"api\",\"match\":\"/api/*\",\"algorithm\":\"leaky_bucket\",\"capacity\":10,\"rate\":2,\"decisions\":null}"
 
 /* The last response: status, rendered text, the text parsed back, Allow. */
 struct last_response {

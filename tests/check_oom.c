@@ -356,7 +356,7 @@ START_TEST(test_rule_writes_at_oom_name_it)
 	ck_assert_str_eq(after, before);
 	/* the reads answer */
 	get("/v1/rules/api");
-	ck_res(200, API_ECHO);
+	ck_res(200, API_VIEW);
 	/* a store whose version went missing cannot be marked now, and says why */
 	ck_assert_int_eq(test_cmd_int(c, "DEL %s", RULES_VER), 1);
 	ck_assert_int_eq(rulestore_mark(rc, PFX), -ENOSPC);

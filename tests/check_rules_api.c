@@ -49,7 +49,7 @@ START_TEST(test_rules_crud)
 	ck_res(201, API_ECHO);
 	ck_assert_int_eq(rules_version(), 1);
 	get("/v1/rules/api");
-	ck_res(200, API_ECHO);
+	ck_res(200, API_VIEW);
 	get("/v1/rules");
 	ck_res(200, "{\"rules\":[" API_ECHO "],\"version\":1}");
 
@@ -71,7 +71,7 @@ START_TEST(test_rules_crud)
 	ck_res(200, "{\"name\":\"api\",\"match\":\"/api/*\",\"algorithm\":\"leaky_bucket\",\"capacity\":20,\"rate\":0.5}");
 	ck_assert_int_eq(rules_version(), 4);
 	get("/v1/rules/api");
-	ck_res(200, "{\"name\":\"api\",\"match\":\"/api/*\",\"algorithm\":\"leaky_bucket\",\"capacity\":20,\"rate\":0.5}");
+	ck_res(200, "{\"name\":\"api\",\"match\":\"/api/*\",\"algorithm\":\"leaky_bucket\",\"capacity\":20,\"rate\":0.5,\"decisions\":null}");
 
 	/* identical PUT (other field order, name in the body): 200, version unchanged */
 	rules_snapshot(snap, sizeof(snap));
@@ -158,7 +158,12 @@ START_TEST(test_rules_every_algorithm)
 		put(url, ok[i].body);
 		ck_res(201, ok[i].echo);
 		get(url);
-		ck_res(200, ok[i].echo);
+		{
+			char view[512]; /* the echo with the decisions, none summed yet */
+
+			snprintf(view, sizeof(view), "%.*s,\"decisions\":null}", (int)strlen(ok[i].echo) - 1, ok[i].echo);
+			ck_res(200, view);
+		}
 	}
 	ck_assert_int_eq(rules_version(), (long long)n);
 	get("/v1/rules");
@@ -218,6 +223,8 @@ static const struct {
 	{ "/v1/rules/search", "{\"match\":\"/search\",\"algorithm\":\"sliding_counter\",\"limit\":5,\"window_ms\":1000,\"sub_windows\":3}", "invalid_rule", "sub_windows" },
 	{ "/v1/rules/api", "{\"match\":\"/api/*\",\"algorithm\":\"sliding_counter\",\"limit\":5,\"window_ms\":10}", "invalid_rule", "sub_windows" },
 	{ "/v1/rules/api", "{\"match\":\"/api/*\",\"algorithm\":\"token_bucket\",\"capacity\":5,\"rate\":0}", "invalid_rule", "rate" },
+	{ "/v1/rules/api", "{\"match\":\"/api/*\",\"algorithm\":\"token_bucket\",\"capacity\":5,\"rate\":1,\"mode\":\"observe\"}", "invalid_rule", "mode" },
+	{ "/v1/rules/api", "{\"match\":\"/api/*\",\"algorithm\":\"token_bucket\",\"capacity\":5,\"rate\":1,\"mode\":true}", "invalid_rule", "mode" },
 	{ "/v1/rules/api", "{\"name\":\"other\",\"match\":\"/api/*\",\"algorithm\":\"leaky_bucket\",\"capacity\":10,\"rate\":2}", "invalid_rule", "name" },
 	{ "/v1/rules/api", "{\"name\":5,\"match\":\"/api/*\",\"algorithm\":\"leaky_bucket\",\"capacity\":10,\"rate\":2}", "invalid_rule", "name" },
 	{ "/v1/rules/api", "{\"match\":\"\",\"algorithm\":\"leaky_bucket\",\"capacity\":10,\"rate\":2}", "invalid_rule", "match" },
@@ -378,6 +385,27 @@ END_TEST
 
 /* ---- ETag / If-Match ------------------------------------------------------------ */
 
+/* mode: "shadow" round-trips through PUT and GET; "enforce" is stored as a rule without mode (same ETag). */
+START_TEST(test_rule_mode)
+{
+	char e0[24];
+
+	put_ok("api", API_BODY);
+	memcpy(e0, res.etag, sizeof(e0));
+	put("/v1/rules/api", "{\"match\":\"/api/*\",\"algorithm\":\"leaky_bucket\",\"capacity\":10,\"rate\":2,\"mode\":\"enforce\"}");
+	ck_res(200, API_ECHO);
+	ck_assert_str_eq(res.etag, e0);
+	ck_assert_int_eq(rules_version(), 1); /* the same rule: nothing stored */
+	put("/v1/rules/api", "{\"match\":\"/api/*\",\"algorithm\":\"leaky_bucket\",\"capacity\":10,\"rate\":2,\"mode\":\"shadow\"}");
+	ck_assert_int_eq(res.status, 200);
+	ck_assert_str_ne(res.etag, e0);
+	ck_assert_int_eq(rules_version(), 2);
+	get("/v1/rules/api");
+	ck_assert_str_eq(jstr("mode"), "shadow");
+	ck_assert_str_eq(jstr("algorithm"), "leaky_bucket");
+}
+END_TEST
+
 START_TEST(test_rule_etags)
 {
 	const char *v2 = "{\"match\":\"/api/*\",\"algorithm\":\"leaky_bucket\",\"capacity\":20,\"rate\":2}";
@@ -475,6 +503,7 @@ static Suite *rules_api_suite(void)
 
 	tc = test_tcase(s, "etags", api_setup, api_teardown, 60);
 	tcase_add_test(tc, test_rule_etags);
+	tcase_add_test(tc, test_rule_mode);
 	tcase_add_test(tc, test_rules_cache);
 	return s;
 }

@@ -16,6 +16,7 @@
 #include "core/log.h"
 #include "core/reply.h"
 #include "core/rules.h"
+#include "core/rulestore.h"
 #include "daemon/options.h"
 #include "scheduler/sched.h"
 #include "tests/harness.h"
@@ -238,6 +239,9 @@ static const struct {
 	{ "{\"rules\":[{\"name\":\"a\",\"match\":\"/a\",\"algorithm\":\"sliding_log\",\"limit\":1,\"window_ms\":1},"
 	  "{\"name\":\"search\",\"match\":\"/search\",\"algorithm\":\"sliding_counter\",\"limit\":5,\"window_ms\":1000,"
 	  "\"sub_windows\":3}]}", "rules[1].sub_windows" },
+	{ "{\"rules\":[{\"name\":\"a\",\"match\":\"/a\",\"algorithm\":\"sliding_log\",\"limit\":1,\"window_ms\":1},"
+	  "{\"name\":\"trial\",\"match\":\"/t\",\"algorithm\":\"sliding_log\",\"limit\":1,\"window_ms\":1,"
+	  "\"mode\":\"dry_run\"}]}", "rules[1].mode" },
 	/* a late error undoes the valid members before it */
 	{ "{\"prefix\":\"rl:\",\"drain_interval_ms\":5,\"redis\":\"redis://h:1\",\"rules\":["
 	  "{\"name\":\"a\",\"match\":\"/a\",\"algorithm\":\"sliding_log\",\"limit\":1,\"window_ms\":1}],"
@@ -703,6 +707,11 @@ static const struct {
 	{ "{\"name\":\"a\",\"match\":\"/a\",\"algorithm\":\"sliding_log\",\"limit\":true,\"window_ms\":1}", "limit" },
 	{ "{\"name\":\"a\",\"match\":\"/a\",\"algorithm\":\"sliding_counter\",\"limit\":1,\"window_ms\":10,\"sub_windows\":11}", "sub_windows" },
 	{ "{\"name\":\"a\",\"match\":\"/a\",\"algorithm\":\"sliding_counter\",\"limit\":1,\"window_ms\":10,\"sub_windows\":0}", "sub_windows" },
+	/* issue 9: mode is "enforce" or "shadow", nothing else */
+	{ "{\"name\":\"a\",\"match\":\"/a\",\"algorithm\":\"sliding_log\",\"limit\":1,\"window_ms\":1,\"mode\":\"Shadow\"}", "mode" },
+	{ "{\"name\":\"a\",\"match\":\"/a\",\"algorithm\":\"sliding_log\",\"limit\":1,\"window_ms\":1,\"mode\":\"\"}", "mode" },
+	{ "{\"name\":\"a\",\"match\":\"/a\",\"algorithm\":\"sliding_log\",\"limit\":1,\"window_ms\":1,\"mode\":1}", "mode" },
+	{ "{\"name\":\"a\",\"match\":\"/a\",\"algorithm\":\"sliding_log\",\"limit\":1,\"window_ms\":1,\"mode\":null}", "mode" },
 };
 
 START_TEST(rule_invalid_names_field)
@@ -712,6 +721,49 @@ START_TEST(rule_invalid_names_field)
 	ck_assert_ptr_null(rule_of(bad_rules[_i].json, &err));
 	ck_assert_str_eq(err.field, bad_rules[_i].field);
 	ck_assert(strlen(err.message) > 0);
+}
+END_TEST
+
+/* mode: "shadow" is kept and rendered; "enforce" is the default and renders as a rule without
+ * mode, so the text (and the ETag, and the shard copies) of every existing rule stays the same. */
+START_TEST(rule_mode_round_trip)
+{
+	const char *base = "{\"name\":\"a\",\"match\":\"/a\",\"algorithm\":\"sliding_log\",\"limit\":1,\"window_ms\":1";
+	char json[256], tag0[RULESTORE_ETAG_SIZE], tag1[RULESTORE_ETAG_SIZE];
+	struct rule *none, *enforce, *shadow, *again;
+	char *t0, *t1, *t2;
+
+	snprintf(json, sizeof(json), "%s}", base);
+	none = rule_of(json, NULL);
+	snprintf(json, sizeof(json), "%s,\"mode\":\"enforce\"}", base);
+	enforce = rule_of(json, NULL);
+	snprintf(json, sizeof(json), "%s,\"mode\":\"shadow\"}", base);
+	shadow = rule_of(json, NULL);
+	ck_assert(none && enforce && shadow);
+	ck_assert_int_eq(none->shadow, 0);
+	ck_assert_int_eq(enforce->shadow, 0);
+	ck_assert_int_eq(shadow->shadow, 1);
+	t0 = rule_to_text(none);
+	t1 = rule_to_text(enforce);
+	t2 = rule_to_text(shadow);
+	ck_assert_str_eq(t0, "{\"name\":\"a\",\"match\":\"/a\",\"algorithm\":\"sliding_log\",\"limit\":1,\"window_ms\":1}");
+	ck_assert_str_eq(t1, t0);
+	ck_assert_str_eq(t2, json);
+	ck_assert_int_eq(rulestore_etag(none, tag0), 0);
+	ck_assert_int_eq(rulestore_etag(enforce, tag1), 0);
+	ck_assert_str_eq(tag0, tag1);
+	ck_assert_int_eq(rulestore_etag(shadow, tag1), 0);
+	ck_assert_str_ne(tag0, tag1);
+	/* the stored text parses back to the same rule */
+	ck_assert_int_eq(rule_from_text(t2, strlen(t2), "a", &again, NULL), 0);
+	ck_assert_int_eq(again->shadow, 1);
+	rule_free(again);
+	free(t0);
+	free(t1);
+	free(t2);
+	rule_free(none);
+	rule_free(enforce);
+	rule_free(shadow);
 }
 END_TEST
 
@@ -1062,6 +1114,7 @@ static Suite *unit_suite(void)
 	tcase_add_test(tc, rule_valid_roundtrip);
 	tcase_add_loop_test(tc, rule_invalid_names_field, 0, sizeof(bad_rules) / sizeof(bad_rules[0]));
 	tcase_add_test(tc, rule_url_name_must_agree);
+	tcase_add_test(tc, rule_mode_round_trip);
 	tcase_add_test(tc, ruleset_precedence);
 	suite_add_tcase(s, tc);
 

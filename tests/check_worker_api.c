@@ -30,7 +30,11 @@ START_TEST(test_worker_status)
 		    "\"max_lag_us\":0,\"overruns\":0,\"in_sweep\":false,\"due_backlog\":0,\"oldest_due_age_ms\":0,\"last_error\":null}},"
 		    "\"layouts\":{\"leaky_bucket\":{\"algorithm\":\"leaky_bucket\",\"paths\":0,\"drained\":0,\"emptied\":0,\"unmatched\":0,\"skipped\":0,\"failed\":0},\"sliding_log\":{\"algorithm\":\"sliding_log\",\"paths\":0,\"pruned\":0,\"emptied\":0,\"unmatched\":0,\"skipped\":0,\"failed\":0},\"sliding_counter\":{\"algorithm\":\"sliding_counter\",\"paths\":0,\"pruned\":0,\"emptied\":0,\"unmatched\":0,\"skipped\":0,\"failed\":0},\"fixed_window\":{\"algorithm\":\"fixed_window\",\"paths\":0,\"repaired\":0,\"emptied\":0,\"unmatched\":0,\"skipped\":0,\"failed\":0},\"token_bucket\":{\"algorithm\":\"token_bucket\",\"paths\":0,\"reclaimed\":0,\"emptied\":0,\"unmatched\":0,\"skipped\":0,\"failed\":0}},"
 		    "\"skew\":{\"max_clock_skew_ms\":null,\"shards_pending\":0,\"shards_written\":0,\"last_error\":null},"
-		    "\"rule_copies\":{\"version\":null,\"shards_pending\":0,\"shards_written\":0,\"last_error\":null}}");
+		    "\"rule_copies\":{\"version\":null,\"shards_pending\":0,\"shards_written\":0,\"last_error\":null},"
+		    "\"clock_lag\":{\"lag_ms\":null,\"max_clock_skew_ms\":10000,\"warning\":null},"
+		    "\"decisions\":{\"aggregations\":0,\"failures\":0,\"last_ms\":null,\"last_duration_us\":0,\"round_trips\":0,"
+		    "\"rules\":0,\"shards_skipped\":0,\"fields_ignored\":0,\"names_dropped\":0,\"lag_fields_deleted\":0,"
+		    "\"last_error\":null}}");
 
 	put_ok("api", "{\"match\":\"/api/*\",\"algorithm\":\"leaky_bucket\",\"capacity\":10,\"rate\":0.01}");
 	put_ok("log", "{\"match\":\"/log/*\",\"algorithm\":\"sliding_log\",\"limit\":10,\"window_ms\":600000}");
@@ -90,6 +94,11 @@ START_TEST(test_worker_status)
 			cJSON_DeleteItemFromObjectCaseSensitive(job, "last_sweep_us");
 		}
 	}
+	/* the prune sweep summed the shards' stats once (core/stats.h; check_stats.c tests it) */
+	ck_assert_int_eq(jint("decisions.aggregations"), 1);
+	ck_assert_int_eq(jint("decisions.round_trips"), 4);
+	ck_assert_int_eq(jint("decisions.rules"), 2);
+	cJSON_DeleteItemFromObjectCaseSensitive(res.json, "decisions");
 	ck_json_is("{\"redis_up\":true,\"connects\":1,\"ticks\":2,\"drained\":6,\"pruned\":0,\"errors\":0,"
 		   "\"last_error\":null,\"rules\":{\"version\":3,\"loaded\":2,\"invalid\":1},\"jobs\":{"
 		   "\"drain\":{\"ticks\":1,\"sweeps\":1,\"batches\":1024,\"polls\":0,\"paths\":4,\"drained\":6,\"emptied\":2,"
@@ -100,7 +109,8 @@ START_TEST(test_worker_status)
 		   "\"due_backlog\":0,\"oldest_due_age_ms\":0,\"last_error\":null}},"
 		   "\"layouts\":{\"leaky_bucket\":{\"algorithm\":\"leaky_bucket\",\"paths\":4,\"drained\":6,\"emptied\":2,\"unmatched\":0,\"skipped\":1,\"failed\":0},\"sliding_log\":{\"algorithm\":\"sliding_log\",\"paths\":0,\"pruned\":0,\"emptied\":0,\"unmatched\":0,\"skipped\":0,\"failed\":0},\"sliding_counter\":{\"algorithm\":\"sliding_counter\",\"paths\":0,\"pruned\":0,\"emptied\":0,\"unmatched\":0,\"skipped\":0,\"failed\":0},\"fixed_window\":{\"algorithm\":\"fixed_window\",\"paths\":0,\"repaired\":0,\"emptied\":0,\"unmatched\":0,\"skipped\":0,\"failed\":0},\"token_bucket\":{\"algorithm\":\"token_bucket\",\"paths\":0,\"reclaimed\":0,\"emptied\":0,\"unmatched\":0,\"skipped\":0,\"failed\":0}},"
 		   "\"skew\":{\"max_clock_skew_ms\":null,\"shards_pending\":0,\"shards_written\":0,\"last_error\":null},"
-		    "\"rule_copies\":{\"version\":null,\"shards_pending\":0,\"shards_written\":0,\"last_error\":null}}");
+		    "\"rule_copies\":{\"version\":null,\"shards_pending\":0,\"shards_written\":0,\"last_error\":null},"
+		    "\"clock_lag\":{\"lag_ms\":null,\"max_clock_skew_ms\":10000,\"warning\":null}}");
 
 	/* the same instant again drains nothing more, and visits nothing (nothing is due); the counters add up */
 	ck_assert_int_eq(worker_sweep(w, WORKER_DRAIN, t0 + 300000 + test_skew_ms(), &r), 0);

@@ -144,6 +144,7 @@ struct worker {
 	struct job_batch jb;
 	struct skew_state skew;
 	struct copies_state copies;
+	struct stats *stats;     /* or NULL (no sum_stats) */
 
 	pthread_mutex_t lock;    /* guards st and the request fields below */
 	struct worker_status st;

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "core/rules.h"
+#include "core/stats.h"
 
 enum worker_job { WORKER_DRAIN = 0, WORKER_PRUNE, WORKER__JOBS };
 
@@ -97,6 +98,13 @@ struct worker_result {
 };
 
 struct worker;
+
+/*
+ * The worker's decision counters and clock lag (core/stats.h; its readers
+ * are thread-safe), borrowed for the worker's lifetime; NULL when the worker
+ * was made without sum_stats.
+ */
+struct stats *worker_stats(struct worker *w);
 
 /* Thread-safe snapshot of the counters. */
 void worker_status(struct worker *w, struct worker_status *out);

@@ -84,6 +84,10 @@ struct worker *worker_new(const struct worker_config *cfg)
 	w->st.skew_pending = w->skew.on ? w->skew.pending : 0;
 	w->st.copies_on = w->copies.on;
 	w->st.copies_pending = w->copies.on ? SHARD_COUNT : 0;
+	if (cfg->sum_stats && !(w->stats = stats_new())) {
+		worker_free(w);
+		return NULL;
+	}
 	w->conn = rconn_new(cfg->redis, cfg->timeout_ms);
 	w->prefix = strdup(cfg->prefix);
 	w->batch = rbatch_new();
@@ -105,6 +109,7 @@ void worker_free(struct worker *w)
 	ruleset_clear(&w->rules);
 	job_batch_free(&w->jb);
 	copies_free(&w->copies);
+	stats_free(w->stats);
 	free(w->prefix);
 	requests_destroy(w);
 	free(w);
@@ -129,9 +134,19 @@ static int refresh_rules(struct worker *w, int *changed)
 
 	*changed = 0;
 	rc = rulestore_refresh(w->conn, w->prefix, &w->rules, 0, changed, &invalid);
-	if (!rc && *changed)
+	if (!rc && *changed) {
 		w->rules_invalid = invalid;
+		/* rules new or changed get their decisions' baseline at the next aggregation; one
+		 * it had no room for (STATS_MAX_NAMES, ENOMEM) shows no decisions: not the step's failure */
+		if (w->stats)
+			(void)stats_rules_loaded(w->stats, &w->rules);
+	}
 	return rc;
+}
+
+struct stats *worker_stats(struct worker *w)
+{
+	return w->stats;
 }
 
 /* Redis TIME in ms, or a negative errno. */
@@ -170,7 +185,8 @@ static int step_prepare(struct worker *w, enum worker_job job, int64_t now_ms, i
 	if ((rc = refresh_rules(w, &changed)))
 		goto fail;
 	what = "redis";
-	if (now_ms < 0 && (w->jobs[job].ndue || w->skew.on || w->copies.on) && (rc = redis_now(w, now)))
+	if (now_ms < 0 && (w->jobs[job].ndue || w->skew.on || w->copies.on || (w->stats && job == WORKER_PRUNE)) &&
+	    (rc = redis_now(w, now)))
 		goto fail;
 	/* a sweep checks every copy; so does a change of the rules (Redis may have lost its data) */
 	if ((rc = skew_step(w, *now, full || changed)))
@@ -178,6 +194,11 @@ static int step_prepare(struct worker *w, enum worker_job job, int64_t now_ms, i
 	/* the rule copies: every one at a prune step too (1024 HGETs in 4 round trips) */
 	what = "rule copies";
 	if ((rc = copies_step(w, *now, full || changed || job == WORKER_PRUNE)))
+		goto fail;
+	/* the decision counters, at the prune job's pace and within a budget of their own */
+	what = "stats";
+	if (job == WORKER_PRUNE && w->stats &&
+	    (rc = stats_step(w->stats, w->conn, w->prefix, *now, WORKER_STATS_BUDGET_US, NULL)))
 		goto fail;
 	return 0;
 fail:

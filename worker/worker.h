@@ -29,6 +29,9 @@
  * The worker also keeps the skew horizon (config max_clock_skew_ms) in every
  * shard's rules copy, where the scripts read it (worker/skew.c), and the
  * rules themselves, which scripts called by rule name read (worker/copies.c).
+ * With sum_stats, a prune step also goes on with the aggregation of the
+ * shards' stats hashes (core/stats.h: one every STATS_PERIOD_MS, or after a
+ * rule changed), within WORKER_STATS_BUDGET_US of its own per step.
  *
  * Threads: one worker is driven by one thread (it owns its Redis connection).
  * worker_status() may be called from any thread.
@@ -42,6 +45,9 @@
 
 #include "worker/status.h"
 
+/* µs a prune step may spend on the stats aggregation (at least one round trip of 256 HGETALLs) */
+#define WORKER_STATS_BUDGET_US 5000
+
 struct worker_config {
 	const struct redis_target *redis; /* copied */
 	int64_t timeout_ms;               /* Redis connect/command timeout */
@@ -54,6 +60,8 @@ struct worker_config {
 	int64_t max_clock_skew_ms;        /* with write_skew: the skew horizon, ms >= 0 */
 	int write_rules;                  /* keep the loaded rules in every shard's rules copy
 					   * (worker/copies.c; 0: leave the rule fields alone) */
+	int sum_stats;                    /* sum the shards' decision counters and clock lag at prune
+					   * steps (core/stats.h; worker_stats); 0: not */
 };
 
 
