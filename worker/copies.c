@@ -11,10 +11,13 @@
  *                 (skew.c keeps that one; a rule name holds no ':')
  *
  * A copy holds exactly the rules the worker loaded (rulestore_refresh: the
- * store's valid rules): a name the ruleset lacks is HDEL'd.  One copy is
- * brought to the target by HDEL of those names, then one HSET of every rule
- * with ":version" its last field, both atomic per copy, so a copy whose
- * ":version" is the store's holds that version's rules.
+ * store's valid rules): a name the ruleset lacks is HDEL'd.  A copy at the
+ * previous target is brought to the new one by its difference
+ * (copies_target.c): HDEL of the names gone, one HSET of the rules new or
+ * changed with ":version" last; any other copy by HKEYS, HDEL of the names
+ * it should not hold, then one HSET of every rule with ":version" last.
+ * Each command is atomic per copy, so a copy whose ":version" is the
+ * store's holds that version's rules.
  *
  * When: every copy is checked (HGET of ":version", pipelined) at the first
  * step, after a reload of the rules, after a reconnect, and when the caller
@@ -63,61 +66,21 @@ int copies_init(struct copies_state *c)
 	return 0;
 }
 
-static void free_names(struct copies_state *c)
-{
-	for (size_t i = 0; i < c->nnames; i++)
-		free(c->names[i]);
-	free(c->names);
-	c->names = NULL;
-	c->nnames = 0;
-}
-
 void copies_free(struct copies_state *c)
 {
-	free_names(c);
-	cmdargs_free(&c->fields);
+	copies_target_free(c);
 	cmdargs_free(&c->cmd);
 	rbatch_free(c->wbatch);
 	c->wbatch = NULL;
 }
 
-static int by_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* Build the target from `rs` (loaded): the HSET tail and the sorted names.  0 or -ENOMEM (c->have = 0). */
+/* Build the target from `rs` (loaded); every copy is checked again.  0 or -ENOMEM (c->have = 0). */
 static int build_target(struct copies_state *c, const struct ruleset *rs)
 {
-	int rc = 0;
+	int rc = copies_target_build(c, rs);
 
-	c->have = 0;
-	free_names(c);
-	cmdargs_reset(&c->fields);
-	if (rs->n && !(c->names = calloc(rs->n, sizeof(*c->names))))
-		return -ENOMEM;
-	for (size_t i = 0; i < rs->n; i++) {
-		char *text = rule_to_text(rs->v[i]);
-
-		if (!text || !(c->names[c->nnames] = strdup(rs->v[i]->name))) {
-			free(text);
-			return -ENOMEM;
-		}
-		c->nnames++;
-		rc = cmdargs_str(&c->fields, rs->v[i]->name) || cmdargs_str(&c->fields, text);
-		free(text);
-		if (rc)
-			return -ENOMEM;
-	}
-	if (c->nnames > 1)
-		qsort(c->names, c->nnames, sizeof(*c->names), by_str);
-	snprintf(c->text, sizeof(c->text), "%s:%" PRIu64, rs->epoch, rs->version);
-	if (cmdargs_str(&c->fields, COPIES_VERSION) || cmdargs_str(&c->fields, c->text))
-		return -ENOMEM;
-	c->field_bytes = c->fields.buf.len;
-	c->version = rs->version;
-	memcpy(c->epoch, rs->epoch, sizeof(c->epoch));
-	c->have = 1;
+	if (rc)
+		return rc;
 	/* a new version: every copy is checked, and written unless it holds it already */
 	memset(c->state, COPY_UNKNOWN, sizeof(c->state));
 	c->pending = SHARD_COUNT;
@@ -155,7 +118,8 @@ static int cmd_queue(struct copies_state *c, const struct cmdargs *tail, struct 
 
 /*
  * What a copy's ":version" reply `e` says against the target: COPY_OK (the
- * same), COPY_NEWER (the same epoch, a later version), else COPY_STALE.
+ * same), COPY_PREV (the previous target's: the difference is enough),
+ * COPY_NEWER (the same epoch, a later version), else COPY_STALE.
  */
 static int judge(const struct copies_state *c, const redisReply *e)
 {
@@ -167,6 +131,8 @@ static int judge(const struct copies_state *c, const redisReply *e)
 		return COPY_STALE;
 	if (len == strlen(c->text) && !memcmp(v, c->text, len))
 		return COPY_OK;
+	if (c->prev_text[0] && len == strlen(c->prev_text) && !memcmp(v, c->prev_text, len))
+		return COPY_PREV;
 	if (!(colon = memrchr(v, ':', len)) || (elen = (size_t)(colon - v)) != strlen(c->epoch) ||
 	    memcmp(v, c->epoch, elen) || colon + 1 == v + len || v + len - colon > 20)
 		return COPY_STALE;
@@ -218,29 +184,6 @@ static int check(struct worker *w, size_t from, size_t n, int *failed)
 	return 0;
 }
 
-/* Is `name` (`len` bytes) one of the target's rules? */
-static int has_name(const struct copies_state *c, const char *name, size_t len)
-{
-	size_t lo = 0, hi = c->nnames;
-
-	if (memchr(name, '\0', len))
-		return 0;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		int d = strncmp(c->names[mid], name, len);
-
-		if (!d && c->names[mid][len])
-			d = 1; /* the name is longer: after */
-		if (!d)
-			return 1;
-		if (d < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return 0;
-}
-
 /*
  * Queue shard k's writes into c->wbatch from its HKEYS reply `keys`: HDEL
  * of the fields that are neither the target's rules nor ':' fields (if
@@ -257,7 +200,7 @@ static int queue_writes(struct worker *w, unsigned k, const redisReply *keys, si
 	for (size_t i = 0; i < keys->elements; i++) {
 		const redisReply *f = keys->element[i];
 
-		if (f->type != REDIS_REPLY_STRING || (f->len && f->str[0] == ':') || has_name(c, f->str, f->len))
+		if (f->type != REDIS_REPLY_STRING || (f->len && f->str[0] == ':') || copies_target_has(c, f->str, f->len))
 			continue;
 		if (cmdargs_add(&c->cmd, f->str, f->len))
 			return -ENOMEM;
@@ -274,25 +217,58 @@ static int queue_writes(struct worker *w, unsigned k, const redisReply *keys, si
 	return 0;
 }
 
-/* Write the copies of shards[0..m) (COPY_STALE): HKEYS, then HDEL and HSET.  0 or an rconn error. */
+/* Queue shard k's difference from the previous target: HDEL of the names gone (if any), HSET of the rest. */
+static int queue_delta(struct worker *w, unsigned k, size_t *cmds)
+{
+	struct copies_state *c = &w->copies;
+	int rc;
+
+	*cmds = 0;
+	if (c->gone.n) {
+		if ((rc = cmd_start(c, w->prefix, "HDEL", k)) || (rc = cmd_queue(c, &c->gone, c->wbatch)))
+			return rc;
+		(*cmds)++;
+	}
+	if ((rc = cmd_start(c, w->prefix, "HSET", k)) || (rc = cmd_queue(c, &c->delta, c->wbatch)))
+		return rc;
+	(*cmds)++;
+	return 0;
+}
+
+/*
+ * Write the copies of shards[0..m): a COPY_PREV one its difference from the
+ * previous target; a COPY_STALE one the whole target (HKEYS, then HDEL of
+ * the names it should not hold, and the HSET).  0 or an rconn error.
+ */
 static int write_chunk(struct worker *w, const unsigned *shard, size_t m, int *failed)
 {
 	struct copies_state *c = &w->copies;
-	size_t first[COPIES_CHUNK], ncmds[COPIES_CHUNK], q = 0;
+	size_t first[COPIES_CHUNK], ncmds[COPIES_CHUNK], at[COPIES_CHUNK], q = 0, nk = 0;
 	int rc;
 
 	rbatch_clear(w->batch);
-	for (size_t j = 0; j < m; j++)
+	for (size_t j = 0; j < m; j++) {
+		if (c->state[shard[j]] == COPY_PREV)
+			continue;
 		if ((rc = cmd_start(c, w->prefix, "HKEYS", shard[j])) || (rc = cmd_queue(c, NULL, w->batch)))
 			return -ENOMEM;
-	if ((rc = rbatch_run(w->conn, w->batch)))
+		at[j] = nk++;
+	}
+	if (nk && (rc = rbatch_run(w->conn, w->batch)))
 		return rc;
 	rbatch_clear(c->wbatch);
 	for (size_t j = 0; j < m; j++) {
-		const redisReply *keys = rbatch_reply(w->batch, j);
+		const redisReply *keys;
 
 		ncmds[j] = 0;
 		first[j] = q;
+		if (c->state[shard[j]] == COPY_PREV) {
+			if ((rc = queue_delta(w, shard[j], &ncmds[j])))
+				return rc;
+			q += ncmds[j];
+			continue;
+		}
+		keys = rbatch_reply(w->batch, at[j]);
 		if (!keys || keys->type != REDIS_REPLY_ARRAY) {
 			copies_fail(c, shard[j], "HKEYS", keys, failed);
 			continue;
@@ -326,7 +302,7 @@ static int write_chunk(struct worker *w, const unsigned *shard, size_t m, int *f
 	return 0;
 }
 
-/* Write every copy known to be stale, in chunks.  0 or an rconn error. */
+/* Write every copy known to be stale or at the previous target, in chunks.  0 or an rconn error. */
 static int write_pending(struct worker *w, int *failed)
 {
 	struct copies_state *c = &w->copies;
@@ -342,7 +318,7 @@ static int write_pending(struct worker *w, int *failed)
 		size_t m = 0;
 
 		for (; k < SHARD_COUNT && m < chunk; k++)
-			if (c->state[k] == COPY_STALE)
+			if (c->state[k] == COPY_STALE || c->state[k] == COPY_PREV)
 				shard[m++] = (unsigned)k;
 		if (m && (rc = write_chunk(w, shard, m, failed)))
 			return rc;

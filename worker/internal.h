@@ -79,7 +79,7 @@ struct skew_state {
 	char error[160];                 /* why the last write or check failed; "" */
 };
 
-enum { COPY_UNKNOWN = 0, COPY_OK, COPY_STALE, COPY_NEWER };
+enum { COPY_UNKNOWN = 0, COPY_OK, COPY_STALE, COPY_NEWER, COPY_PREV };
 
 /*
  * The rules in every shard's rules copy (copies.c): field <name> = the
@@ -92,14 +92,21 @@ struct copies_state {
 	uint64_t version;                /* the target's store version and epoch */
 	char epoch[40];
 	char text[64];                   /* "<epoch>:<version>", as written to ":version" */
+	char prev_text[64];              /* the previous target's, "" when none (copies_target.c) */
 	struct cmdargs fields;           /* the HSET tail: name1 json1 ... ":version" text */
+	struct cmdargs delta;            /* from the previous target: the HSET tail of the rules
+					  * new or changed, ":version" text last */
+	struct cmdargs gone;             /* ... and the names that went (an HDEL tail; may be empty) */
 	size_t field_bytes;              /* bytes of `fields` */
-	char **names;                    /* the target's rule names, sorted by strcmp; owned */
+	char **names, **texts;           /* the target's rules (name, canonical JSON), sorted by
+					  * name (strcmp); owned */
 	size_t nnames;
 	unsigned char state[SHARD_COUNT]; /* COPY_UNKNOWN, COPY_OK (seen or written at the target),
 					  * COPY_STALE (seen at another version: to be written),
 					  * COPY_NEWER (seen at a later version of the same epoch,
-					  * written by a daemon that reloaded first: left alone) */
+					  * written by a daemon that reloaded first: left alone),
+					  * COPY_PREV (seen at the previous target: to be written
+					  * the difference) */
 	size_t pending;                  /* shards not COPY_OK */
 	struct roll check;               /* the rolling check of the copies' ":version" */
 	int check_all;                   /* the next step checks every shard */
@@ -232,6 +239,17 @@ void skew_init(struct skew_state *s, int64_t ms);
  * be reached, or -ENOMEM.
  */
 int skew_step(struct worker *w, int64_t now, int all);
+
+/*
+ * Make c's target the rules of `rs` (copies_target.c): the whole HSET tail,
+ * the sorted names and texts, and, when c had a target, the difference from
+ * it (c->delta, c->gone, c->prev_text).  0, or -ENOMEM (c->have = 0).
+ */
+int copies_target_build(struct copies_state *c, const struct ruleset *rs);
+/* 1 when `name` (`len` bytes, any bytes) is one of the target's rules. */
+int copies_target_has(const struct copies_state *c, const char *name, size_t len);
+/* Free the target (names, texts, the HSET and HDEL tails); a zeroed state is a no-op. */
+void copies_target_free(struct copies_state *c);
 
 /* Start keeping the rules in every shard's copy (copies.c); 0 or -ENOMEM. */
 int copies_init(struct copies_state *c);
