@@ -60,6 +60,31 @@ int glob_valid(const char *pat, size_t plen)
 	return 1;
 }
 
+size_t glob_star_run(const char *pat, size_t plen)
+{
+	size_t run = 0, longest = 0;
+	int after_star = 0;
+
+	for (size_t i = 0; i < plen; i++) {
+		if (pat[i] == '*') {
+			after_star = 1;
+			run = 0;
+			continue;
+		}
+		if (pat[i] == '\\' && i + 1 < plen) {
+			i++;
+		} else if (pat[i] == '[') {
+			size_t q = i + 1;
+
+			if (bracket(pat, plen, &q, 0) >= 0)
+				i = q - 1;
+		}
+		if (after_star && ++run > longest)
+			longest = run;
+	}
+	return longest;
+}
+
 int glob_match(const char *pat, size_t plen, const char *s, size_t slen)
 {
 	size_t pi = 0, si = 0;

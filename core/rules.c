@@ -191,6 +191,12 @@ int rule_from_json(const cJSON *obj, const char *name, const char *where, struct
 		rc = sl_fail(err, f, "is not a valid glob (a '[' that does not close, or a '\\' at the end)");
 		goto fail;
 	}
+	if (glob_star_run(s, strlen(s)) > RULE_GLOB_RUN_MAX) {
+		/* a client script's `*` matches globs in Redis: its time grows with this run times the path */
+		rc = sl_fail(err, f, "has more than %d characters, ? or [...] sets between a '*' and the next '*' "
+				     "(or the end): a glob's matching time grows with them", RULE_GLOB_RUN_MAX);
+		goto fail;
+	}
 	if (!(r->match = strdup(s))) {
 		rc = -ENOMEM;
 		goto fail;

@@ -18,6 +18,7 @@
 
 #define RULE_NAME_MAX 64     /* [A-Za-z0-9_.-], 1..64 bytes */
 #define RULE_MATCH_MAX 1024  /* bytes */
+#define RULE_GLOB_RUN_MAX 32 /* elements after a '*' up to the next one (core/glob.h glob_star_run) */
 
 struct rule {
 	char name[RULE_NAME_MAX + 1];

@@ -793,6 +793,26 @@ static struct rule *mk(const char *name, const char *match)
 	return rule_of(json, NULL);
 }
 
+/* A glob's longest run after a '*' is bounded (RULE_GLOB_RUN_MAX): 32 is taken, 33 refused naming match. */
+START_TEST(rule_glob_run_bound)
+{
+	char json[256], q[40];
+	struct sl_error err = { 0 };
+	struct rule *r;
+
+	memset(q, '?', 32);
+	q[32] = '\0';
+	snprintf(json, sizeof(json), "{\"name\":\"g\",\"match\":\"/g/*%s*x\",\"algorithm\":\"sliding_log\","
+		 "\"limit\":1,\"window_ms\":1}", q);
+	ck_assert_ptr_nonnull(r = rule_of(json, NULL));
+	rule_free(r);
+	snprintf(json, sizeof(json), "{\"name\":\"g\",\"match\":\"/g/*%s?\",\"algorithm\":\"sliding_log\","
+		 "\"limit\":1,\"window_ms\":1}", q);
+	ck_assert_ptr_null(rule_of(json, &err));
+	ck_assert_msg(strstr(err.field, "match") && strstr(err.message, "32"), "%s: %s", err.field, err.message);
+}
+END_TEST
+
 START_TEST(ruleset_precedence)
 {
 	struct ruleset rs = { 0 };
@@ -1115,6 +1135,7 @@ static Suite *unit_suite(void)
 	tcase_add_loop_test(tc, rule_invalid_names_field, 0, sizeof(bad_rules) / sizeof(bad_rules[0]));
 	tcase_add_test(tc, rule_url_name_must_agree);
 	tcase_add_test(tc, rule_mode_round_trip);
+	tcase_add_test(tc, rule_glob_run_bound);
 	tcase_add_test(tc, ruleset_precedence);
 	suite_add_tcase(s, tc);
 
