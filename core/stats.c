@@ -111,11 +111,10 @@ static int fold_lag(struct stats *s, const char *prefix, unsigned k, const redis
 {
 	long long minute, lag, now_minute = s->cycle_ms / MINUTE_MS;
 
-	if (parse_count(f->str + LAG_PREFIX_LEN, f->len - LAG_PREFIX_LEN, &minute)) {
-		s->ignored++;
-		return 0;
-	}
-	if (minute < now_minute - 1)
+	/* the current and the previous minute count; any other (older, in the future,
+	 * or not a minute: no script writes those) is deleted */
+	if (parse_count(f->str + LAG_PREFIX_LEN, f->len - LAG_PREFIX_LEN, &minute) || minute < now_minute - 1 ||
+	    minute > now_minute)
 		return queue_hdel(s, prefix, k, f->str, f->len);
 	if (v->type != REDIS_REPLY_STRING || parse_count(v->str, v->len, &lag)) {
 		s->ignored++;
@@ -157,12 +156,12 @@ static int fold_shard(struct stats *s, const char *prefix, unsigned k, const red
 			s->ignored++;
 			continue;
 		}
-		idx = stats_name_index(s, f->str, (size_t)(colon - f->str), 1, &full);
+		/* only the rules this daemon loaded (stats_rules_loaded): a name that no rule
+		 * has (written by hand, a rule deleted before this daemon started) neither
+		 * takes a slot nor shows in /metrics */
+		idx = stats_name_index(s, f->str, (size_t)(colon - f->str), 0, &full);
 		if (idx < 0) {
-			if (full)
-				s->dropped++;
-			else
-				s->ignored++; /* not a rule name (or out of memory: counted the same) */
+			s->ignored++;
 			continue;
 		}
 		s->cur[idx][d] += (uint64_t)n;

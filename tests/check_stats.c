@@ -8,6 +8,7 @@
  * rule's baseline), /metrics, GET /v1/worker's clock lag warning.  The
  * fixture and the conventions are tests/api_fixture.h's.
  */
+#include <stdarg.h>
 #include "tests/api_fixture.h"
 
 #include <errno.h>
@@ -56,6 +57,28 @@ static const char *listing(struct stats *s, struct listing *l)
 	return l->text;
 }
 
+/*
+ * Load rules named by the NULL-terminated list into s (stats_rules_loaded):
+ * only names of loaded rules are summed.  The ruleset is freed here (s keeps
+ * its own copy of the names).
+ */
+static void load_rules(struct stats *s, ...)
+{
+	struct ruleset rs = { 0 };
+	va_list ap;
+
+	va_start(ap, s);
+	for (const char *n; (n = va_arg(ap, const char *));) {
+		struct rule *r = NULL;
+
+		ck_assert_int_eq(rule_from_text(API_BODY, strlen(API_BODY), n, &r, NULL), 0);
+		ck_assert_int_eq(ruleset_put(&rs, r), 0);
+	}
+	va_end(ap);
+	ck_assert_int_eq(stats_rules_loaded(s, &rs), 0);
+	ruleset_clear(&rs);
+}
+
 START_TEST(test_stats_sum_shards)
 {
 	struct stats *s = stats_new();
@@ -76,15 +99,18 @@ START_TEST(test_stats_sum_shards)
 	freeReplyObject(test_cmd(c, "HSET sluice:{3}:stats api:denied -4"));
 	/* another prefix is not read */
 	test_cmd_int(c, "HINCRBY other:{0}:stats api:allowed 100");
+	/* a name no loaded rule has (written by hand, a rule deleted before): ignored, takes no slot */
+	test_cmd_int(c, "HINCRBY sluice:{5}:stats ghost:allowed 8");
 
 	ck_assert_int_eq(stats_rule(s, "api", &(struct stats_rule){ 0 }), -ENOENT);
+	load_rules(s, "api", "search.v2", "B_rule-1", NULL);
 	aggregate(s, rc, T0);
 	ck_assert_str_eq(listing(s, &l), "B_rule-1=4/0/0 api=1000000000012/3/2 search.v2=0/9/0 ");
 	stats_summary(s, &sum);
 	ck_assert_uint_eq(sum.aggregations, 1);
 	ck_assert_int_eq(sum.last_ms, T0);
 	ck_assert_uint_eq(sum.last_round_trips, 4); /* 1024 HGETALLs, 256 a round trip */
-	ck_assert_uint_eq(sum.fields_ignored, 5);
+	ck_assert_uint_eq(sum.fields_ignored, 6);
 	ck_assert_uint_eq(sum.shards_skipped, 0);
 	ck_assert_int_eq(sum.lag_ms, -1);
 	ck_assert_uint_eq(sum.names, 3);
@@ -116,6 +142,7 @@ START_TEST(test_stats_wrong_type_skipped)
 	test_cmd_int(c, "RPUSH sluice:{8}:stats a");
 	test_cmd_int(c, "HINCRBY sluice:{9}:stats api:allowed 2");
 	test_cmd_int(c, "HINCRBY sluice:{1000}:stats api:allowed 3");
+	load_rules(s, "api", NULL);
 	aggregate(s, rc, T0);
 	ck_assert_str_eq(listing(s, &l), "api=5/0/0 ");
 	stats_summary(s, &sum);
@@ -189,7 +216,7 @@ START_TEST(test_stats_per_second)
 }
 END_TEST
 
-/* The lag: the largest of the current and previous minute; older minutes' fields are deleted. */
+/* The lag: the largest of the current and previous minute; the fields of other minutes (older, in the future, or not a minute) are deleted. */
 START_TEST(test_stats_lag_and_cleanup)
 {
 	struct stats *s = stats_new();
@@ -200,17 +227,18 @@ START_TEST(test_stats_lag_and_cleanup)
 	freeReplyObject(test_cmd(c, "HSET sluice:{3}:stats :lag:%lld 120 :lag:%lld 900 :lag:%lld 99999 api:allowed 1",
 				 m, m - 1, m - 5));
 	freeReplyObject(test_cmd(c, "HSET sluice:{4}:stats :lag:%lld 5000 :lag:junk 7", m - 2));
-	freeReplyObject(test_cmd(c, "HSET sluice:{1022}:stats :lag:%lld 450", m));
+	freeReplyObject(test_cmd(c, "HSET sluice:{1022}:stats :lag:%lld 450 :lag:%lld 9000", m, m + 1));
 	aggregate(s, rc, now);
 	stats_summary(s, &sum);
-	ck_assert_int_eq(sum.lag_ms, 900);
-	ck_assert_uint_eq(sum.lag_fields_deleted, 2);
-	ck_assert_uint_eq(sum.last_round_trips, 5); /* 4 reads, 1 round of HDELs */
+	ck_assert_int_eq(sum.lag_ms, 900); /* not the future minute's 9000 */
+	ck_assert_uint_eq(sum.lag_fields_deleted, 4);
+	ck_assert_uint_eq(sum.last_round_trips, 6); /* 4 reads, a round of HDELs after each of the two that found some */
 	ck_assert_int_eq(test_cmd_int(c, "HEXISTS sluice:{3}:stats :lag:%lld", m - 5), 0);
 	ck_assert_int_eq(test_cmd_int(c, "HEXISTS sluice:{4}:stats :lag:%lld", m - 2), 0);
 	ck_assert_int_eq(test_cmd_int(c, "HEXISTS sluice:{3}:stats :lag:%lld", m), 1);
 	ck_assert_int_eq(test_cmd_int(c, "HEXISTS sluice:{3}:stats :lag:%lld", m - 1), 1);
-	ck_assert_int_eq(test_cmd_int(c, "HEXISTS sluice:{4}:stats :lag:junk"), 1); /* not a minute: left */
+	ck_assert_int_eq(test_cmd_int(c, "HEXISTS sluice:{4}:stats :lag:junk"), 0); /* not a minute */
+	ck_assert_int_eq(test_cmd_int(c, "HEXISTS sluice:{1022}:stats :lag:%lld", m + 1), 0); /* a future one */
 	ck_assert_int_eq(test_cmd_int(c, "HLEN sluice:{3}:stats"), 3);
 
 	/* a minute later, m - 1 is too old: deleted, and the max is of m and m + 1 */
@@ -219,7 +247,7 @@ START_TEST(test_stats_lag_and_cleanup)
 	stats_summary(s, &sum);
 	ck_assert_int_eq(sum.lag_ms, 450);
 	ck_assert_int_eq(test_cmd_int(c, "HEXISTS sluice:{3}:stats :lag:%lld", m - 1), 0);
-	ck_assert_uint_eq(sum.lag_fields_deleted, 3);
+	ck_assert_uint_eq(sum.lag_fields_deleted, 5); /* the 4 above and m - 1 (a total since start) */
 	now += 2 * MINUTE;
 	aggregate(s, rc, now);
 	stats_summary(s, &sum);
@@ -383,6 +411,7 @@ START_TEST(test_stats_cost)
 		ck_assert_int_eq(redisGetReply(c, (void **)&r), REDIS_OK);
 		freeReplyObject(r);
 	}
+	load_rules(s, "r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", NULL);
 	aggregate(s, rc, T0); /* warm: the names, and the old lag fields deleted */
 	freeReplyObject(test_cmd(c, "CONFIG RESETSTAT"));
 	aggregate(s, rc, T0 + STATS_PERIOD_MS);
