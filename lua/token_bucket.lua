@@ -75,7 +75,7 @@ elseif tokens + EPS >= n then -- EPS: see lib/num.lua
   -- writes: one of another type refuses the call whole.
   reset = refill_ms_until(tokens, rate, capacity)
   local due = refill_due(t, reset)
-  err = due_set(KEYS[3], path, due, now, base, 'token_bucket')
+  err = due_register(KEYS[3], path, due, now, base, 'token_bucket', true)
   if err then return err end
   -- the parameters applied, recorded when they change (the reclaim goes by them)
   local set = { 'HSET', bucket, 'tokens', fmt_real(tokens), 'last', fmt_int(t) }

@@ -28,7 +28,7 @@
 -- and the error reply.  `alg` is the script's algorithm name.
 local function contract_keys(alg, fields)
   if #KEYS ~= 5 then
-    return nil, nil, nil, usage(alg .. ' takes 5 KEYS (state, meta, registry, rules, stats) and ARGV path, n, now, rule'
+    return nil, nil, nil, redis.error_reply('ERR sluice: ' .. alg .. ' takes 5 KEYS (state, meta, registry, rules, stats) and ARGV path, n, now, rule'
       .. ', then ' .. table.concat(fields, ', '))
   end
   local path = ARGV[1]
@@ -55,8 +55,9 @@ local function contract_keys(alg, fields)
 end
 
 -- nil when path belongs to shard k, else the error reply that names its shard.
+-- (keyslot, not shard_of: one function fewer defined at every call.)
 local function contract_shard(path, k)
-  local s = shard_of(path)
+  local s = keyslot(path) % SHARD_COUNT
   if s == k then return nil end
   return redis.error_reply('ERR sluice: path ' .. shown(path) .. ' belongs to shard ' .. s
     .. ', not ' .. k .. ' (its keys carry {' .. s .. '})')
@@ -85,7 +86,7 @@ end
 local function contract_args(alg, fields, max_n, cache, k)
   local count, ref = #fields, ARGV[4]
   if not (#ARGV == 4 + count or (#ARGV == 4 and ref ~= '')) then
-    return nil, nil, nil, usage(alg .. ' takes ARGV path, n, now, rule, then ' .. table.concat(fields, ', ')
+    return nil, nil, nil, redis.error_reply('ERR sluice: ' .. alg .. ' takes ARGV path, n, now, rule, then ' .. table.concat(fields, ', ')
       .. ' (' .. (4 + count) .. ' in all), or path, n, now and a rule reference (4)')
   end
   local n, err = arg_cost(ARGV[2], max_n)
