@@ -53,7 +53,7 @@ done
 cli() { redis-cli -p "$PORT" "$@"; }
 
 # The alternatives, on the whole string (the paths have no braces): CRC16/XMODEM
-# of s[i..j], as lib/shard.lua's crc16.
+# of s[i..j], as lib/shard.lua's keyslot computes it.
 BITWISE='
 local function crc16(s, i, j)
   local crc = 0

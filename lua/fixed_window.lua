@@ -14,7 +14,7 @@
 --                  repair would first have work, the window's end + SKEW_MS)
 -- KEYS[4] rules: the shard's rules copy (read: the rule, lib/rule.lua;
 --                  max_clock_skew_ms, lib/skew.lua)
--- KEYS[5] stats: the shard's decision counters; accepted, not used yet
+-- KEYS[5] stats: the shard's decision counters and clock lag (lib/contract.lua, contract_reply)
 -- ARGV[1] path, ARGV[2] n (cost, "" = 1), ARGV[3] now (ms, "" = Redis TIME),
 -- ARGV[4] rule ("", a rule name or "*": lib/rule.lua; with a rule,
 -- ARGV[5..] are absent or "" and the rule's apply), ARGV[5] limit (integer >= 1), ARGV[6] window_ms
@@ -49,9 +49,8 @@ if err then return err end
 -- R: the parameters applied and the rule (lib/contract.lua); "*" keeps its
 -- cache in the counter's hash.
 local n, now, R
-n, now, R, err = contract_args('fixed_window', FIELDS, nil, KEYS[1])
+n, now, R, err = contract_args('fixed_window', FIELDS, nil, KEYS[1], k)
 if err then return err end
-if R.name == 'none' then return contract_none(path, k) end
 local limit_s, window_s, rule = R[1], R[2], R.name
 local limit, window
 limit, window, err = arg_window(limit_s, window_s)
@@ -101,6 +100,6 @@ elseif count + n <= limit then
 else
   retry_after = window_end - t -- the next window starts with a count of 0
 end
--- a shadow rule's denial is admitted, writing nothing as a denial
-if allowed == 0 and R.shadow then allowed, retry_after = 1, 0 end
-return { allowed, math.max(0, limit - count), retry_after, window_end - t, rule }
+-- a shadow rule's denial is admitted, writing nothing as a denial;
+-- counted (and the clock's lag recorded) by contract_reply
+return contract_reply(R, allowed, math.max(0, limit - count), retry_after, window_end - t)

@@ -13,7 +13,7 @@
 --                  leaks, + SKEW_MS: when the drain, at the horizon, has work)
 -- KEYS[4] rules: the shard's rules copy (read: the rule, lib/rule.lua;
 --                  max_clock_skew_ms, lib/skew.lua)
--- KEYS[5] stats: the shard's decision counters; accepted, not used yet
+-- KEYS[5] stats: the shard's decision counters and clock lag (lib/contract.lua, contract_reply)
 -- ARGV[1] path, ARGV[2] n (cost in entries, "" = 1), ARGV[3] now (ms, "" = Redis
 -- TIME), ARGV[4] rule ("", a rule name or "*": lib/rule.lua; with a rule,
 -- ARGV[5..] are absent or "" and the rule's apply), ARGV[5] capacity (entries, integer >= 1),
@@ -46,9 +46,8 @@ if err then return err end
 -- R: the parameters applied and the rule (lib/contract.lua); "*" keeps its
 -- cache in the meta.
 local n, now, R
-n, now, R, err = contract_args('leaky_bucket', FIELDS, MAX_N, KEYS[2])
+n, now, R, err = contract_args('leaky_bucket', FIELDS, MAX_N, KEYS[2], k)
 if err then return err end
-if R.name == 'none' then return contract_none(path, k) end
 -- the refused path may leak and keep a time mark too: the horizon first
 skew_load(KEYS[4])
 local cap_s, rate_s, rule = R[1], R[2], R.name
@@ -148,7 +147,6 @@ end
 if allowed == 0 and retry_after == 0 then
   retry_after = math.max(1, last + leak_ms_until(rate, carry, level + n - capacity) - t)
 end
--- a shadow rule's denial is admitted, having written what a denial writes
-if allowed == 0 and R.shadow then allowed, retry_after = 1, 0 end
-
-return { allowed, math.max(0, capacity - level), retry_after, leak_reset_ms(level, last, carry, rate, t), rule }
+-- a shadow rule's denial is admitted, having written what a denial writes;
+-- counted (and the clock's lag recorded) by contract_reply
+return contract_reply(R, allowed, math.max(0, capacity - level), retry_after, leak_reset_ms(level, last, carry, rate, t))

@@ -14,7 +14,7 @@
 --                  oldest sub-window has left the window at the skew horizon)
 -- KEYS[4] rules: the shard's rules copy (read: the rule, lib/rule.lua;
 --                  max_clock_skew_ms, lib/skew.lua)
--- KEYS[5] stats: the shard's decision counters; accepted, not used yet
+-- KEYS[5] stats: the shard's decision counters and clock lag (lib/contract.lua, contract_reply)
 -- ARGV[1] path, ARGV[2] n (cost in requests, "" = 1), ARGV[3] now (ms, "" =
 -- Redis TIME), ARGV[4] rule ("", a rule name or "*": lib/rule.lua; with a rule,
 -- ARGV[5..] are absent or "" and the rule's apply), ARGV[5] limit (integer >= 1),
@@ -51,9 +51,8 @@ if err then return err end
 -- R: the parameters applied and the rule (lib/contract.lua); "*" keeps its
 -- cache in the counter's hash.
 local n, now, R
-n, now, R, err = contract_args('sliding_counter', FIELDS, nil, KEYS[1])
+n, now, R, err = contract_args('sliding_counter', FIELDS, nil, KEYS[1], k)
 if err then return err end
-if R.name == 'none' then return contract_none(path, k) end
 local limit_s, window_s, subs_s, rule = R[1], R[2], R[3], R.name
 local limit, window, subs, sub
 limit, window, subs, sub, err = arg_counter(limit_s, window_s, subs_s)
@@ -124,6 +123,6 @@ local reset = 0
 if oldest then reset = (oldest + subs) * sub - t end
 local remaining = limit - sum
 if remaining < 0 then remaining = 0 end
--- a shadow rule's denial is admitted, writing nothing as a denial
-if allowed == 0 and R.shadow then allowed, retry_after = 1, 0 end
-return { allowed, remaining, retry_after, reset, rule }
+-- a shadow rule's denial is admitted, writing nothing as a denial;
+-- counted (and the clock's lag recorded) by contract_reply
+return contract_reply(R, allowed, remaining, retry_after, reset)

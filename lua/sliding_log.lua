@@ -12,7 +12,7 @@
 --                  prune first has work, the oldest entry + window + SKEW_MS)
 -- KEYS[4] rules    the shard's rules copy (read: the rule, lib/rule.lua;
 --                  max_clock_skew_ms, lib/skew.lua)
--- KEYS[5] stats    the shard's decision counters; accepted, not used yet
+-- KEYS[5] stats: the shard's decision counters and clock lag (lib/contract.lua, contract_reply)
 -- ARGV[1] path, ARGV[2] n (cost in entries, "" = 1), ARGV[3] now (ms, "" =
 -- Redis TIME), ARGV[4] rule ("", a rule name or "*": lib/rule.lua; with a rule,
 -- ARGV[5..] are absent or "" and the rule's apply), ARGV[5] limit (entries per window,
@@ -52,9 +52,8 @@ if err then return err end
 -- R: the parameters applied and the rule (lib/contract.lua); "*" keeps its
 -- cache in the meta.
 local n, now, R
-n, now, R, err = contract_args('sliding_log', FIELDS, MAX_N, KEYS[2])
+n, now, R, err = contract_args('sliding_log', FIELDS, MAX_N, KEYS[2], k)
 if err then return err end
-if R.name == 'none' then return contract_none(path, k) end
 local limit_s, window_s, rule = R[1], R[2], R.name
 local limit, window
 limit, window, err = arg_window(limit_s, window_s)
@@ -84,9 +83,9 @@ if n > limit or count + n > limit then
     if r == 0 then retry_after = reset else retry_after = log_rank_score(log, cut, r) + window - t end
     retry_after = math.max(1, retry_after)
   end
-  -- a shadow rule's denial is admitted, writing nothing as a denial
-  if R.shadow then return { 1, math.max(0, limit - count), 0, reset, rule } end
-  return { 0, math.max(0, limit - count), retry_after, reset, rule }
+  -- a shadow rule's denial is admitted, writing nothing as a denial;
+  -- counted (and the clock's lag recorded) by contract_reply
+  return contract_reply(R, 0, math.max(0, limit - count), retry_after, reset)
 end
 
 skew_load(KEYS[4]) -- admitted: the TTLs and the due time need the horizon
@@ -131,4 +130,4 @@ else
   redis.call('PERSIST', log)
   redis.call('PERSIST', meta)
 end
-return { 1, limit - count - n, 0, oldest + window - t, rule }
+return contract_reply(R, 1, limit - count - n, 0, oldest + window - t)

@@ -13,7 +13,7 @@
 --                  bucket will have been full for the skew horizon)
 -- KEYS[4] rules: the shard's rules copy (read: the rule, lib/rule.lua;
 --                  max_clock_skew_ms, lib/skew.lua)
--- KEYS[5] stats: the shard's decision counters; accepted, not used yet
+-- KEYS[5] stats: the shard's decision counters and clock lag (lib/contract.lua, contract_reply)
 -- ARGV[1] path, ARGV[2] n (cost in tokens, "" = 1), ARGV[3] now (ms, "" =
 -- Redis TIME), ARGV[4] rule ("", a rule name or "*": lib/rule.lua; with a rule,
 -- ARGV[5..] are absent or "" and the rule's apply), ARGV[5] capacity (tokens, integer
@@ -42,9 +42,8 @@ if err then return err end
 -- R: the parameters applied and the rule (lib/contract.lua); "*" keeps its
 -- cache in the bucket's hash.
 local n, now, R
-n, now, R, err = contract_args('token_bucket', FIELDS, nil, KEYS[1])
+n, now, R, err = contract_args('token_bucket', FIELDS, nil, KEYS[1], k)
 if err then return err end
-if R.name == 'none' then return contract_none(path, k) end
 local cap_s, rate_s, rule = R[1], R[2], R.name
 local capacity, rate
 capacity, rate, err = arg_bucket(cap_s, rate_s, 'tokens')
@@ -76,7 +75,7 @@ elseif tokens + EPS >= n then -- EPS: see lib/num.lua
   -- writes: one of another type refuses the call whole.
   reset = refill_ms_until(tokens, rate, capacity)
   local due = refill_due(t, reset)
-  err = due_set(KEYS[3], path, due, now, base, 'token_bucket')
+  err = due_register(KEYS[3], path, due, now, base, 'token_bucket', true)
   if err then return err end
   -- the parameters applied, recorded when they change (the reclaim goes by them)
   local set = { 'HSET', bucket, 'tokens', fmt_real(tokens), 'last', fmt_int(t) }
@@ -94,6 +93,6 @@ else
   reset = refill_reset_ms(tokens, tokens0, last, capacity, rate, t)
 end
 
--- a shadow rule's denial is admitted, writing nothing as a denial
-if allowed == 0 and R.shadow then allowed, retry_after = 1, 0 end
-return { allowed, refill_whole(tokens, capacity), retry_after, reset, rule }
+-- a shadow rule's denial is admitted, writing nothing as a denial;
+-- counted (and the clock's lag recorded) by contract_reply
+return contract_reply(R, allowed, refill_whole(tokens, capacity), retry_after, reset)

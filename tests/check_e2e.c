@@ -632,7 +632,7 @@ START_TEST(bad_config_exits_2_and_touches_nothing)
 	ck_assert_str_eq(line, "exit=2\n");
 	status = pclose(p);
 	ck_assert_int_eq(status, 0);
-	ck_assert_int_eq(test_cmd_int(C, "DBSIZE"), 0);
+	ck_assert_int_eq(test_dbsize(C), 0);
 	unlink(path);
 }
 END_TEST
@@ -803,7 +803,7 @@ START_TEST(non_loopback_needs_token)
 	ck_assert_ptr_nonnull(fgets(line, sizeof(line), p));
 	ck_assert_str_eq(line, "exit=2\n");
 	pclose(p);
-	ck_assert_int_eq(test_cmd_int(C, "DBSIZE"), 0);
+	ck_assert_int_eq(test_dbsize(C), 0);
 }
 END_TEST
 

@@ -205,7 +205,7 @@ START_TEST(test_fw_state_layout)
 	/* the repair's first work: the window's end + the horizon */
 	ck_assert_int_eq(due_of(FW, p), 3000 + SKEW_MS);
 	/* the meta is left alone (absent), the rules copy and the stats are only read: two keys */
-	ck_cmd("2", "DBSIZE");
+	ck_assert_int_eq(test_dbsize(c), 2);
 	ck_assert_int_eq(test_cmd_int(c, "EXISTS %s", test_key(p, "fixed_window_meta")), 0);
 }
 END_TEST
@@ -308,7 +308,7 @@ START_TEST(test_fw_registers_when_a_window_opens)
 
 	/* A rejected call on a new path registers nothing. */
 	ck_fw(acquire(FW, p, "1", "1000", NULL, "2", "100"), 0, 1, -1, 900);
-	ck_cmd("0", "DBSIZE");
+	ck_assert_int_eq(test_dbsize(c), 0);
 	ck_fw(fw(p, "5", "1000", 100), 1, 4, 0, 900);
 	ck_assert_int_eq(due_of(FW, p), 1000 + SKEW_MS);
 	/* The calls inside a window do not touch the registry (the hot path): a
@@ -374,14 +374,14 @@ START_TEST(test_fw_wrong_shard)
 	snprintf(want, sizeof(want), "ERR sluice: path \"/w\" belongs to shard %u, not %u (its keys carry {%u})", k,
 		 (k + 1) % SHARD_COUNT, k);
 	ck_error(fwp_call(&p, "", "1000", "5", "1000"), want);
-	ck_cmd("0", "DBSIZE");
+	ck_assert_int_eq(test_dbsize(c), 0);
 	/* A NUL in the path: shown as \x00, and every byte counts for the shard. */
 	fwp_init(&q, "/a\0b", 4);
 	fwp_set(&p, "/a\0b", 4, (q.shard + 7) % SHARD_COUNT);
 	snprintf(want, sizeof(want), "ERR sluice: path \"/a\\x00b\" belongs to shard %u, not %u", q.shard,
 		 (q.shard + 7) % SHARD_COUNT);
 	ck_error(fwp_call(&p, "", "1000", "5", "1000"), want);
-	ck_cmd("0", "DBSIZE");
+	ck_assert_int_eq(test_dbsize(c), 0);
 	/* The right shard is admitted. */
 	ck_fw(fwp_call(&q, "", "1000", "5", "1000"), 1, 4, 0, 1000);
 }
@@ -436,7 +436,7 @@ static void check_odd_path(const char *path, size_t len, unsigned want_shard)
 	r = redisCommand(c, "EVAL %s 1 %b %s 500", script_find("fixed_window_repair_shard")->body, p.key[2], p.klen[2],
 			 test_num(2000 + SKEW_MS));
 	ck_reply(r, 0, 1, 1, 0, -1, 0);
-	ck_cmd("0", "DBSIZE");
+	ck_assert_int_eq(test_dbsize(c), 0);
 }
 
 START_TEST(test_fw_brace_and_nul_paths)
@@ -565,7 +565,7 @@ START_TEST(test_fw_shard_job_limit)
 	ck_assert_int_eq(test_cmd_int(c, "EXISTS %b", d.key[0], d.klen[0]), 1);
 	ck_reply(ev("fixed_window_repair_shard", 1, "sluice:{0}:registry:fixed_window", "21000", "2", NULL), 0, 1, 1, 0,
 		 -1, 0);
-	ck_cmd("0", "DBSIZE");
+	ck_assert_int_eq(test_dbsize(c), 0);
 }
 END_TEST
 

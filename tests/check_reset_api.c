@@ -227,13 +227,13 @@ START_TEST(test_bulk_reset)
 	lb_admit("/web/c", 10, "0.1", t);
 	put_state("sliding_log", "/api/a", 1, t, t + 1000); /* the same path in a second algorithm */
 	put_state("sliding_log", "/api/x", 1, t, t + 1000);
-	dbsize = test_cmd_int(c, "DBSIZE");
+	dbsize = test_dbsize(c);
 
 	body = "{\"match\":\"/api/*\",\"dry_run\":true}";
 	call("POST", "/v1/reset", body);
 	/* /api/a: bucket (2) + meta + log (1); /api/b: bucket (1) + meta; /api/x: log (1) */
 	ck_res(200, "{\"match\":\"/api/*\",\"dry_run\":true,\"paths\":3,\"keys\":6,\"entries\":5}");
-	ck_assert_int_eq(test_cmd_int(c, "DBSIZE"), dbsize); /* nothing removed */
+	ck_assert_int_eq(test_dbsize(c), dbsize); /* nothing removed */
 	ck_assert_int_eq(due_of_path("leaky_bucket", "/api/a"), t + 10000 + test_skew_ms());
 
 	call("POST", "/v1/reset", "{\"match\":\"/api/*\"}");
@@ -248,7 +248,7 @@ START_TEST(test_bulk_reset)
 				      test_sl_key("/api/a"), test_lb_key("/api/b"), test_sl_key("/api/x")),
 			 0);
 	/* /web/c's bucket, meta and due index */
-	ck_assert_int_eq(test_cmd_int(c, "DBSIZE"), 3);
+	ck_assert_int_eq(test_dbsize(c), 3);
 	/* again: nothing left to match */
 	call("POST", "/v1/reset", "{\"match\":\"/api/*\",\"dry_run\":false}");
 	ck_res(200, "{\"match\":\"/api/*\",\"dry_run\":false,\"paths\":0,\"keys\":0,\"entries\":0}");
@@ -276,7 +276,7 @@ START_TEST(test_bulk_reset_many)
 	call("POST", "/v1/reset", "{\"match\":\"/bulk/*\"}");
 	ck_res(200, "{\"match\":\"/bulk/*\",\"dry_run\":false,\"paths\":450,\"keys\":540,\"entries\":990}");
 	ck_assert_int_eq(test_cmd_int(c, "ZCARD %s", test_lb_key("/keep")), 1);
-	ck_assert_int_eq(test_cmd_int(c, "DBSIZE"), 2); /* /keep's bucket and due index */
+	ck_assert_int_eq(test_dbsize(c), 2); /* /keep's bucket and due index */
 }
 END_TEST
 

@@ -178,7 +178,7 @@ START_TEST(test_reset_sizes_by_type)
 	ck_shown(eval_argv(SCRIPT_RESET, 0, 10, 12, argv),
 		 "{0, {}, {\"k:z\", 3}, {\"k:h\", 0}, {\"k:fw\", 5}, {\"k:sc\", 5}, {\"k:s\", 4}, {\"k:l\", 1}, "
 		 "{\"k:x\", 1}, {\"k:str\", 1}, {\"k:incr\", 42}}");
-	ck_assert_int_eq(test_cmd_int(c, "DBSIZE"), 0);
+	ck_assert_int_eq(test_dbsize(c), 0);
 }
 END_TEST
 

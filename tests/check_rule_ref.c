@@ -6,6 +6,9 @@
  * "<epoch>:<version>".  Every test runs for each algorithm (a loop test over
  * `algos`), in virtual time (explicit now).
  */
+#include <stdlib.h>
+#include <unistd.h>
+
 #include "tests/script_fixture.h"
 
 static const enum algo algos[] = { FW, SL, SC, TB, LB };
@@ -115,6 +118,23 @@ static long long remaining_of(redisReply *r)
 	freeReplyObject(r);
 	return v;
 }
+
+/* Field `field` of path's shard stats hash as an integer, -1 when absent. */
+static long long stat_of(const char *path, const char *field)
+{
+	redisReply *r = test_cmd(c, "HGET %s %s", test_shard_key("", path, "stats"), field);
+	long long v = r->type == REDIS_REPLY_STRING ? strtoll(r->str, NULL, 10) : -1;
+
+	freeReplyObject(r);
+	return v;
+}
+
+#define ck_stat(path, field, want)                                                                     \
+	do {                                                                                           \
+		long long got_ = stat_of((path), (field));                                             \
+		ck_assert_msg(got_ == (want), "%s: stats %s is %lld, want %lld", algo_name(al), (field), \
+			      got_, (long long)(want));                                                \
+	} while (0)
 
 /* ---- by name: exactly the replies of the same calls with explicit numbers ---------- */
 
@@ -227,7 +247,7 @@ START_TEST(test_star_no_match_stores_nothing)
 	test_check_client(__FILE__, __LINE__, by_ref(al, "/free", "*", NULL, 1000), TEST_INTS(1, -1, 0, 0), "none");
 	ck_snapshot_same(before);
 	free(before);
-	ck_assert_int_eq(test_cmd_int(c, "DBSIZE"), 0);
+	ck_assert_int_eq(test_dbsize(c), 0);
 	/* a copy whose rules match other paths; many calls, a cost above any limit */
 	put_rule("/free", "api", rule_json(al, "api", "/api/*", "1", "1000", "1", ""));
 	put_version("/free", "3:1");
@@ -237,7 +257,7 @@ START_TEST(test_star_no_match_stores_nothing)
 				  "none");
 	ck_snapshot_same(before);
 	free(before);
-	ck_assert_int_eq(test_cmd_int(c, "DBSIZE"), 1);
+	ck_assert_int_eq(test_dbsize(c), 1);
 	ck_assert_int_eq(due_of(al, "/free"), -1);
 }
 END_TEST
@@ -283,12 +303,15 @@ START_TEST(test_rule_edit_applies_next_call)
 		/* lowered to 2: denied while 4 count, remaining 0 */
 		put_rule(p, "api", rule_json(al, "api", "/*", "2", b, s, ""));
 		put_version(p, "1:2");
-		before = test_snapshot(c);
+		before = test_snapshot_except(c, test_shard_key("", p, "stats"));
 		ck_assert_int_eq(remaining_of(by_ref(al, p, ref[k], NULL, 1000)), 0);
 		ck_allowed(by_ref(al, p, ref[k], NULL, 1000), 0, "api");
+		/* a denial writes nothing (the leaky bucket's, its leak) but its count */
 		if (al != LB)
-			ck_snapshot_same(before); /* a denial writes nothing (the leaky bucket's, its leak) */
+			ck_snapshot_same_except(before, test_shard_key("", p, "stats"));
 		free(before);
+		ck_stat(p, "api:allowed", 4);
+		ck_stat(p, "api:denied", 3);
 		/* raised to 6: admitted at once, twice, then denied (a token bucket's tokens are
 		 * as they were, none: it refills up to the new capacity, 6 after 9 s at 1/s) */
 		put_rule(p, "api", rule_json(al, "api", "/*", "6", b, s, ""));
@@ -418,7 +441,7 @@ START_TEST(test_shadow_admits_denials)
 	put_rule("/sh", "try", rule_json(al, "try", "/sh", "2", b, "1", ",\"mode\":\"shadow\""));
 	put_version("/sh", "1:1");
 	ck_assert_int_eq(remaining_of(by_ref(al, "/sh", "try", "2", 1000)), 0);
-	before = test_snapshot(c);
+	before = test_snapshot_except(c, test_shard_key("", "/sh", "stats"));
 	for (int i = 0; i < 3; i++) {
 		redisReply *r = by_ref(al, "/sh", i ? "try" : "*", NULL, 1000);
 
@@ -427,11 +450,163 @@ START_TEST(test_shadow_admits_denials)
 		ck_assert_int_eq(r->element[2]->integer, 0);
 		freeReplyObject(r);
 	}
-	ck_snapshot_same(before);
+	ck_snapshot_same_except(before, test_shard_key("", "/sh", "stats"));
 	free(before);
+	/* counted: admitted (the first, n = 2), and would have been denied, three times */
+	ck_stat("/sh", "try:allowed", 1);
+	ck_stat("/sh", "try:shadow_denied", 3);
+	ck_stat("/sh", "try:denied", -1);
 	/* an enforced rule of the same numbers denies */
 	put_rule("/sh", "try", rule_json(al, "try", "/sh", "2", b, "1", ",\"mode\":\"enforce\""));
 	ck_allowed(by_ref(al, "/sh", "try", NULL, 1000), 0, "try");
+	ck_stat("/sh", "try:denied", 1);
+	ck_stat("/sh", "try:shadow_denied", 3);
+}
+END_TEST
+
+/* ---- decision counters in the shard's stats hash (lib/contract.lua, contract_reply) -- */
+
+/* The number of fields of path's shard stats hash that are not clock-lag fields. */
+static long long counted_fields(const char *path)
+{
+	redisReply *r = test_cmd(c, "HKEYS %s", test_shard_key("", path, "stats"));
+	long long n = 0;
+
+	for (size_t i = 0; i < r->elements; i++)
+		n += strncmp(r->element[i]->str, ":lag:", 5) != 0;
+	freeReplyObject(r);
+	return n;
+}
+
+START_TEST(test_counts_per_rule)
+{
+	enum algo al = algos[_i];
+	const char *a, *b, *s;
+	static const struct {
+		const char *ref, *n;
+		int shadow, allowed;
+	} calls[] = {
+		{ "api", NULL, 0, 1 }, { "*", NULL, 0, 1 }, { "api", NULL, 0, 1 }, /* 3 of 3 */
+		{ "api", NULL, 0, 0 }, { "*", NULL, 0, 0 }, { "api", "3", 0, 0 }, /* denied, by 1 each */
+		{ "api", NULL, 1, 1 }, { "*", "2", 1, 1 },			     /* shadow: would deny */
+	};
+
+	params(al, &a, &b, &s);
+	put_rule("/cnt", "api", rule_json(al, "api", "/cnt", a, b, s ? s : "0", ""));
+	put_version("/cnt", "1:1");
+	for (int i = 0; i < TEST_N(calls); i++) {
+		if (calls[i].shadow && !calls[i - 1].shadow) {
+			put_rule("/cnt", "api", rule_json(al, "api", "/cnt", a, b, s ? s : "0", ",\"mode\":\"shadow\""));
+			put_version("/cnt", "1:2");
+		}
+		ck_allowed(by_ref(al, "/cnt", calls[i].ref, calls[i].n, 1000), calls[i].allowed, "api");
+	}
+	ck_stat("/cnt", "api:allowed", 3);
+	ck_stat("/cnt", "api:denied", 3);
+	ck_stat("/cnt", "api:shadow_denied", 2);
+	ck_assert_int_eq(counted_fields("/cnt"), 3);
+	/* a call refused with an error reply counts nothing: a bad cost, numbers beside
+	 * the rule, a rule the script cannot apply */
+	ck_error(by_ref(al, "/cnt", "api", "0", 1000), "ERR sluice: ");
+	ck_error(by_ref(al, "/cnt", "*", "x", 1000), "ERR sluice: ");
+	put_rule("/cnt", "api", rule_json(al, "api", "/cnt", a, b, s ? s : "0", ",\"mode\":\"off\""));
+	put_version("/cnt", "1:3");
+	ck_error(by_ref(al, "/cnt", "api", NULL, 1000), "ERR sluice: rule \"api\"");
+	ck_error(by_ref(al, "/cnt", "*", NULL, 1000), "ERR sluice: rule \"api\"");
+	ck_stat("/cnt", "api:allowed", 3);
+	ck_stat("/cnt", "api:denied", 3);
+	ck_stat("/cnt", "api:shadow_denied", 2);
+	ck_assert_int_eq(counted_fields("/cnt"), 3);
+}
+END_TEST
+
+/* Explicit parameters and "*" matching nothing count nothing, admitted or denied. */
+START_TEST(test_counts_nothing_unruled)
+{
+	enum algo al = algos[_i];
+	const char *a, *b, *s;
+
+	params(al, &a, &b, &s);
+	for (int i = 0; i < 5; i++) {
+		redisReply *r = acquire(al, "/cnt", a, b, s, NULL, num(1000));
+
+		ck_assert_int_eq(r->element[0]->integer, i < 3);
+		freeReplyObject(r);
+	}
+	put_rule("/cnt", "api", rule_json(al, "api", "/other/*", a, b, s ? s : "0", ""));
+	put_version("/cnt", "1:1");
+	for (int i = 0; i < 3; i++)
+		test_check_client(__FILE__, __LINE__, by_ref(al, "/cnt", "*", NULL, 1000), TEST_INTS(1, -1, 0, 0),
+				  "none");
+	ck_assert_int_eq(counted_fields("/cnt"), 0);
+}
+END_TEST
+
+/* ---- clock lag: an explicit now behind Redis TIME, the largest per minute ----------- */
+
+static long long redis_ms(void)
+{
+	redisReply *r = test_cmd(c, "TIME");
+	long long ms = atoll(r->element[0]->str) * 1000 + atoll(r->element[1]->str) / 1000;
+
+	freeReplyObject(r);
+	return ms;
+}
+
+/* A call of al on /lag with its now `behind` ms behind Redis TIME (read just
+ * before), explicit parameters or by name; returns that TIME. */
+static long long call_behind(enum algo al, long long behind, int by_name)
+{
+	const char *a, *b, *s;
+	long long t = redis_ms();
+	redisReply *r;
+
+	params(al, &a, &b, &s);
+	r = by_name ? by_ref(al, "/lag", "api", NULL, t - behind) : acquire(al, "/lag", "1000", b, s, NULL, num(t - behind));
+	ck_assert_msg(r->type == REDIS_REPLY_ARRAY, "%s", r->type == REDIS_REPLY_ERROR ? r->str : "?");
+	freeReplyObject(r);
+	return t;
+}
+
+/* The lag recorded for the minute of ms t, -1 when none. */
+static long long lag_of(long long t)
+{
+	char field[48];
+
+	snprintf(field, sizeof(field), ":lag:%lld", t / 60000);
+	return stat_of("/lag", field);
+}
+
+#define LAG_SLACK 50 /* ms between our TIME and the script's */
+
+START_TEST(test_lag_largest_per_minute)
+{
+	enum algo al = algos[_i];
+	const char *a, *b, *s;
+	long long t, got;
+
+	/* the test's calls in one minute: not within 3 s of its end */
+	while ((t = redis_ms()) % 60000 > 57000)
+		usleep(100000);
+	params(al, &a, &b, &s);
+	put_rule("/lag", "api", rule_json(al, "api", "/lag", "1000", b, s ? s : "0", ""));
+	put_version("/lag", "1:1");
+	/* ahead of TIME (within the skew horizon) or with TIME: nothing recorded */
+	call_behind(al, -500, 0);
+	ck_assert_int_eq(counted_fields("/lag"), 0);
+	ck_assert_int_eq(test_cmd_int(c, "EXISTS %s", test_shard_key("", "/lag", "stats")), 0);
+	t = call_behind(al, 1234, 0); /* explicit parameters record the lag too */
+	got = lag_of(t);
+	ck_assert_msg(got >= 1234 && got <= 1234 + LAG_SLACK, "lag %lld, want 1234", got);
+	ck_assert_int_eq(test_cmd_int(c, "HLEN %s", test_shard_key("", "/lag", "stats")), 1);
+	t = call_behind(al, 5000, 1); /* larger: replaces it (by name too) */
+	got = lag_of(t);
+	ck_assert_msg(got >= 5000 && got <= 5000 + LAG_SLACK, "lag %lld, want 5000", got);
+	t = call_behind(al, 2000, 0); /* smaller: kept */
+	ck_assert_int_eq(lag_of(t), got);
+	/* the one lag field, and the counter of the call by name */
+	ck_assert_int_eq(test_cmd_int(c, "HLEN %s", test_shard_key("", "/lag", "stats")), 2);
+	ck_stat("/lag", "api:allowed", 1);
 }
 END_TEST
 
@@ -446,6 +621,11 @@ static Suite *rule_ref_suite(void)
 	tcase_add_test(tc, test_lb_lowered_capacity_denies_until_below);
 	tcase_add_loop_test(tc, test_bad_copy_entry, 0, TEST_N(bad_rules));
 	tcase_add_loop_test(tc, test_shadow_admits_denials, 0, TEST_N(algos));
+
+	tc = test_tcase(s, "stats", script_setup, script_teardown, 120);
+	tcase_add_loop_test(tc, test_counts_per_rule, 0, TEST_N(algos));
+	tcase_add_loop_test(tc, test_counts_nothing_unruled, 0, TEST_N(algos));
+	tcase_add_loop_test(tc, test_lag_largest_per_minute, 0, TEST_N(algos));
 
 	tc = test_tcase(s, "star", script_setup, script_teardown, 120);
 	tcase_add_loop_test(tc, test_star_precedence, 0, TEST_N(algos));

@@ -779,7 +779,7 @@ START_TEST(test_sc_brace_path)
 	ck_sc(sc(p, "2", "1000", "10", 1000), 1, 0, 0, 500);
 	ck_reply(job(p, 1500 + SKEW_MS), 1, 0, 1, 0, 2000 + SKEW_MS, 0);
 	ck_reply(job(p, 2000 + SKEW_MS), 1, 1, 1, 0, -1, 0);
-	ck_assert_int_eq(test_cmd_int(c, "DBSIZE"), 0);
+	ck_assert_int_eq(test_dbsize(c), 0);
 }
 END_TEST
 
@@ -830,7 +830,7 @@ START_TEST(test_sc_nul_path)
 	jargs[1] = num(1200 + SKEW_MS), jlens[1] = strlen(jargs[1]);
 	ck_reply(test_script_argv(c, TEST_EVAL, "sliding_counter_prune_shard", 1, 3, jargs, jlens), 1, 1, 1, 0, -1,
 		 0);
-	ck_assert_int_eq(test_cmd_int(c, "DBSIZE"), 0);
+	ck_assert_int_eq(test_dbsize(c), 0);
 }
 END_TEST
 

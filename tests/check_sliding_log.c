@@ -482,7 +482,7 @@ START_TEST(test_prune_unit_required)
 	ck_reply(prune_unit("reg:ms", key, "/a", "1000", 1000, "ms"), 1, 0, 1, 0);
 	ck_cmd("{\"500\"}", "ZRANGE %s 0 -1", key);
 	ck_reply(prune_unit("reg:ms", key, "/a", "1000", 1500, "ms"), 1, 1, 1, 0);
-	ck_assert_int_eq(test_cmd_int(c, "DBSIZE"), 0);
+	ck_assert_int_eq(test_dbsize(c), 0);
 	/* an empty batch needs none */
 	ck_reply(ev("sliding_log_prune", 1, "reg:ms", NULL), 0, 0, 0, 0);
 }
@@ -746,7 +746,7 @@ START_TEST(test_nul_path)
 			jl[i] = i == 3 ? b.lens[2] : strlen(job[i]);
 		ck_reply(redisCommandArgv(c, 6, job, jl), 1, 1, 1, 0, -1, 0);
 	}
-	ck_assert_int_eq(test_cmd_int(c, "DBSIZE"), 0);
+	ck_assert_int_eq(test_dbsize(c), 0);
 }
 END_TEST
 

@@ -231,7 +231,7 @@ START_TEST(test_tb_reclaim_refilled)
 	ck_reply(job(b, 11999 + skew), 0, 0, 0, 0, 12000 + skew, 0);
 	/* B full at 12000 (1.9999999999999998 + epsilon) */
 	ck_reply(job(b, 12000 + skew), 1, 1, 1, 0, -1, 0);
-	ck_assert_int_eq(test_cmd_int(c, "DBSIZE"), 0);
+	ck_assert_int_eq(test_dbsize(c), 0);
 	ck_reply(job(a, 12000 + skew), 0, 0, 0, 0, -1, 0);
 	/* The acquire finds a full bucket, as it would have before the reclaim. */
 	ck_tb(tb(a, "3", "1", "3", 3000), 1, 0, 0, 3000);
@@ -675,7 +675,7 @@ START_TEST(test_tb_wrong_shard)
 	ck_assert_int_eq(r->type, REDIS_REPLY_ERROR);
 	ck_assert_str_eq(r->str, "ERR sluice: path \"/api/users\" belongs to shard 839, not 838 (its keys carry {839})");
 	freeReplyObject(r);
-	ck_assert_int_eq(test_cmd_int(c, "DBSIZE"), 0);
+	ck_assert_int_eq(test_dbsize(c), 0);
 	/* its own shard's keys are accepted */
 	ck_tb(tb(path, "3", "1", "1", 1000), 1, 2, 0, 1000);
 	ck_assert_str_eq(TB_KEY(path), "sluice:{839}:token_bucket:/api/users");
@@ -696,14 +696,14 @@ START_TEST(test_tb_brace_paths)
 	ck_assert_str_eq(k.key[TBN_STATE], TB_KEY(p));
 	ck_tb(tb(p, "3", "1", "3", 1000), 1, 0, 0, 3000);
 	ck_assert_int_eq(test_cmd_int(c, "EXISTS %s", k.key[TBN_STATE]), 1);
-	ck_assert_int_eq(test_cmd_int(c, "DBSIZE"), 2); /* the bucket and its shard's registry: no other key */
+	ck_assert_int_eq(test_dbsize(c), 2); /* the bucket and its shard's registry: no other key */
 	ck_assert_int_eq(due_of(TB, p), 4000 + skew);
 	ck_tb(tb(p, "3", "1", "1", 1500), 0, 0, 500, 2500);
 	ck_state(tb_state2(p, "", "", "2000"), "capacity=3,rate=1", "", 2, 1, 2000, 1000);
 	/* the job reclaims it once, at its due time, and only it */
 	ck_reply(job(p, 3999 + skew), 0, 0, 0, 0, 4000 + skew, 0);
 	ck_reply(job(p, 4000 + skew), 1, 1, 1, 0, -1, 0);
-	ck_assert_int_eq(test_cmd_int(c, "DBSIZE"), 0);
+	ck_assert_int_eq(test_dbsize(c), 0);
 	snprintf(want, sizeof(want), "sluice:{%u}:token_bucket:%s", shard_of(p, strlen(p)), p);
 	ck_assert_str_eq(k.key[TBN_STATE], want);
 }
@@ -785,7 +785,7 @@ START_TEST(test_tb_mark_minimal)
 	ck_cmd("{\"tokens\", \"0\", \"last\", \"1000000\", \"capacity\", \"1\", \"rate\", \"1\", \"rule\", \"\"}",
 	       "HGETALL %s", TB_KEY(p));
 	ck_reply(job(p, T + 1000 + skew), 1, 1, 1, 0, -1, 0);
-	ck_assert_int_eq(test_cmd_int(c, "DBSIZE"), 0);
+	ck_assert_int_eq(test_dbsize(c), 0);
 	/* The laggiest client of the horizon finds it full, as it would have before. */
 	ck_tb(tb(p, "1", "1", "1", T + 1000), 1, 0, 0, 1000);
 }

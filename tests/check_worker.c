@@ -372,7 +372,7 @@ START_TEST(drain_many_buckets_exact)
 	ck_assert_int_eq(drain_at(w, 4000), 200); /* 3 due, 2 there: empty */
 	ck_assert_int_eq(registered("leaky_bucket"), 0);
 	/* nothing remains: an emptied bucket's meta goes with it */
-	ck_assert_int_eq(test_cmd_int(C, "DBSIZE"), 0);
+	ck_assert_int_eq(test_dbsize(C), 0);
 	worker_status(w, &st);
 	ck_assert_int_eq(st.job[WORKER_DRAIN].entries, 300);
 	ck_assert_int_eq(st.job[WORKER_DRAIN].emptied, 100);

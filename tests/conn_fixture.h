@@ -31,4 +31,13 @@ void conn_down(void);
 		free(after_);                                                               \
 	} while (0)
 
+/* The same, without the key `skip` (test_snapshot_except). */
+#define ck_snapshot_same_except(before, skip)                                               \
+	do {                                                                                \
+		char *after_ = test_snapshot_except(c, (skip));                             \
+		ck_assert_msg(strcmp((before), after_) == 0, "keyspace changed:\n%s---\n%s", \
+			      (before), after_);                                            \
+		free(after_);                                                               \
+	} while (0)
+
 #endif

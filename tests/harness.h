@@ -205,8 +205,21 @@ void test_check_cmd(const char *file, int line, redisContext *c, const char *wan
  * The whole keyspace as text: each key (sorted) with its type, content and
  * whether it has a TTL.  Equal snapshots before and after a call mean the call
  * wrote nothing (TTL values tick, so only their presence counts).  Caller frees.
+ * The clock-lag fields ":lag:<minute>" of a shard's stats hash (<...>:stats)
+ * are left out, and such a hash that holds nothing else with them: every call
+ * with an explicit now behind Redis TIME (the suites' virtual time) records
+ * its lag there (lua/lib/contract.lua, contract_reply), denials included; the
+ * lag tests read those fields themselves.  The decision counters stay in.
  */
 char *test_snapshot(redisContext *c);
+/* test_snapshot without the key `skip` (NULL: none), e.g. a shard's stats
+ * hash whose decision counters a test checks by value. */
+char *test_snapshot_except(redisContext *c, const char *skip);
+/* DBSIZE without the stats hashes that hold only clock-lag fields (as
+ * test_snapshot leaves them out). */
+long long test_dbsize(redisContext *c);
+/* 1 when key `name` is a stats hash that holds only clock-lag fields. */
+int test_lag_only(redisContext *c, const char *name);
 /* qsort comparator of C strings (char *). */
 int test_cmp_str(const void *a, const void *b);
 

@@ -28,7 +28,7 @@
 -- and the error reply.  `alg` is the script's algorithm name.
 local function contract_keys(alg, fields)
   if #KEYS ~= 5 then
-    return nil, nil, nil, usage(alg .. ' takes 5 KEYS (state, meta, registry, rules, stats) and ARGV path, n, now, rule'
+    return nil, nil, nil, redis.error_reply('ERR sluice: ' .. alg .. ' takes 5 KEYS (state, meta, registry, rules, stats) and ARGV path, n, now, rule'
       .. ', then ' .. table.concat(fields, ', '))
   end
   local path = ARGV[1]
@@ -55,21 +55,27 @@ local function contract_keys(alg, fields)
 end
 
 -- nil when path belongs to shard k, else the error reply that names its shard.
+-- (keyslot, not shard_of: one function fewer defined at every call.)
 local function contract_shard(path, k)
-  local s = shard_of(path)
+  local s = keyslot(path) % SHARD_COUNT
   if s == k then return nil end
   return redis.error_reply('ERR sluice: path ' .. shown(path) .. ' belongs to shard ' .. s
     .. ', not ' .. k .. ' (its keys carry {' .. s .. '})')
 end
 
 -- ARGV[2..] and the rule: n (at most max_n, nil = 2^53-1), now and the rule
--- applied R, or an error reply last.  `fields` names the algorithm's
--- parameters ({'capacity', 'rate'}, ...), `cache` is the path's hash that
--- keeps the "*" cache (lib/rule.lua).  R = {p1, p2, ..., name = the rule
--- applied ("" for explicit parameters), shadow = the rule's mode is shadow,
--- cache = the copy's version to record}, the parameters as text (ARGV[5..]
--- themselves when explicit); R.name == 'none' (no parameters): "*" matched
--- no rule, the call is admitted and stores nothing.
+-- applied R; or nil, nil, nil and the reply to return at once: an error
+-- reply, or the reply of "*" matching no rule ({1, -1, 0, 0, "none"}: the
+-- call is admitted and stores nothing, remaining -1 for "no limit applies";
+-- its shard is checked all the same, with `k` the keys' shard, so that a
+-- client that builds wrong keys hears it now, not when a rule comes to
+-- match).  `fields` names the algorithm's parameters ({'capacity', 'rate'},
+-- ...), `cache` is the path's hash that keeps the "*" cache (lib/rule.lua).
+-- R = {p1, p2, ..., name = the rule applied ("" for explicit parameters),
+-- shadow = the rule's mode is shadow, cache = the copy's version to record,
+-- lag, lag_at = how many ms an explicit now is behind Redis TIME, and that
+-- TIME (contract_reply records them); nil when not behind}, the parameters
+-- as text (ARGV[5..] themselves when explicit).
 -- With a rule reference ARGV[5..] are absent or all "": numbers given there
 -- beside a rule are refused rather than silently overridden.
 -- An explicit now more than SKEW_MS ahead of Redis TIME is refused: served
@@ -77,10 +83,10 @@ end
 -- time) would be served at that far future, the state kept until then.  A
 -- clock that far ahead is not one the skew horizon covers (read from the
 -- rules copy, KEYS[4], by skew_load, or with the rule).
-local function contract_args(alg, fields, max_n, cache)
+local function contract_args(alg, fields, max_n, cache, k)
   local count, ref = #fields, ARGV[4]
   if not (#ARGV == 4 + count or (#ARGV == 4 and ref ~= '')) then
-    return nil, nil, nil, usage(alg .. ' takes ARGV path, n, now, rule, then ' .. table.concat(fields, ', ')
+    return nil, nil, nil, redis.error_reply('ERR sluice: ' .. alg .. ' takes ARGV path, n, now, rule, then ' .. table.concat(fields, ', ')
       .. ' (' .. (4 + count) .. ' in all), or path, n, now and a rule reference (4)')
   end
   local n, err = arg_cost(ARGV[2], max_n)
@@ -113,17 +119,53 @@ local function contract_args(alg, fields, max_n, cache)
       return nil, nil, nil, fail('now (ARGV[3])', 'at most max_clock_skew_ms (' .. fmt_int(SKEW_MS)
         .. ' ms) ahead of Redis TIME; it is ' .. fmt_int(now - server) .. ' ms ahead')
     end
+    if now < server then R.lag, R.lag_at = server - now, server end
+  end
+  if R.name == 'none' then
+    return nil, nil, nil, contract_shard(ARGV[1], k) or { 1, -1, 0, 0, 'none' }
   end
   return n, now, R
 end
 
--- The reply of a "*" call that no rule matches (R.name == 'none'): admitted,
--- nothing stored, remaining -1 (no limit applies), retry_after_ms and
--- reset_ms 0, rule "none".  Its shard is checked all the same (the call
--- stores nothing, but a client that builds wrong keys hears it now, not
--- when a rule comes to match).
-local function contract_none(path, k)
-  local err = contract_shard(path, k)
-  if err then return err end
-  return { 1, -1, 0, 0, 'none' }
+-- The reply {allowed, remaining, retry_after_ms, reset_ms, rule} of a call
+-- that decided, R's (contract_args), after the decision's writes: the last
+-- step of the call, so that a call refused with an error reply (which
+-- writes nothing) counts nothing either.  allowed is the rule's decision:
+-- 1 admitted, 0 refused; a shadow rule's refusal is admitted (allowed 1,
+-- retry_after_ms 0; remaining and reset_ms the refusal's).
+--
+-- The shard's stats KEYS[5] (<prefix>{k}:stats, a hash; the daemon sums the
+-- shards), at most one write per thing counted:
+--   <rule>:allowed, <rule>:denied, <rule>:shadow_denied  HINCRBY 1 per call
+--       (not by n) that applied a rule (by name, or "*" with a match):
+--       admitted (a shadow rule's admissions included), refused (enforce),
+--       or refused and admitted (shadow).  Explicit parameters count nothing.
+--   :lag:<minute>  the largest lag of an explicit now behind Redis TIME seen
+--       in that minute, ms (minute = floor(TIME ms / 60000)): HGET, then HSET
+--       only when larger; explicit parameters too.  No lag, no write.
+-- Both with redis.pcall, errors ignored: a stats key of another type (or a
+-- field that is not a number) loses the count, never the call, whose state
+-- is written already.
+local function contract_reply(R, allowed, remaining, retry_after, reset)
+  local stats, name = KEYS[5], R.name
+  if name ~= '' then
+    local what = ':allowed'
+    if allowed == 0 then
+      if R.shadow then
+        what, allowed, retry_after = ':shadow_denied', 1, 0
+      else
+        what = ':denied'
+      end
+    end
+    redis.pcall('HINCRBY', stats, name .. what, 1)
+  end
+  local lag = R.lag
+  if lag then
+    local field = ':lag:' .. fmt_int(math.floor(R.lag_at / 60000))
+    local v = redis.pcall('HGET', stats, field)
+    if type(v) ~= 'table' and not ((stored_int(v) or -1) >= lag) then
+      redis.pcall('HSET', stats, field, fmt_int(lag))
+    end
+  end
+  return { allowed, remaining, retry_after, reset, name }
 end

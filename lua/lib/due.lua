@@ -27,12 +27,33 @@ local SKIPPED_RETRY_MS = 60000
 -- ZADD/ZREM take at most this many members per call (unpack's limits).
 local DUE_SLICE = 500
 
--- Drop up to DEAD_PER_CALL members of registry overdue by DEAD_AFTER_MS at
--- now whose state and meta (keys of `base`, the shard's "<prefix>{k}", and
--- algorithm `alg`) are both gone: called when a client adds a new member, so
--- the registry stays bounded by the paths that have state even with no daemon
--- running (every new member removes up to two dead ones).
-local function due_drop_dead(registry, now, base, alg)
+-- Register path in registry (KEYS[3] of a client script) as due at `due`
+-- ms: by default at its earlier due time if it has one (ZADD LT); with
+-- `any` true, at `due`, earlier or later than it was (plain ZADD: for an
+-- algorithm whose next due time follows from the state the call just wrote
+-- alone, the token bucket's, when it will have been full for the skew
+-- horizon, so the worker never visits a path in use before it has work).
+-- nil, or the error reply naming KEYS[3] when the key holds another type:
+-- the client scripts register before any other write, so that such a
+-- registry refuses the call whole (nothing written).
+--
+-- A path new there drops up to DEAD_PER_CALL members overdue by
+-- DEAD_AFTER_MS at now whose state and meta (keys of `base`, the shard's
+-- "<prefix>{k}", and algorithm `alg`) are both gone, so the registry stays
+-- bounded by the paths that have state even with no daemon running (every
+-- new member removes up to two dead ones).  One function, not three: Lua
+-- defines every top-level local function of a script anew at each call.
+local function due_register(registry, path, due, now, base, alg, any)
+  local r
+  if any then
+    r = redis.pcall('ZADD', registry, fmt_int(due), path)
+  else
+    r = redis.pcall('ZADD', registry, 'LT', fmt_int(due), path)
+  end
+  if type(r) == 'table' and r.err then
+    return redis.error_reply('ERR sluice: KEYS[3] (the shard\'s due index) must be a sorted set: ' .. r.err)
+  end
+  if r ~= 1 then return nil end
   local dead = redis.call('ZRANGE', registry, '-inf', fmt_int(now - DEAD_AFTER_MS), 'BYSCORE',
     'LIMIT', '0', fmt_int(DEAD_PER_CALL))
   for _, p in ipairs(dead) do
@@ -40,46 +61,6 @@ local function due_drop_dead(registry, now, base, alg)
       redis.call('ZREM', registry, p)
     end
   end
-end
-
--- The client's ZADD of path into registry with `opt` ('LT', or nil for a
--- plain set): 1 when the path is new there, 0 when not, or nil and the error
--- reply (naming KEYS[3]) when the key holds another type.  The client scripts
--- register before any other write, so that such a registry refuses the call
--- whole.
-local function due_zadd(registry, opt, due, path)
-  local r
-  if opt then
-    r = redis.pcall('ZADD', registry, opt, fmt_int(due), path)
-  else
-    r = redis.pcall('ZADD', registry, fmt_int(due), path)
-  end
-  if type(r) == 'table' and r.err then
-    return nil, redis.error_reply('ERR sluice: KEYS[3] (the shard\'s due index) must be a sorted set: ' .. r.err)
-  end
-  return r
-end
-
--- Register path in registry (KEYS[3] of a client script) as due at `due`
--- ms, or at its earlier due time if it has one (ZADD LT); a path new there
--- drops dead members (due_drop_dead).  nil, or the error reply of due_zadd
--- (nothing written).
-local function due_register(registry, path, due, now, base, alg)
-  local added, err = due_zadd(registry, 'LT', due, path)
-  if err then return err end
-  if added == 1 then due_drop_dead(registry, now, base, alg) end
-end
-
--- Set path's due time in registry (KEYS[3] of a client script) to `due` ms,
--- earlier or later than it was: for an algorithm whose next due time follows
--- from the state the call just wrote alone (the token bucket: when it will
--- have been full for the skew horizon), so the worker never visits a path in
--- use before it has work.  A path new there drops dead members
--- (due_drop_dead).  nil, or the error reply of due_zadd (nothing written).
-local function due_set(registry, path, due, now, base, alg)
-  local added, err = due_zadd(registry, nil, due, path)
-  if err then return err end
-  if added == 1 then due_drop_dead(registry, now, base, alg) end
 end
 
 -- The reply of a redis.pcall in a shard job, or nil when it failed (a key of
@@ -155,7 +136,7 @@ local function due_run(alg, job)
     return fail('KEYS[1]', '<prefix>{k}' .. suffix)
   end
   local base = registry:sub(1, close)
-  SKEW_MS = skew_read(base .. ':rules')
+  skew_load(base .. ':rules')
   local limit, err = arg_int(ARGV[2], 'limit')
   if err then return err end
   local now

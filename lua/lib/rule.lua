@@ -36,19 +36,17 @@
 --@include lib/ruleset.lua
 
 -- Lua defines every top-level local function anew at each call of a script,
--- some 1.2k Redis instructions each (callgrind), explicit calls included: so
--- the work is in three functions, not one per step.
-
--- The error reply "ERR sluice: rule "<name>" (in <copy>): <what>".
-local function rule_error(name, rules, what)
-  return redis.error_reply('ERR sluice: rule ' .. shown(name) .. ' (in ' .. rules .. '): ' .. what)
-end
+-- some 1.1k Redis instructions each (callgrind), explicit calls included: so
+-- the work is in two functions, not one per step, and what only "*" needs
+-- (lib/ruleset.lua) is built by ruleset_lib when "*" resolves afresh.
 
 -- A script's error reply err for a parameter of rule R (rule_resolve), with
--- the rule named; err itself for explicit parameters.
+-- the rule named ("ERR sluice: rule "<name>" (in <copy>): <what>"); err
+-- itself for explicit parameters.
 local function rule_failed(R, rules, err)
   if R.name == '' then return err end
-  return rule_error(R.name, rules, (err.err:gsub('^ERR sluice: ', '')))
+  return redis.error_reply('ERR sluice: rule ' .. shown(R.name) .. ' (in ' .. rules .. '): '
+    .. err.err:gsub('^ERR sluice: ', ''))
 end
 
 -- The rule of a call: ref = ARGV[4] (not ""), `rules` the copy (KEYS[4]),
@@ -58,9 +56,13 @@ end
 -- the copy's version when "*" resolved afresh and the copy has one (the
 -- admission then writes rv = R.cache, rn = R.name)}; or {name = 'none'} when
 -- "*" matched nothing; or nil and the error reply naming the rule and the
--- field.  Sets SKEW_MS from the copy (lib/skew.lua's skew_read, read here
+-- field.  Sets SKEW_MS from the copy (lib/skew.lua's skew_load, read here
 -- with the rule in one call; a copy of another type is refused).
 local function rule_resolve(alg, fields, ref, rules, cache, path)
+  -- the error reply "ERR sluice: rule "<name>" (in <copy>): <what>"
+  local function rule_error(name, what)
+    return redis.error_reply('ERR sluice: rule ' .. shown(name) .. ' (in ' .. rules .. '): ' .. what)
+  end
   local name, r, json, skew, version
   if ref ~= '*' then
     local v = redis.pcall('HMGET', rules, ref, ':max_clock_skew_ms')
@@ -89,13 +91,13 @@ local function rule_resolve(alg, fields, ref, rules, cache, path)
           elseif f == ':max_clock_skew_ms' then skew = h[i + 1] end
         else
           local ok, d = pcall(cjson.decode, h[i + 1])
-          if not ok or type(d) ~= 'table' then return nil, rule_error(f, rules, 'not a JSON object') end
-          if type(d.match) ~= 'string' then return nil, rule_error(f, rules, 'match must be a string') end
+          if not ok or type(d) ~= 'table' then return nil, rule_error(f, 'not a JSON object') end
+          if type(d.match) ~= 'string' then return nil, rule_error(f, 'match must be a string') end
           list[n + 1], list[n + 2], decoded[f] = f, d.match, d
           n = n + 2
         end
       end
-      name = ruleset_match(list, path)
+      name = (ruleset_lib())(list, path)
       if name then r = decoded[name] end
     end
     SKEW_MS, SKEW_LOADED = stored_int(skew) or SKEW_MS, true
@@ -104,23 +106,23 @@ local function rule_resolve(alg, fields, ref, rules, cache, path)
   if not r then
     local ok
     ok, r = pcall(cjson.decode, json)
-    if not ok or type(r) ~= 'table' then return nil, rule_error(name, rules, 'not a JSON object') end
+    if not ok or type(r) ~= 'table' then return nil, rule_error(name, 'not a JSON object') end
   end
   if r.algorithm ~= alg then
-    if type(r.algorithm) ~= 'string' then return nil, rule_error(name, rules, 'algorithm must be a string') end
-    return nil, rule_error(name, rules, 'a ' .. shown(r.algorithm) .. ' rule, called with the ' .. alg
+    if type(r.algorithm) ~= 'string' then return nil, rule_error(name, 'algorithm must be a string') end
+    return nil, rule_error(name, 'a ' .. shown(r.algorithm) .. ' rule, called with the ' .. alg
       .. ' script (call ' .. shown(r.algorithm) .. '.lua, or name a ' .. alg .. ' rule)')
   end
   local R = { name = name, shadow = false, cache = version }
   if r.mode == 'shadow' then
     R.shadow = true
   elseif r.mode ~= nil and r.mode ~= 'enforce' then
-    return nil, rule_error(name, rules, 'mode must be "enforce" or "shadow"')
+    return nil, rule_error(name, 'mode must be "enforce" or "shadow"')
   end
   -- the parameters as ARGV would carry them (see above)
   for i = 1, #fields do
     local v = r[fields[i]]
-    if type(v) ~= 'number' then return nil, rule_error(name, rules, fields[i] .. ' must be a number') end
+    if type(v) ~= 'number' then return nil, rule_error(name, fields[i] .. ' must be a number') end
     if v == math.floor(v) and v >= 0 and v < MAX_INT then
       R[i] = fmt_int(v)
     else

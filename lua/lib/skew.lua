@@ -13,29 +13,27 @@
 -- SKEW_MS is sluiced's max_clock_skew_ms (config, default 10000): the daemon
 -- writes it into every shard's rules copy, field ":max_clock_skew_ms" (a
 -- name no rule can take: rule names hold no ":"), and each
--- script sets SKEW_MS from there first thing (skew_read); a shard whose copy
+-- script sets SKEW_MS from there when it needs it (skew_load); a shard whose copy
 -- has none (no daemon yet) uses the default.  Every fragment's function reads
 -- the one SKEW_MS, so the assignment reaches them all.
 --@include lib/num.lua
 
 local SKEW_MS = 10000
 
--- The skew horizon (ms) in the shard's rules copy `rules` (a hash), else
--- the default: also when the copy holds another type (a key nothing of
--- sluice's wrote; the daemon's skew sync reports it), so that one bad key
--- stops neither the shard's clients nor its jobs.  Whole ms from 0 to 2^53 - 1.
-local function skew_read(rules)
-  local v = redis.pcall('HGET', rules, ':max_clock_skew_ms')
-  if type(v) == 'table' then return SKEW_MS end
-  return stored_int(v) or SKEW_MS
-end
-
--- A client script's SKEW_MS from its rules copy, read once and only when it is
--- needed (an admission's TTL and due time, an explicit now): a refused call,
--- the traffic of an overload, does not pay the HGET.
+-- SKEW_MS from the shard's rules copy `rules` (a hash), read once per call
+-- and only when it is needed (a client's admission: its TTL and due time,
+-- an explicit now; a shard job: first thing), so a refused call, the traffic
+-- of an overload, does not pay the HGET.  Whole ms from 0 to 2^53 - 1; the
+-- default when the copy has none, and also when it holds another type (a key
+-- nothing of sluice's wrote; the daemon's skew sync reports it), so that one
+-- bad key stops neither the shard's clients nor its jobs.  (One function, not
+-- a reader and a loader: Lua defines every top-level local function of a
+-- script anew at each call.)
 local SKEW_LOADED = false
 local function skew_load(rules)
   if not SKEW_LOADED then
-    SKEW_MS, SKEW_LOADED = skew_read(rules), true
+    local v = redis.pcall('HGET', rules, ':max_clock_skew_ms')
+    if type(v) ~= 'table' then SKEW_MS = stored_int(v) or SKEW_MS end
+    SKEW_LOADED = true
   end
 end

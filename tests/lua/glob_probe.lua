@@ -10,6 +10,8 @@
 --           group, "" when no rule matches (ruleset_match; "" is no name)
 --@include lib/ruleset.lua
 
+local ruleset_match, rule_literal_prefix, glob_match, glob_valid = ruleset_lib()
+
 local q, out = ARGV[1], {}
 if q == 'match' then
   for i = 2, #ARGV - 1, 2 do
