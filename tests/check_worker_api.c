@@ -96,7 +96,10 @@ START_TEST(test_worker_status)
 	}
 	/* the prune sweep summed the shards' stats once (core/stats.h; check_stats.c tests it) */
 	ck_assert_int_eq(jint("decisions.aggregations"), 1);
-	ck_assert_int_eq(jint("decisions.round_trips"), 4);
+	/* 4 reads; the test's clients, at explicit nows decades behind Redis TIME, wrote lag fields
+	 * at Redis's real minute, which the sweep's virtual now sees as the future: deleted, in a
+	 * round of HDELs after each read that found some (2 here) */
+	ck_assert_int_eq(jint("decisions.round_trips"), 6);
 	ck_assert_int_eq(jint("decisions.rules"), 2);
 	cJSON_DeleteItemFromObjectCaseSensitive(res.json, "decisions");
 	ck_json_is("{\"redis_up\":true,\"connects\":1,\"ticks\":2,\"drained\":6,\"pruned\":0,\"errors\":0,"

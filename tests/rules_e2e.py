@@ -118,6 +118,27 @@ def run(r, sluiced, lua_dir, tmp):
         n, _ = admitted(lb_script, "leaky_bucket", u, "upload", 5)
         cf.check("a raised capacity admits at once: 3 more of 5 (level 3 -> 6)", n == 3, str(n))
 
+        # every call by rule counted its decision in its shard's stats; the daemon sums
+        # the 1024 shards every 5 s into /metrics (raw sums, since the stats began)
+        want = {("login", "allowed"): 16, ("login", "denied"): 20, ("upload", "allowed"): 6,
+                ("upload", "denied"): 4}
+        got = {}
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 12:
+            st, body = cf.http(port, "GET", "/metrics")
+            got = {}
+            for line in body.decode().splitlines():
+                if line.startswith("sluice_decisions_total{"):
+                    labels, value = line.rsplit(" ", 1)
+                    rule = labels.split('rule="')[1].split('"')[0]
+                    dec = labels.split('decision="')[1].split('"')[0]
+                    got[(rule, dec)] = int(float(value))
+            if all(got.get(k) == v for k, v in want.items()):
+                break
+            time.sleep(0.2)
+        cf.check("sluice_decisions_total counts every call by rule (login 16 allowed, 20 denied; upload 6, 4)",
+                 all(got.get(k) == v for k, v in want.items()), repr(got))
+
         # a rule that does not exist is an error naming it; nothing is written
         keys = cf.client_keys("sliding_log", b"/login/carol")
         try:
