@@ -12,20 +12,24 @@
  *
  * A copy holds exactly the rules the worker loaded (rulestore_refresh: the
  * store's valid rules): a name the ruleset lacks is HDEL'd.  A copy at the
- * previous target is brought to the new one by its difference
- * (copies_target.c): HDEL of the names gone, one HSET of the rules new or
+ * previous target, with its count of fields, is brought to the new one by
+ * its difference (copies_target.c): HDEL of the names gone, one HSET of the rules new or
  * changed with ":version" last; any other copy by HKEYS, HDEL of the names
  * it should not hold, then one HSET of every rule with ":version" last.
  * Each command is atomic per copy, so a copy whose ":version" is the
- * store's holds that version's rules.
+ * store's holds that version's rules (unless edited by hand since).
  *
- * When: every copy is checked (HGET of ":version", pipelined) at the first
- * step, after a reload of the rules, after a reconnect, and when the caller
- * asks (a sweep, every prune step); otherwise a rolling slice, all of them
- * every SKEW_CHECK_MS, so a copy lost with Redis's data (FLUSHALL, a restart
- * without persistence) or edited by hand is written again.  Only copies at
- * another version are written, so a daemon that starts on copies in place
- * writes nothing.  With several daemons, each keeps every copy: one that
+ * When: every copy is checked (HGET of ":version" and HLEN, pipelined:
+ * copies_check.c) at the first step, after a reload of the rules, after a
+ * reconnect, and when the caller asks (a sweep, every prune step);
+ * otherwise a rolling slice, all of them every SKEW_CHECK_MS, so a copy
+ * lost with Redis's data (FLUSHALL, a restart without persistence) or
+ * edited by hand is written again: one at another version, or whose field
+ * count is not its version's rules and its ':' fields (a rule HDEL'd, a
+ * stray field added; then an HKEYS shows which, and the copy is written
+ * whole).  A rule's text changed in place keeps the count: not found.
+ * Only copies found so are written, so a daemon that starts on copies in
+ * place writes nothing.  With several daemons, each keeps every copy: one that
  * has not reloaded yet leaves alone a copy of a later version of the same
  * epoch while the store's version is later too (a copy of another epoch is
  * written: the store lost its data and the epoch is new).  A write Redis refuses is retried every
@@ -46,13 +50,10 @@
 #define COPIES_CHECK_MS 5000
 /* ms between tries of a write Redis refused */
 #define COPIES_RETRY_MS 1000
-/* commands per round trip */
-#define COPIES_DEPTH 256
 /* shards per write round trip (HDEL + HSET each: COPIES_DEPTH commands) */
 #define COPIES_CHUNK (COPIES_DEPTH / 2)
 /* bytes of HSET payload per round trip, above which a chunk has fewer shards */
 #define COPIES_BYTES (4u << 20)
-#define COPIES_VERSION ":version"
 
 int copies_init(struct copies_state *c)
 {
@@ -89,16 +90,14 @@ static int build_target(struct copies_state *c, const struct ruleset *rs)
 	return 0;
 }
 
-/* Note why shard k's copy could not be read or written, when it is the step's first failure. */
-static void copies_fail(struct copies_state *c, unsigned k, const char *what, const redisReply *e, int *failed)
+void copies_fail(struct copies_state *c, unsigned k, const char *what, const redisReply *e, int *failed)
 {
 	if (!*failed)
 		snprintf(c->error, sizeof(c->error), "%s of shard %u's rules copy: %s", what, k, reply_describe(e));
 	*failed = 1;
 }
 
-/* Start c->cmd as "<cmd> <prefix>{k}:rules".  0 or -ENOMEM. */
-static int cmd_start(struct copies_state *c, const char *prefix, const char *cmd, unsigned k)
+int copies_cmd_start(struct copies_state *c, const char *prefix, const char *cmd, unsigned k)
 {
 	cmdargs_reset(&c->cmd);
 	if (cmdargs_str(&c->cmd, cmd) || cmdargs_end(&c->cmd, keys_shard(cmdargs_begin(&c->cmd), prefix, k, "rules")))
@@ -106,8 +105,7 @@ static int cmd_start(struct copies_state *c, const char *prefix, const char *cmd
 	return 0;
 }
 
-/* Queue c->cmd followed by `tail` (may be NULL) into `b`.  0 or -ENOMEM. */
-static int cmd_queue(struct copies_state *c, const struct cmdargs *tail, struct rbatch *b)
+int copies_cmd_queue(struct copies_state *c, const struct cmdargs *tail, struct rbatch *b)
 {
 	const char *const *argv;
 	const size_t *lens;
@@ -116,102 +114,58 @@ static int cmd_queue(struct copies_state *c, const struct cmdargs *tail, struct 
 	return argc < 0 ? -ENOMEM : rbatch_cmd(b, argc, argv, lens);
 }
 
-/*
- * What a copy's ":version" reply `e` says against the target: COPY_OK (the
- * same), COPY_PREV (the previous target's: the difference is enough),
- * COPY_NEWER (the same epoch, a later version), else COPY_STALE.
- */
-static int judge(const struct copies_state *c, const redisReply *e)
+/* Is field `f` (`len` bytes) `name`? */
+static int is_field(const char *f, size_t len, const char *name)
 {
-	const char *v, *colon;
-	size_t len, elen;
-	uint64_t ver = 0;
-
-	if (reply_str(e, &v, &len))
-		return COPY_STALE;
-	if (len == strlen(c->text) && !memcmp(v, c->text, len))
-		return COPY_OK;
-	if (c->prev_text[0] && len == strlen(c->prev_text) && !memcmp(v, c->prev_text, len))
-		return COPY_PREV;
-	if (!(colon = memrchr(v, ':', len)) || (elen = (size_t)(colon - v)) != strlen(c->epoch) ||
-	    memcmp(v, c->epoch, elen) || colon + 1 == v + len || v + len - colon > 20)
-		return COPY_STALE;
-	for (const char *p = colon + 1; p < v + len; p++) {
-		if (*p < '0' || *p > '9')
-			return COPY_STALE;
-		ver = ver * 10 + (uint64_t)(*p - '0');
-	}
-	return ver > c->version ? COPY_NEWER : COPY_STALE;
-}
-
-/* Read ":version" of `n` shards from `from` (not those known stale: written anyway).  0 or an rconn error. */
-static int check(struct worker *w, size_t from, size_t n, int *failed)
-{
-	struct copies_state *c = &w->copies;
-	unsigned shard[COPIES_DEPTH];
-	int rc;
-
-	for (size_t i = 0; i < n;) {
-		size_t m = 0;
-
-		rbatch_clear(w->batch);
-		for (; i < n && m < COPIES_DEPTH; i++) {
-			unsigned k = (unsigned)((from + i) % SHARD_COUNT);
-
-			if (c->state[k] == COPY_STALE)
-				continue;
-			if ((rc = cmd_start(c, w->prefix, "HGET", k)) || (rc = cmdargs_str(&c->cmd, COPIES_VERSION)) ||
-			    (rc = cmd_queue(c, NULL, w->batch)))
-				return -ENOMEM;
-			shard[m++] = k;
-		}
-		if (m && (rc = rbatch_run(w->conn, w->batch)))
-			return rc;
-		for (size_t j = 0; j < m; j++) {
-			const redisReply *e = rbatch_reply(w->batch, j);
-			unsigned char *st = &c->state[shard[j]];
-			int now_st = judge(c, e);
-
-			if (e && e->type == REDIS_REPLY_ERROR)
-				copies_fail(c, shard[j], "HGET", e, failed);
-			if (now_st == COPY_OK && *st != COPY_OK)
-				c->pending--;
-			else if (now_st != COPY_OK && *st == COPY_OK)
-				c->pending++;
-			*st = (unsigned char)now_st;
-		}
-	}
-	return 0;
+	return len == strlen(name) && !memcmp(f, name, len);
 }
 
 /*
  * Queue shard k's writes into c->wbatch from its HKEYS reply `keys`: HDEL
  * of the fields that are neither the target's rules nor ':' fields (if
- * any), then the HSET.  *cmds: how many were queued.  0 or -ENOMEM.
+ * any), then the HSET; *colons: the ':' fields the copy holds then (those
+ * it held, ":version", ":max_clock_skew_ms" when skew.c keeps it).  A copy
+ * at the target with another count (`drift`) whose rule names are exactly
+ * the target's gets nothing: its ':' fields were miscounted, *colons is
+ * what it holds.  *cmds: how many were queued.  0 or -ENOMEM.
  */
-static int queue_writes(struct worker *w, unsigned k, const redisReply *keys, size_t *cmds)
+static int queue_writes(struct worker *w, unsigned k, const redisReply *keys, int drift, size_t *cmds,
+			uint32_t *colons)
 {
 	struct copies_state *c = &w->copies;
-	int rc, extra = 0;
+	size_t rules = 0;
+	int rc, extra = 0, ver = 0, skew = 0;
 
 	*cmds = 0;
-	if ((rc = cmd_start(c, w->prefix, "HDEL", k)))
+	*colons = 0;
+	if ((rc = copies_cmd_start(c, w->prefix, "HDEL", k)))
 		return rc;
 	for (size_t i = 0; i < keys->elements; i++) {
 		const redisReply *f = keys->element[i];
 
-		if (f->type != REDIS_REPLY_STRING || (f->len && f->str[0] == ':') || copies_target_has(c, f->str, f->len))
+		if (f->type != REDIS_REPLY_STRING)
 			continue;
-		if (cmdargs_add(&c->cmd, f->str, f->len))
-			return -ENOMEM;
-		extra = 1;
+		if (f->len && f->str[0] == ':') {
+			(*colons)++;
+			ver |= is_field(f->str, f->len, COPIES_VERSION);
+			skew |= is_field(f->str, f->len, SKEW_FIELD);
+		} else if (copies_target_has(c, f->str, f->len)) {
+			rules++;
+		} else {
+			if (cmdargs_add(&c->cmd, f->str, f->len))
+				return -ENOMEM;
+			extra = 1;
+		}
 	}
+	if (drift && !extra && rules == c->nnames)
+		return 0;
+	*colons += (uint32_t)!ver + (uint32_t)(w->skew.on && !skew);
 	if (extra) {
-		if ((rc = cmd_queue(c, NULL, c->wbatch)))
+		if ((rc = copies_cmd_queue(c, NULL, c->wbatch)))
 			return rc;
 		(*cmds)++;
 	}
-	if ((rc = cmd_start(c, w->prefix, "HSET", k)) || (rc = cmd_queue(c, &c->fields, c->wbatch)))
+	if ((rc = copies_cmd_start(c, w->prefix, "HSET", k)) || (rc = copies_cmd_queue(c, &c->fields, c->wbatch)))
 		return rc;
 	(*cmds)++;
 	return 0;
@@ -225,11 +179,11 @@ static int queue_delta(struct worker *w, unsigned k, size_t *cmds)
 
 	*cmds = 0;
 	if (c->gone.n) {
-		if ((rc = cmd_start(c, w->prefix, "HDEL", k)) || (rc = cmd_queue(c, &c->gone, c->wbatch)))
+		if ((rc = copies_cmd_start(c, w->prefix, "HDEL", k)) || (rc = copies_cmd_queue(c, &c->gone, c->wbatch)))
 			return rc;
 		(*cmds)++;
 	}
-	if ((rc = cmd_start(c, w->prefix, "HSET", k)) || (rc = cmd_queue(c, &c->delta, c->wbatch)))
+	if ((rc = copies_cmd_start(c, w->prefix, "HSET", k)) || (rc = copies_cmd_queue(c, &c->delta, c->wbatch)))
 		return rc;
 	(*cmds)++;
 	return 0;
@@ -238,19 +192,22 @@ static int queue_delta(struct worker *w, unsigned k, size_t *cmds)
 /*
  * Write the copies of shards[0..m): a COPY_PREV one its difference from the
  * previous target; a COPY_STALE one the whole target (HKEYS, then HDEL of
- * the names it should not hold, and the HSET).  0 or an rconn error.
+ * the names it should not hold, and the HSET); a COPY_DRIFT one the same,
+ * unless its HKEYS shows the target's names (its ':' count is learnt, and
+ * nothing written).  0 or an rconn error.
  */
 static int write_chunk(struct worker *w, const unsigned *shard, size_t m, int *failed)
 {
 	struct copies_state *c = &w->copies;
 	size_t first[COPIES_CHUNK], ncmds[COPIES_CHUNK], at[COPIES_CHUNK], q = 0, nk = 0;
+	uint32_t colons[COPIES_CHUNK];
 	int rc;
 
 	rbatch_clear(w->batch);
 	for (size_t j = 0; j < m; j++) {
 		if (c->state[shard[j]] == COPY_PREV)
 			continue;
-		if ((rc = cmd_start(c, w->prefix, "HKEYS", shard[j])) || (rc = cmd_queue(c, NULL, w->batch)))
+		if ((rc = copies_cmd_start(c, w->prefix, "HKEYS", shard[j])) || (rc = copies_cmd_queue(c, NULL, w->batch)))
 			return -ENOMEM;
 		at[j] = nk++;
 	}
@@ -258,11 +215,13 @@ static int write_chunk(struct worker *w, const unsigned *shard, size_t m, int *f
 		return rc;
 	rbatch_clear(c->wbatch);
 	for (size_t j = 0; j < m; j++) {
+		unsigned char *st = &c->state[shard[j]];
 		const redisReply *keys;
 
 		ncmds[j] = 0;
 		first[j] = q;
-		if (c->state[shard[j]] == COPY_PREV) {
+		colons[j] = c->colons[shard[j]]; /* the difference keeps them */
+		if (*st == COPY_PREV) {
 			if ((rc = queue_delta(w, shard[j], &ncmds[j])))
 				return rc;
 			q += ncmds[j];
@@ -273,8 +232,13 @@ static int write_chunk(struct worker *w, const unsigned *shard, size_t m, int *f
 			copies_fail(c, shard[j], "HKEYS", keys, failed);
 			continue;
 		}
-		if ((rc = queue_writes(w, shard[j], keys, &ncmds[j])))
+		if ((rc = queue_writes(w, shard[j], keys, *st == COPY_DRIFT, &ncmds[j], &colons[j])))
 			return rc;
+		if (!ncmds[j]) { /* the target's rules: the ':' fields are learnt */
+			c->colons[shard[j]] = colons[j];
+			*st = COPY_OK;
+			c->pending--;
+		}
 		q += ncmds[j];
 	}
 	if (q && (rc = rbatch_run(w->conn, c->wbatch)))
@@ -295,6 +259,7 @@ static int write_chunk(struct worker *w, const unsigned *shard, size_t m, int *f
 		if (!ok)
 			continue;
 		c->state[shard[j]] = COPY_OK;
+		c->colons[shard[j]] = colons[j];
 		c->pending--;
 		c->written++;
 	}
@@ -302,7 +267,7 @@ static int write_chunk(struct worker *w, const unsigned *shard, size_t m, int *f
 	return 0;
 }
 
-/* Write every copy known to be stale or at the previous target, in chunks.  0 or an rconn error. */
+/* Write every copy known to be stale, drifted or at the previous target, in chunks.  0 or an rconn error. */
 static int write_pending(struct worker *w, int *failed)
 {
 	struct copies_state *c = &w->copies;
@@ -318,7 +283,7 @@ static int write_pending(struct worker *w, int *failed)
 		size_t m = 0;
 
 		for (; k < SHARD_COUNT && m < chunk; k++)
-			if (c->state[k] == COPY_STALE || c->state[k] == COPY_PREV)
+			if (c->state[k] == COPY_STALE || c->state[k] == COPY_PREV || c->state[k] == COPY_DRIFT)
 				shard[m++] = (unsigned)k;
 		if (m && (rc = write_chunk(w, shard, m, failed)))
 			return rc;
@@ -367,7 +332,7 @@ int copies_step(struct worker *w, int64_t now, int all)
 	if (connects != c->connects || c->check_all)
 		all = 1; /* a new connection may be a new (empty) Redis */
 	n = roll_slice(&c->check, now, COPIES_CHECK_MS, all, &from);
-	if ((rc = check(w, from, n, &failed)))
+	if ((rc = copies_check(w, from, n, &failed)))
 		goto out;
 	c->connects = connects;
 	c->check_all = 0;

@@ -8,7 +8,9 @@
  *   jobs.c      one page's batched job script call, built and its reply read
  *   status.c    counters, and sweeps requested by other threads
  *   skew.c      max_clock_skew_ms in every shard's rules copy
- *   copies.c    the rules in every shard's rules copy
+ *   copies.c    the rules in every shard's rules copy: its writes
+ *   copies_check.c  ... which copies need writing (":version" and HLEN)
+ *   copies_target.c ... what they are brought to
  */
 #include <pthread.h>
 
@@ -79,7 +81,13 @@ struct skew_state {
 	char error[160];                 /* why the last write or check failed; "" */
 };
 
-enum { COPY_UNKNOWN = 0, COPY_OK, COPY_STALE, COPY_NEWER, COPY_PREV };
+enum { COPY_UNKNOWN = 0, COPY_OK, COPY_STALE, COPY_NEWER, COPY_PREV, COPY_DRIFT };
+
+/* fields of a rules copy that are not rules (a rule name holds no ':') */
+#define COPIES_VERSION ":version"
+#define SKEW_FIELD ":max_clock_skew_ms"
+/* commands per round trip of the copies' reads and writes */
+#define COPIES_DEPTH 256
 
 /*
  * The rules in every shard's rules copy (copies.c): field <name> = the
@@ -93,6 +101,7 @@ struct copies_state {
 	char epoch[40];
 	char text[64];                   /* "<epoch>:<version>", as written to ":version" */
 	char prev_text[64];              /* the previous target's, "" when none (copies_target.c) */
+	size_t prev_nnames;              /* the previous target's rule count */
 	struct cmdargs fields;           /* the HSET tail: name1 json1 ... ":version" text */
 	struct cmdargs delta;            /* from the previous target: the HSET tail of the rules
 					  * new or changed, ":version" text last */
@@ -106,9 +115,13 @@ struct copies_state {
 					  * COPY_NEWER (seen at a later version of the same epoch,
 					  * written by a daemon that reloaded first: left alone),
 					  * COPY_PREV (seen at the previous target: to be written
-					  * the difference) */
+					  * the difference), COPY_DRIFT (seen at the target with
+					  * another field count: HKEYS, written whole unless its
+					  * rule names are the target's) */
+	uint32_t colons[SHARD_COUNT];    /* ':' fields each copy held after its last whole write
+					  * or HKEYS, 0 when never seen (copies_check.c) */
 	size_t pending;                  /* shards not COPY_OK */
-	struct roll check;               /* the rolling check of the copies' ":version" */
+	struct roll check;               /* the rolling check of the copies' ":version" and HLEN */
 	int check_all;                   /* the next step checks every shard */
 	int64_t retry_ms;                /* after a refused write: not again before (steps' clock) */
 	uint64_t connects;               /* the connection's count at the last step */
@@ -251,6 +264,22 @@ int copies_target_has(const struct copies_state *c, const char *name, size_t len
 /* Free the target (names, texts, the HSET and HDEL tails); a zeroed state is a no-op. */
 void copies_target_free(struct copies_state *c);
 
+/*
+ * Check the copies of `n` shards from `from` (copies_check.c): HGET of
+ * ":version" and HLEN, pipelined, into c->state (not those known stale:
+ * written anyway).  A read Redis refuses is noted (copies_fail).  0 or an
+ * rconn error, or -ENOMEM.
+ */
+int copies_check(struct worker *w, size_t from, size_t n, int *failed);
+/* The ':' fields shard k's copy should hold: c->colons[k], or when never seen ":version" (+ the skew's). */
+uint32_t copies_colons(const struct worker *w, unsigned k);
+/* Start c->cmd as "<cmd> <prefix>{k}:rules".  0 or -ENOMEM. */
+int copies_cmd_start(struct copies_state *c, const char *prefix, const char *cmd, unsigned k);
+/* Queue c->cmd followed by `tail` (may be NULL) into `b`.  0 or -ENOMEM. */
+int copies_cmd_queue(struct copies_state *c, const struct cmdargs *tail, struct rbatch *b);
+/* Note why shard k's copy could not be read or written, when it is the step's first failure. */
+void copies_fail(struct copies_state *c, unsigned k, const char *what, const redisReply *e, int *failed);
+
 /* Start keeping the rules in every shard's copy (copies.c); 0 or -ENOMEM. */
 int copies_init(struct copies_state *c);
 /* Free what copies_init and the steps allocated; a zeroed state is a no-op. */
@@ -260,9 +289,11 @@ void copies_free(struct copies_state *c);
  * before it was loaded once) at `now` (ms, the steps' clock): a new version
  * makes every copy checked; otherwise the rolling slice (SKEW_CHECK_MS's
  * pace; every shard with `all`, after a reconnect, or when asked) has its
- * ":version" read with HGET; then every copy at another version gets, in
- * one round trip per up to 128 shards, HKEYS, then HDEL of the names the
- * ruleset lacks and one HSET of every rule and ":version" (last).  A copy
+ * ":version" and field count read (HGET, HLEN: copies_check); then every
+ * copy at another version, or whose count is off, gets, in one round trip
+ * per up to 128 shards, HKEYS, then HDEL of the names the ruleset lacks and
+ * one HSET of every rule and ":version" (last); a copy at the version
+ * before with the right count gets the difference only.  A copy
  * at a later version of the same epoch is left alone while the store's
  * version (one GET) is later than the ruleset's too (another daemon
  * reloaded first; this one reloads at its next step).  A refused read or

@@ -29,7 +29,6 @@
 #define SKEW_RETRY_MS 1000
 /* commands per round trip */
 #define SKEW_DEPTH 256
-#define SKEW_FIELD ":max_clock_skew_ms" /* a field no rule name can be (no ":" in names) */
 
 void skew_init(struct skew_state *s, int64_t ms)
 {
