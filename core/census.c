@@ -305,11 +305,13 @@ int census_step(struct census *cs, struct rconn *c, const struct ruleset *rules,
 		return 0;
 	if (!cs->in_pass) {
 		int changed = cs->have_last && !same_rules(cs->last_version, cs->last_epoch, rules);
+		/* not yet due: the period (or the retry after an abandoned first pass) runs, and the
+		 * clock did not go back past the last start */
+		int wait = (cs->have_last || cs->next_ms) && now_ms < cs->next_ms &&
+			   now_ms >= cs->next_ms - CENSUS_PERIOD_MS;
 
-		if (!changed && cs->have_last && now_ms < cs->next_ms)
+		if (!changed && wait)
 			return 0;
-		if (!cs->have_last && cs->next_ms && now_ms < cs->next_ms)
-			return 0; /* after an abandoned first pass */
 		begin(cs, rules, now_ms);
 	} else if (!same_rules(cs->rules_version, cs->rules_epoch, rules)) {
 		begin(cs, rules, now_ms);

@@ -22,7 +22,8 @@
  * until its budget is spent (at least one round).  Memory is one round's
  * pipeline, whatever the number of paths.
  *
- * A pass starts CENSUS_PERIOD_MS after the last one started, at once when
+ * A pass starts CENSUS_PERIOD_MS after the last one started (or when the
+ * clock went back before that start), at once when
  * the rules (their store version or epoch) differ from those of the last
  * complete pass, and begins again from the start when they change during
  * one (counted in restarts).  Redis unreachable abandons the pass; the next

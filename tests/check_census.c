@@ -105,7 +105,7 @@ static void check_counts(const long long want[ALG__COUNT], const long long paths
 
 START_TEST(test_census_counts)
 {
-	static const long long paths[ALG__COUNT] = { 7, 2, 2, 2, 3 };
+	static const long long paths[ALG__COUNT] = { 8, 2, 2, 2, 3 };
 	struct api_request rq = { .method = "GET", .path = "/metrics" };
 	struct api_response rs;
 	unsigned shards = 0;
@@ -120,14 +120,20 @@ START_TEST(test_census_counts)
 		shards |= 1u << (shard_of(PATHS[i][0], strlen(PATHS[i][0])) % 32);
 	}
 	ck_assert_int_gt(__builtin_popcount(shards), 8); /* spread over many shards */
+	/* a meta of another type: counted as unreadable, not mismatched (the listing shows an error) */
+	freeReplyObject(test_cmd(c, "ZADD %s %lld /api/str", test_registry("leaky_bucket", "/api/str"), t0 + 60000));
+	freeReplyObject(test_cmd(c, "SET %s x", test_lb_meta("/api/str")));
+	ck_assert_int_eq(get("/v1/paths/%2Fapi%2Fstr"), 200);
+	ck_assert(cJSON_IsFalse(jat("mismatch")));
 
 	census_pass(t0);
 	/* leaky bucket: diff1, diff2 and /x/lb (a rule of another algorithm); each other: its diff */
 	check_counts((const long long[ALG__COUNT]){ 3, 1, 1, 1, 1 }, paths);
 	get("/v1/worker");
 	ck_assert_int_eq(jint("census.passes"), 1);
-	ck_assert_int_eq(jint("census.paths"), 16);
+	ck_assert_int_eq(jint("census.paths"), 17);
 	ck_assert_int_eq(jint("census.unmatched"), 2);
+	ck_assert_int_eq(jint("census.unreadable"), 1);
 	ck_assert_int_eq(jint("census.mismatched.leaky_bucket"), 3);
 	ck_assert_int_eq(jint("census.mismatched.token_bucket"), 1);
 	ck_assert_int_eq(jint("census.last_pass_ms"), t0);
