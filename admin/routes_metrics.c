@@ -313,6 +313,40 @@ static int put_stats(struct strbuf *b, struct stats *s)
 		       ? -ENOMEM : 0;
 }
 
+/*
+ * The census of mismatched paths (core/census.h), as of its last complete
+ * pass (the per-algorithm gauges only once there was one).  0 or -ENOMEM.
+ */
+static int put_census(struct strbuf *b, struct census *cs)
+{
+	struct census_summary s;
+	int bad;
+
+	census_summary(cs, &s);
+	bad = put_head(b, "sluice_census_passes_total", "counter", "Complete passes of the census of mismatched paths.") ||
+	      mprintf(b, "sluice_census_passes_total %llu\n", (unsigned long long)s.passes);
+	if (bad || !s.passes)
+		return bad ? -ENOMEM : 0;
+	bad = put_head(b, "sluice_paths_mismatched", "gauge",
+		       "Paths whose recorded parameters differ from the rule matching them, or whose rule is of another algorithm (GET /v1/paths mismatch: true), at the last census pass.");
+	for (int a = 0; a < ALG__COUNT && !bad; a++)
+		bad = (s.algorithms & (1u << a)) &&
+		      mprintf(b, "sluice_paths_mismatched{algorithm=\"%s\"} %llu\n", algorithm_name((enum algorithm)a),
+			      (unsigned long long)s.mismatched[a]);
+	bad = bad || put_head(b, "sluice_census_paths", "gauge", "Paths of the own layouts' due indexes the last census pass checked.");
+	for (int a = 0; a < ALG__COUNT && !bad; a++)
+		bad = (s.algorithms & (1u << a)) &&
+		      mprintf(b, "sluice_census_paths{algorithm=\"%s\"} %llu\n", algorithm_name((enum algorithm)a),
+			      (unsigned long long)s.paths[a]);
+	return bad || put_head(b, "sluice_census_unmatched_paths", "gauge", "Paths no rule matches, at the last census pass.") ||
+	       mprintf(b, "sluice_census_unmatched_paths %llu\n", (unsigned long long)s.unmatched) ||
+	       put_head(b, "sluice_census_last_pass_timestamp_seconds", "gauge", "When the last census pass ended (Redis time, s).") ||
+	       mprintf(b, "sluice_census_last_pass_timestamp_seconds %.3f\n", (double)s.last_ms / 1e3) ||
+	       put_head(b, "sluice_census_pass_busy_seconds", "gauge", "Time the worker's steps spent in the last census pass.") ||
+	       mprintf(b, "sluice_census_pass_busy_seconds %.6f\n", (double)s.last_busy_us / 1e6)
+		       ? -ENOMEM : 0;
+}
+
 /* The worker's metrics, from one snapshot of its counters.  0 or -ENOMEM. */
 static int put_worker(struct strbuf *b, struct worker *w)
 {
@@ -320,7 +354,8 @@ static int put_worker(struct strbuf *b, struct worker *w)
 
 	worker_status(w, &st);
 	return put_layouts(b, &st) || put_job_counters(b, &st) || put_sweep_histogram(b, &st) ||
-	       put_worker_gauges(b, &st) || (worker_stats(w) && put_stats(b, worker_stats(w))) ? -ENOMEM : 0;
+	       put_worker_gauges(b, &st) || (worker_stats(w) && put_stats(b, worker_stats(w))) ||
+	       (worker_census(w) && put_census(b, worker_census(w))) ? -ENOMEM : 0;
 }
 
 /* sluice_http_requests_total: the counts of api_handle, those not zero.  0 or -ENOMEM. */

@@ -201,6 +201,43 @@ static int add_stats(cJSON *o, struct stats *s, const struct worker_status *st)
 		       ? -ENOMEM : 0;
 }
 
+/*
+ * "census": the last complete pass of the census of mismatched paths
+ * (core/census.h) and the progress of the current one; null when the
+ * worker keeps none.  0 or -ENOMEM.
+ */
+static int add_census(cJSON *o, struct census *cs)
+{
+	struct census_summary s;
+	uint64_t paths = 0;
+	cJSON *j, *m;
+
+	if (!cs)
+		return cJSON_AddNullToObject(o, "census") ? 0 : -ENOMEM;
+	census_summary(cs, &s);
+	if (!(j = add_object(o, "census")) || !cJSON_AddBoolToObject(j, "in_pass", s.in_pass) ||
+	    jsonv_add_int(j, "pass_paths", (int64_t)s.pass_paths) || jsonv_add_int(j, "passes", (int64_t)s.passes) ||
+	    add_int_or_null(j, "last_pass_ms", s.last_ms) || !(m = add_object(j, "mismatched")))
+		return -ENOMEM;
+	for (int a = 0; a < ALG__COUNT; a++) {
+		if (!(s.algorithms & (1u << a)))
+			continue;
+		paths += s.paths[a];
+		if (jsonv_add_int(m, algorithm_name((enum algorithm)a), (int64_t)s.mismatched[a]))
+			return -ENOMEM;
+	}
+	return jsonv_add_int(j, "paths", (int64_t)paths) || jsonv_add_int(j, "unmatched", (int64_t)s.unmatched) ||
+	       jsonv_add_int(j, "unreadable", (int64_t)s.unreadable) ||
+	       jsonv_add_int(j, "registries_skipped", (int64_t)s.registries_skipped) ||
+	       jsonv_add_int(j, "last_span_ms", s.passes ? s.last_span_ms : 0) ||
+	       jsonv_add_int(j, "last_busy_us", s.last_busy_us) || jsonv_add_int(j, "steps", (int64_t)s.last_steps) ||
+	       jsonv_add_int(j, "round_trips", (int64_t)s.last_round_trips) ||
+	       jsonv_add_int(j, "restarts", (int64_t)s.restarts) || jsonv_add_int(j, "abandoned", (int64_t)s.abandoned) ||
+	       !(s.last_error[0] ? cJSON_AddStringToObject(j, "last_error", s.last_error)
+				 : cJSON_AddNullToObject(j, "last_error"))
+		       ? -ENOMEM : 0;
+}
+
 /* Both jobs' counters added up, the last error, the rules the worker holds.  0 or -ENOMEM. */
 static int add_totals(cJSON *o, const struct worker_status *st)
 {
@@ -264,7 +301,8 @@ void route_worker(struct api *a, struct api_response *res)
 	if (add_totals(o, &st) || !(jobs = cJSON_AddObjectToObject(o, "jobs")) ||
 	    add_job(jobs, "drain", "drained", &st.job[WORKER_DRAIN]) ||
 	    add_job(jobs, "prune", "pruned", &st.job[WORKER_PRUNE]) || add_layouts(o, &st) || add_skew(o, &st) ||
-	    add_copies(o, &st) || add_stats(o, worker_stats(a->worker), &st)) {
+	    add_copies(o, &st) || add_stats(o, worker_stats(a->worker), &st) ||
+	    add_census(o, worker_census(a->worker))) {
 		cJSON_Delete(o);
 		o = NULL;
 	}

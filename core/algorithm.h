@@ -60,6 +60,9 @@ struct alg_ops {
 	int zset;                /* data key is a sorted set of entries: ZCARD counts them */
 	int meta;                /* keeps a meta hash beside the data key (layout_key meta) */
 	int score_units;         /* its foreign layouts may score in s or µs */
+	int recorded_in_meta;    /* sluice's own layouts: the client records its parameters (hash
+				  * fields named as the rule's, algorithm_field_name) and rule in the
+				  * meta hash; 0: in the state key, a hash (the census, core/census.h) */
 
 	enum script_id client_script; /* the application's check */
 	enum script_id job_script;    /* the worker's batched job over given keys (foreign layouts) */

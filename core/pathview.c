@@ -9,6 +9,8 @@
 #include "core/jsonv.h"
 #include "core/reply.h"
 
+_Static_assert(RULE_F__ALL == (1 << PATHVIEW_FIELDS) - 1, "one recorded slot per rule field");
+
 /* A state script's reply: {count, remaining, reset_ms, [last_ms,] ttl_ms, recorded, rule}. */
 struct view {
 	long long count, remaining, reset, ttl;
@@ -87,11 +89,8 @@ static int add_recorded_limits(cJSON *o, const struct alg_ops *alg, const struct
 	return 0;
 }
 
-/*
- * The recorded parameters differ from rule `r` (of the same algorithm):
- * 1, 0, or -ENOMEM.  A field missing or not a number differs.
- */
-static int differs(const struct alg_ops *alg, const struct view *v, const struct rule *r)
+int pathview_params_differ(const struct alg_ops *alg, const redisReply *const rec[PATHVIEW_FIELDS],
+			   const struct rule *r)
 {
 	cJSON *want = cJSON_CreateObject();
 	int diff = 0;
@@ -100,7 +99,7 @@ static int differs(const struct alg_ops *alg, const struct view *v, const struct
 		cJSON_Delete(want);
 		return -ENOMEM;
 	}
-	for (unsigned bit = 1; bit & RULE_F__ALL && !diff; bit <<= 1) {
+	for (unsigned i = 0, bit = 1; bit & RULE_F__ALL && !diff; i++, bit <<= 1) {
 		const cJSON *w;
 		double d;
 
@@ -108,12 +107,21 @@ static int differs(const struct alg_ops *alg, const struct view *v, const struct
 			continue;
 		/* integers are raw text (jsonv_add_int prints them in full), the rest numbers */
 		w = cJSON_GetObjectItemCaseSensitive(want, algorithm_field_name(bit));
-		diff = !(cJSON_IsNumber(w) || cJSON_IsRaw(w)) ||
-		       recorded_number(recorded_value(v, algorithm_field_name(bit)), &d) ||
+		diff = !(cJSON_IsNumber(w) || cJSON_IsRaw(w)) || recorded_number(rec[i], &d) ||
 		       d != (cJSON_IsRaw(w) ? strtod(w->valuestring, NULL) : w->valuedouble);
 	}
 	cJSON_Delete(want);
 	return diff;
+}
+
+/* The view's recorded parameters differ from rule `r` (of the same algorithm): 1, 0, or -ENOMEM. */
+static int differs(const struct alg_ops *alg, const struct view *v, const struct rule *r)
+{
+	const redisReply *rec[PATHVIEW_FIELDS];
+
+	for (unsigned i = 0, bit = 1; bit & RULE_F__ALL; i++, bit <<= 1)
+		rec[i] = recorded_value(v, algorithm_field_name(bit));
+	return pathview_params_differ(alg, rec, r);
 }
 
 /* A name, or null. */

@@ -5,7 +5,8 @@
  * the JSON object built from what the algorithm's state script answered,
  * with the parameters and rule the state records, the rule that matches
  * the path and whether they differ.  Private to core/pathstate.c and
- * core/pathview.c.
+ * core/pathview.c, but for pathview_params_differ, which the census of
+ * mismatches (core/census.c) shares so that both count the same paths.
  */
 #include <cjson/cJSON.h>
 #include <hiredis/hiredis.h>
@@ -33,6 +34,18 @@ struct path_item {
  * an object with the Redis `error`.
  */
 cJSON *pathview_item(struct path_item *it);
+/* Rule fields (RULE_F_*, core/algorithm.h): one slot per bit. */
+#define PATHVIEW_FIELDS 5
+
+/*
+ * The `mismatch` comparison: whether the recorded parameters `rec` (rec[i]
+ * the value of field bit 1 << i as the client recorded it, a string reply
+ * borrowed, or NULL when absent; only alg's fields are read) differ from
+ * rule `r`'s (of the same algorithm).  A field of alg missing, or not a
+ * finite number, differs.  1, 0, or -ENOMEM.
+ */
+int pathview_params_differ(const struct alg_ops *alg, const redisReply *const rec[PATHVIEW_FIELDS],
+			   const struct rule *r);
 /* The object for a rule of an algorithm no layout keeps state for; new, or NULL (-ENOMEM). */
 cJSON *pathview_unkept(const struct rule *rule, const char *path, size_t len);
 /* 1 when the item's matching rule is of another algorithm than its layout. */

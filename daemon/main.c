@@ -426,6 +426,7 @@ int main(int argc, char **argv)
 			.batch_size = (size_t)d.cfg.batch_size, .layouts = d.layouts, .nlayouts = d.nlayouts,
 			.write_skew = 1, .max_clock_skew_ms = d.cfg.max_clock_skew_ms, .write_rules = 1,
 			.sum_stats = 1,
+			.census = 1,
 		};
 		struct api_config ac = {
 			.redis = &d.cfg.redis, .timeout_ms = d.cfg.redis_timeout_ms, .prefix = d.cfg.prefix,

@@ -21,7 +21,8 @@ struct api *api_make(const struct redis_target *t, struct worker *wk, const char
 struct worker *worker_make(const struct redis_target *t)
 {
 	struct worker_config wc = { .redis = t, .timeout_ms = OBJECTS_TIMEOUT_MS, .prefix = PFX, .batch_size = 100,
-				    .layouts = layouts, .nlayouts = nlayouts, .sum_stats = 1 };
+				    .layouts = layouts, .nlayouts = nlayouts, .sum_stats = 1,
+				    .census = 1 };
 	struct worker *wk = worker_new(&wc);
 
 	ck_assert_ptr_nonnull(wk);

@@ -34,7 +34,11 @@ START_TEST(test_worker_status)
 		    "\"clock_lag\":{\"lag_ms\":null,\"max_clock_skew_ms\":10000,\"warning\":null},"
 		    "\"decisions\":{\"aggregations\":0,\"failures\":0,\"last_ms\":null,\"last_duration_us\":0,\"round_trips\":0,"
 		    "\"rules\":0,\"shards_skipped\":0,\"fields_ignored\":0,\"names_dropped\":0,\"lag_fields_deleted\":0,"
-		    "\"last_error\":null}}");
+		    "\"last_error\":null},"
+		    "\"census\":{\"in_pass\":false,\"pass_paths\":0,\"passes\":0,\"last_pass_ms\":null,\"mismatched\":{"
+		    "\"leaky_bucket\":0,\"sliding_log\":0,\"sliding_counter\":0,\"fixed_window\":0,\"token_bucket\":0},"
+		    "\"paths\":0,\"unmatched\":0,\"unreadable\":0,\"registries_skipped\":0,\"last_span_ms\":0,"
+		    "\"last_busy_us\":0,\"steps\":0,\"round_trips\":0,\"restarts\":0,\"abandoned\":0,\"last_error\":null}}");
 
 	put_ok("api", "{\"match\":\"/api/*\",\"algorithm\":\"leaky_bucket\",\"capacity\":10,\"rate\":0.01}");
 	put_ok("log", "{\"match\":\"/log/*\",\"algorithm\":\"sliding_log\",\"limit\":10,\"window_ms\":600000}");
@@ -102,6 +106,9 @@ START_TEST(test_worker_status)
 	ck_assert_int_eq(jint("decisions.round_trips"), 6);
 	ck_assert_int_eq(jint("decisions.rules"), 2);
 	cJSON_DeleteItemFromObjectCaseSensitive(res.json, "decisions");
+	/* the prune sweep's step went on with the census, within its own budget (check_census.c tests it) */
+	ck_assert(cJSON_IsObject(jat("census")));
+	cJSON_DeleteItemFromObjectCaseSensitive(res.json, "census");
 	ck_json_is("{\"redis_up\":true,\"connects\":1,\"ticks\":2,\"drained\":6,\"pruned\":0,\"errors\":0,"
 		   "\"last_error\":null,\"rules\":{\"version\":3,\"loaded\":2,\"invalid\":1},\"jobs\":{"
 		   "\"drain\":{\"ticks\":1,\"sweeps\":1,\"batches\":1024,\"polls\":0,\"paths\":4,\"drained\":6,\"emptied\":2,"

@@ -165,6 +165,7 @@ struct worker {
 	struct skew_state skew;
 	struct copies_state copies;
 	struct stats *stats;     /* or NULL (no sum_stats) */
+	struct census *census;   /* or NULL (no census) */
 
 	pthread_mutex_t lock;    /* guards st and the request fields below */
 	struct worker_status st;

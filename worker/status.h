@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "core/rules.h"
+#include "core/census.h"
 #include "core/stats.h"
 
 enum worker_job { WORKER_DRAIN = 0, WORKER_PRUNE, WORKER__JOBS };
@@ -105,6 +106,12 @@ struct worker;
  * was made without sum_stats.
  */
 struct stats *worker_stats(struct worker *w);
+/*
+ * The worker's census of mismatched paths (core/census.h; census_summary
+ * is thread-safe), borrowed for the worker's lifetime; NULL when the worker
+ * was made without census.
+ */
+struct census *worker_census(struct worker *w);
 
 /* Thread-safe snapshot of the counters. */
 void worker_status(struct worker *w, struct worker_status *out);

@@ -88,6 +88,16 @@ struct worker *worker_new(const struct worker_config *cfg)
 		worker_free(w);
 		return NULL;
 	}
+	if (cfg->census) {
+		const struct layout *own[WORKER_MAX_LAYOUTS];
+
+		for (size_t i = 0; i < cfg->nlayouts; i++)
+			own[i] = &cfg->layouts[i];
+		if (!(w->census = census_new(own, cfg->nlayouts))) {
+			worker_free(w);
+			return NULL;
+		}
+	}
 	w->conn = rconn_new(cfg->redis, cfg->timeout_ms);
 	w->prefix = strdup(cfg->prefix);
 	w->batch = rbatch_new();
@@ -110,6 +120,7 @@ void worker_free(struct worker *w)
 	job_batch_free(&w->jb);
 	copies_free(&w->copies);
 	stats_free(w->stats);
+	census_free(w->census);
 	free(w->prefix);
 	requests_destroy(w);
 	free(w);
@@ -149,6 +160,11 @@ struct stats *worker_stats(struct worker *w)
 	return w->stats;
 }
 
+struct census *worker_census(struct worker *w)
+{
+	return w->census;
+}
+
 /* Redis TIME in ms, or a negative errno. */
 static int redis_now(struct worker *w, int64_t *now)
 {
@@ -185,7 +201,7 @@ static int step_prepare(struct worker *w, enum worker_job job, int64_t now_ms, i
 	if ((rc = refresh_rules(w, &changed)))
 		goto fail;
 	what = "redis";
-	if (now_ms < 0 && (w->jobs[job].ndue || w->skew.on || w->copies.on || (w->stats && job == WORKER_PRUNE)) &&
+	if (now_ms < 0 && (w->jobs[job].ndue || w->skew.on || w->copies.on || ((w->stats || w->census) && job == WORKER_PRUNE)) &&
 	    (rc = redis_now(w, now)))
 		goto fail;
 	/* a sweep checks every copy; so does a change of the rules (Redis may have lost its data) */
@@ -199,6 +215,11 @@ static int step_prepare(struct worker *w, enum worker_job job, int64_t now_ms, i
 	what = "stats";
 	if (job == WORKER_PRUNE && w->stats &&
 	    (rc = stats_step(w->stats, w->conn, w->prefix, *now, WORKER_STATS_BUDGET_US, NULL)))
+		goto fail;
+	/* the census of mismatched paths, likewise */
+	what = "census";
+	if (job == WORKER_PRUNE && w->census &&
+	    (rc = census_step(w->census, w->conn, &w->rules, *now, WORKER_CENSUS_BUDGET_US, NULL)))
 		goto fail;
 	return 0;
 fail:

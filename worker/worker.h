@@ -31,7 +31,10 @@
  * rules themselves, which scripts called by rule name read (worker/copies.c).
  * With sum_stats, a prune step also goes on with the aggregation of the
  * shards' stats hashes (core/stats.h: one every STATS_PERIOD_MS, or after a
- * rule changed), within WORKER_STATS_BUDGET_US of its own per step.
+ * rule changed), within WORKER_STATS_BUDGET_US of its own per step.  With
+ * census, a prune step also goes on with the census of the own layouts'
+ * mismatched paths (core/census.h: a pass every CENSUS_PERIOD_MS, or after
+ * a rule changed), within WORKER_CENSUS_BUDGET_US of its own per step.
  *
  * Threads: one worker is driven by one thread (it owns its Redis connection).
  * worker_status() may be called from any thread.
@@ -47,6 +50,8 @@
 
 /* µs a prune step may spend on the stats aggregation (at least one round trip of 256 HGETALLs) */
 #define WORKER_STATS_BUDGET_US 5000
+/* µs a prune step may spend on the census of mismatches (at least one round: a ZSCAN and an HMGET pipeline) */
+#define WORKER_CENSUS_BUDGET_US 5000
 
 struct worker_config {
 	const struct redis_target *redis; /* copied */
@@ -62,6 +67,8 @@ struct worker_config {
 					   * (worker/copies.c; 0: leave the rule fields alone) */
 	int sum_stats;                    /* sum the shards' decision counters and clock lag at prune
 					   * steps (core/stats.h; worker_stats); 0: not */
+	int census;                       /* count the own layouts' mismatched paths at prune steps
+					   * (core/census.h; worker_census); 0: not */
 };
 
 

@@ -38,6 +38,7 @@ const struct alg_ops alg_leaky_bucket = {
 	.foreign_type = "zset",
 	.zset = 1,
 	.meta = 1,
+	.recorded_in_meta = 1,
 	.client_script = SCRIPT_LEAKY_BUCKET,
 	.job_script = SCRIPT_LEAKY_BUCKET_DRAIN,
 	.shard_script = SCRIPT_LEAKY_BUCKET_DRAIN_SHARD,

@@ -37,6 +37,7 @@ const struct alg_ops alg_sliding_log = {
 	.foreign_type = "zset",
 	.zset = 1,
 	.score_units = 1,
+	.recorded_in_meta = 1,
 	.client_script = SCRIPT_SLIDING_LOG,
 	.job_script = SCRIPT_SLIDING_LOG_PRUNE,
 	.shard_script = SCRIPT_SLIDING_LOG_PRUNE_SHARD,
