@@ -495,6 +495,64 @@ START_TEST(test_paths_list_many_shards)
 }
 END_TEST
 
+/*
+ * A shard whose due index holds more than one ZSCAN page (300 paths: a
+ * skiplist, so ZSCAN returns about COUNT at a time) read together with the
+ * next shards: a page of a shard not yet finished ends what a call takes, so
+ * the rest of that shard is listed too (the listing took the next shard's
+ * page as well and resumed after it, skipping the rest: found by reading).
+ */
+START_TEST(test_paths_list_big_shard)
+{
+	enum { NBIG = 300, NNEXT = 3, N = NBIG + NNEXT };
+	static char wbuf[N][32];
+	char *got[N + 1];
+	const char *want[N];
+	const unsigned k = 40;
+	int nb = 0, nn = 0, pages;
+	size_t n;
+
+	for (int j = 0; nb < NBIG || nn < NNEXT; j++) {
+		char p[32];
+		unsigned s;
+
+		snprintf(p, sizeof(p), "/big/%d", j);
+		s = shard_of(p, strlen(p));
+		if ((s == k && nb < NBIG) || (s == k + 1 && nn < NNEXT)) {
+			freeReplyObject(test_cmd(c, "ZADD %s %d %s", test_registry("leaky_bucket", p), 1000 + j, p));
+			snprintf(wbuf[nb + nn], sizeof(wbuf[0]), "leaky_bucket|%s", p);
+			want[nb + nn] = wbuf[nb + nn];
+			if (s == k)
+				nb++;
+			else
+				nn++;
+		}
+	}
+	ck_assert_int_eq(test_cmd_int(c, "ZCARD sluice:{%u}:registry:leaky_bucket", k), NBIG);
+	qsort(want, N, sizeof(want[0]), test_cmp_str);
+	n = page_all(NULL, "1000", got, N + 1, &pages);
+	ck_listed(got, n, want, N);
+	free_strs(got, n);
+	n = page_all(NULL, "50", got, N + 1, &pages);
+	ck_listed(got, n, want, N);
+	free_strs(got, n);
+	/* other paths in the big shard that a MATCH filters out: a ZSCAN page then
+	 * holds fewer paths than asked for, and the call reads on into the next shard */
+	for (int j = 0, m = 0; m < NBIG; j++) {
+		char p[32];
+
+		snprintf(p, sizeof(p), "/zzz/%d", j);
+		if (shard_of(p, strlen(p)) == k) {
+			freeReplyObject(test_cmd(c, "ZADD %s %d %s", test_registry("leaky_bucket", p), 1000 + j, p));
+			m++;
+		}
+	}
+	n = page_all("/big/*", "100", got, N + 1, &pages);
+	ck_listed(got, n, want, N);
+	free_strs(got, n);
+}
+END_TEST
+
 START_TEST(test_paths_list_match)
 {
 	char *got[100];
@@ -1024,6 +1082,7 @@ static Suite *paths_api_suite(void)
 	tc = test_tcase(s, "list", api_setup, api_teardown, 60);
 	tcase_add_test(tc, test_paths_list_paging);
 	tcase_add_test(tc, test_paths_list_many_shards);
+	tcase_add_test(tc, test_paths_list_big_shard);
 	tcase_add_test(tc, test_paths_list_match);
 	tcase_add_test(tc, test_paths_list_items);
 	tcase_add_test(tc, test_paths_list_empty);
