@@ -256,7 +256,10 @@ static int put_worker_gauges(struct strbuf *b, const struct worker_status *st)
 	     mprintf(b, "sluice_max_clock_skew_seconds %.3f\n", (double)st->skew_ms / 1e3) ||
 	     put_head(b, "sluice_skew_shards_pending", "gauge",
 		      "Shards whose rules copy is not known to hold max_clock_skew_ms (their scripts use the default).") ||
-	     mprintf(b, "sluice_skew_shards_pending %zu\n", st->skew_pending)))
+	     mprintf(b, "sluice_skew_shards_pending %zu\n", st->skew_pending) ||
+	     put_head(b, "sluice_skew_conflicts_total", "counter",
+		      "Copies found holding another max_clock_skew_ms after holding this daemon's (another daemon's).") ||
+	     mprintf(b, "sluice_skew_conflicts_total %llu\n", (unsigned long long)st->skew_conflicts)))
 		return -ENOMEM;
 	if (st->copies_on &&
 	    (put_head(b, "sluice_rule_copies_pending", "gauge",

@@ -126,6 +126,7 @@ static int add_skew(cJSON *o, const struct worker_status *st)
 	       add_int_or_null(k, "max_clock_skew_ms", st->skew_ms) ||
 	       jsonv_add_int(k, "shards_pending", (int64_t)st->skew_pending) ||
 	       jsonv_add_int(k, "shards_written", (int64_t)st->skew_written) ||
+	       jsonv_add_int(k, "conflicts", (int64_t)st->skew_conflicts) ||
 	       !(st->skew_error[0] ? cJSON_AddStringToObject(k, "last_error", st->skew_error)
 				   : cJSON_AddNullToObject(k, "last_error"))
 		       ? -ENOMEM : 0;

@@ -52,6 +52,8 @@ struct job_ctx {
 struct skew_log {
 	int failing;             /* skew_sync_failed was logged and no skew_synced since */
 	uint64_t written;        /* copies written when skew_synced was last logged */
+	uint64_t conflicts;      /* the worker's skew_conflicts when skew_conflict was last logged */
+	int64_t conflict_us;     /* when (CLOCK_MONOTONIC); 0: never */
 	char why[160];
 };
 
@@ -165,6 +167,15 @@ static void log_skew(struct daemon *d)
 			  log_quote(q, sizeof(q), ws.skew_error, strlen(ws.skew_error)));
 		d->skew.failing = 1;
 		snprintf(d->skew.why, sizeof(d->skew.why), "%s", ws.skew_error);
+	}
+	/* another daemon rewrites the copies with its own value: once a minute at most */
+	if (ws.skew_conflicts != d->skew.conflicts &&
+	    (!d->skew.conflict_us || clock_mono_us() - d->skew.conflict_us >= 60 * 1000000LL)) {
+		log_event(LOG_WARN, "skew_conflict", "max_clock_skew_ms=%lld found=%lld conflicts=%llu "
+			  "hint=\"another daemon keeps another max_clock_skew_ms: the two rewrite every shard's copy\"",
+			  (long long)ws.skew_ms, ws.skew_conflict_ms, (unsigned long long)ws.skew_conflicts);
+		d->skew.conflicts = ws.skew_conflicts;
+		d->skew.conflict_us = clock_mono_us();
 	}
 	if (ws.skew_pending == 0 && (ws.skew_written != d->skew.written || d->skew.failing)) {
 		log_event(LOG_INFO, "skew_synced", "max_clock_skew_ms=%lld shards_written=%llu",

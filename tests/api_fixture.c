@@ -253,3 +253,17 @@ void put_ok(const char *name, const char *body)
 	put(url, body);
 	ck_assert_msg(res.status == 200 || res.status == 201, "PUT %s: %d %s", url, res.status, res.text);
 }
+
+void check_same_text(const char *what, const char *got, const char *want)
+{
+	size_t at = 0, from;
+
+	if (got && strcmp(got, want) == 0)
+		return;
+	if (!got)
+		ck_abort_msg("%s: no text, want %.1500s", what, want);
+	while (got[at] && got[at] == want[at])
+		at++;
+	from = at > 200 ? at - 200 : 0;
+	ck_abort_msg("%s: differs at byte %zu:\n got  ...%.1200s\n want ...%.1200s", what, at, got + from, want + from);
+}

@@ -717,6 +717,29 @@ static int copies_at_store_version(redisContext *c)
 static const char *const SHARED_TEXT =
 	"{\"name\":\"shared\",\"match\":\"/shared/*\",\"algorithm\":\"leaky_bucket\",\"capacity\":5,\"rate\":1000}";
 
+/*
+ * Two daemons with different max_clock_skew_ms rewrite each other's copies;
+ * each says so (skew_conflict, at most once a minute) and counts it.
+ */
+START_TEST(two_daemons_skew_conflict)
+{
+	struct daemon_proc a, b;
+	cJSON *j = NULL;
+
+	start_daemon(&a, R.url);
+	start_daemon_with(&b, R.url, ",\"max_clock_skew_ms\":3000");
+	ck_wait_until(log_has(&a, "event=skew_conflict max_clock_skew_ms=10000 found=3000") ||
+			      log_has(&b, "event=skew_conflict max_clock_skew_ms=3000 found=10000"),
+		      5000, "no skew_conflict logged within 5 s");
+	ck_wait_until(jint(refetch(&j, a.port, "/v1/worker"), "skew.conflicts") > 0 ||
+			      jint(refetch(&j, b.port, "/v1/worker"), "skew.conflicts") > 0,
+		      3000, "no skew.conflicts counted");
+	cJSON_Delete(j);
+	ck_assert_int_eq(stop_daemon(&a), 0);
+	ck_assert_int_eq(stop_daemon(&b), 0);
+}
+END_TEST
+
 START_TEST(two_daemons_keep_rule_copies)
 {
 	struct daemon_proc a, b;
@@ -948,6 +971,7 @@ static Suite *e2e_suite(void)
 	tcase_add_test(tc, bad_config_exits_2_and_touches_nothing);
 	tcase_add_test(tc, two_daemons_share_rules);
 	tcase_add_test(tc, two_daemons_keep_rule_copies);
+	tcase_add_test(tc, two_daemons_skew_conflict);
 	tcase_add_test(tc, sighup_reloads_config);
 	tcase_add_test(tc, non_loopback_needs_token);
 	tcase_add_test(tc, help_and_version);

@@ -996,6 +996,11 @@ START_TEST(skew_written_into_every_shard)
 	freeReplyObject(test_cmd(C, "HSET sluice:{7}:rules :max_clock_skew_ms 10"));
 	ck_assert_int_eq(drain_at(w, t0 + 5001), 0);
 	ck_assert_int_eq(copy_of(7), 2500);
+	/* another number where this worker's was: a conflict (another daemon's value); the
+	 * copies lost above (DEL) were none */
+	worker_status(w, &st);
+	ck_assert_uint_eq(st.skew_conflicts, 1);
+	ck_assert_int_eq(st.skew_conflict_ms, 10);
 	/* a new value (SIGHUP): every copy at the next step */
 	worker_set_skew(w, 4000);
 	worker_status(w, &st);

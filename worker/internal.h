@@ -78,6 +78,9 @@ struct skew_state {
 	int64_t retry_ms;                /* after a refused write: not again before (steps' clock) */
 	uint64_t connects;               /* the connection's count at the last step */
 	uint64_t written;                /* copies written since start */
+	uint64_t conflicts;              /* copies found holding another value after holding this
+					  * one (another daemon configured otherwise rewrites them) */
+	long long conflict_ms;           /* the other value the last conflict found */
 	char error[160];                 /* why the last write or check failed; "" */
 };
 

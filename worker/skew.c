@@ -18,6 +18,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/keys.h"
@@ -104,8 +105,24 @@ static int check(struct worker *w, size_t from, size_t n, int *failed)
 				skew_fail(s, shard[j], "HGET", e, failed);
 			if (holds && *st == SKEW_UNKNOWN)
 				s->pending--;
-			else if (!holds && *st == SKEW_OK)
+			else if (!holds && *st == SKEW_OK) {
 				s->pending++;
+				/* another number where this worker saw or wrote its own: someone
+				 * else writes the copies (a daemon with another max_clock_skew_ms) */
+				if (!reply_str(e, &v, &len) && len && len < 20) {
+					char num[24];
+					char *end;
+					long long other;
+
+					memcpy(num, v, len);
+					num[len] = '\0';
+					other = strtoll(num, &end, 10);
+					if (*end == '\0' && other >= 0) {
+						s->conflicts++;
+						s->conflict_ms = other;
+					}
+				}
+			}
 			*st = holds ? SKEW_OK : SKEW_MISSING;
 		}
 	}

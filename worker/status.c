@@ -85,6 +85,8 @@ void status_fold(struct worker *w, enum worker_job job, int rc, int64_t start_us
 	w->st.skew_ms = w->skew.on ? w->skew.ms : -1;
 	w->st.skew_pending = w->skew.on ? w->skew.pending : 0;
 	w->st.skew_written = w->skew.written;
+	w->st.skew_conflicts = w->skew.conflicts;
+	w->st.skew_conflict_ms = w->skew.conflicts ? w->skew.conflict_ms : -1;
 	snprintf(w->st.skew_error, sizeof(w->st.skew_error), "%s", w->skew.error);
 	w->st.copies_on = w->copies.on;
 	snprintf(w->st.copies_version, sizeof(w->st.copies_version), "%s", w->copies.have ? w->copies.text : "");

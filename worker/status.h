@@ -82,6 +82,9 @@ struct worker_status {
 	int64_t skew_ms;         /* max_clock_skew_ms kept in every shard's rules copy; -1: none kept */
 	size_t skew_pending;     /* shards whose copy is not known to hold it (0: all do) */
 	uint64_t skew_written;   /* copies written since start */
+	uint64_t skew_conflicts; /* copies found holding another value after holding this worker's:
+				  * another daemon keeps another max_clock_skew_ms */
+	long long skew_conflict_ms; /* the other value the last conflict found (-1: none yet) */
 	char skew_error[160];    /* why the last write or check of a copy failed; "" */
 	int copies_on;           /* the worker keeps the rules in every shard's rules copy */
 	char copies_version[64]; /* "<epoch>:<version>" the copies are brought to; "" before the rules loaded */
