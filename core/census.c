@@ -217,8 +217,6 @@ static int round_trip(struct census *cs, struct rconn *c, const struct ruleset *
 			if ((rc = queue_read(cs, l, path, len, match, queued++)))
 				return rc;
 		}
-		if (!walk_at_end(pg->next))
-			break;
 	}
 	if (queued) {
 		if ((rc = rbatch_run(c, cs->b)))

@@ -322,14 +322,9 @@ int pathstate_page(struct rconn *c, const struct layout *layouts, size_t nlayout
 
 		if ((rc = walk_read(c, layouts, nlayouts, &at, match, count - got, want, &pages)))
 			break;
-		/* whole pages, until `count` paths are in hand, and none past a page whose
-		 * registry is not finished (the walk resumes at its cursor: a page of a
-		 * later shard taken too would move the position past the rest of it) */
-		for (size_t n = 0; take < pages.n && got + n < count;) {
+		/* whole pages, until `count` paths are in hand */
+		for (size_t n = 0; take < pages.n && got + n < count; take++)
 			n += walk_page_len(&layouts[pages.page[take].layout], &pages.page[take]);
-			if (!walk_at_end(pages.page[take++].next))
-				break;
-		}
 		if ((rc = page_items(layouts, rules, &pages, take, &items, &nitems)) ||
 		    (rc = read_items(c, items, nitems)) || (rc = items_out(items, nitems, out))) {
 			items_free(items, nitems);

@@ -255,11 +255,6 @@ int reset_match(struct rconn *c, const struct layout *layouts, size_t nlayouts,
 				 !(rc = dry_run ? page_drop_earlier(c, b, &p, layouts, pg->layout) : 0))
 				rc = page_reset(c, b, &p, layouts, nlayouts, dry_run, batch, &sum);
 			walk_after(layouts, nlayouts, pg, &pos);
-			/* a registry not finished: the next read resumes at its cursor (the
-			 * later shards' pages are read again then; going on would move the
-			 * position past the rest of this one) */
-			if (!walk_at_end(pg->next))
-				break;
 		}
 	}
 	if (rc)

@@ -217,6 +217,12 @@ int walk_read(struct rconn *c, const struct layout *layouts, size_t nlayouts, co
 		}
 		if ((rc = reply_scan_page(r, pg->next, &pg->members)))
 			return rc;
+		if (!walk_at_end(pg->next)) {
+			/* its registry goes on at pg->next: a page of a later shard would
+			 * move the caller's position (walk_after) past the rest of it */
+			n = i + 1;
+			break;
+		}
 	}
 	out->n = n;
 	return 0;

@@ -98,7 +98,9 @@ void walk_pages_free(struct walk_pages *p);
  * then the next shards from their start, within that layout), for a foreign
  * one its next page; about `count` paths a page, only those whose path
  * matches the glob `match` (NULL: all; the rules' dialect, core/glob.h).
- * Replaces what `out` held.  0; -EINVAL for a glob that is not glob_valid;
+ * The pages end at the first whose registry is not finished (its next
+ * cursor is not "0"), so that walk_after over them all, in order, never
+ * moves past paths not yet read.  Replaces what `out` held.  0; -EINVAL for a glob that is not glob_valid;
  * -ERANGE when Redis refuses at->cursor (not one it gave); an rconn error or
  * -ENOMEM; -EPROTO for a reply of another shape.
  */

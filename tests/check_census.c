@@ -262,19 +262,10 @@ START_TEST(test_census_budget_and_change)
 }
 END_TEST
 
-/* INFO commandstats' usec of one command, or -1. */
+/* INFO commandstats' usec of one command (0: it did not run). */
 static long long cmd_usec(const char *cmd)
 {
-	redisReply *r = test_cmd(c, "INFO commandstats");
-	char key[64];
-	const char *p;
-	long long us = -1;
-
-	snprintf(key, sizeof(key), "cmdstat_%s:", cmd);
-	if ((p = strstr(r->str, key)) && (p = strstr(p, "usec=")))
-		us = atoll(p + 5);
-	freeReplyObject(r);
-	return us;
+	return test_cmdstat(c, cmd, "usec");
 }
 
 /* What a pass costs per path, over 100,000 paths (printed; the counts asserted). */

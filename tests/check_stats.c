@@ -367,19 +367,10 @@ START_TEST(test_worker_lag_warning)
 }
 END_TEST
 
-/* INFO commandstats' usec of one command, or -1. */
+/* INFO commandstats' usec of one command (0: it did not run). */
 static long long cmd_usec(const char *cmd)
 {
-	redisReply *r = test_cmd(c, "INFO commandstats");
-	char key[64];
-	const char *p;
-	long long us = -1;
-
-	snprintf(key, sizeof(key), "cmdstat_%s:", cmd);
-	if ((p = strstr(r->str, key)) && (p = strstr(p, "usec=")))
-		us = atoll(p + 5);
-	freeReplyObject(r);
-	return us;
+	return test_cmdstat(c, cmd, "usec");
 }
 
 /* What one aggregation costs: 1024 shards of 10 rules x 3 decisions (printed; the round trips asserted). */

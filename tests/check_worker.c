@@ -225,23 +225,13 @@ static const char *path_in_shard(char *buf, size_t cap, const char *stem, unsign
 /* EVALSHA calls Redis ran since the last CONFIG RESETSTAT (INFO commandstats): the worker's shard calls. */
 static long long evalsha_calls(void)
 {
-	redisReply *r = test_cmd(C, "INFO commandstats");
-	const char *p = strstr(r->str, "cmdstat_evalsha:calls=");
-	long long n = p ? atoll(p + strlen("cmdstat_evalsha:calls=")) : 0;
-
-	freeReplyObject(r);
-	return n;
+	return test_cmdstat(C, "evalsha", "calls");
 }
 
 /* ZRANGE calls since the last CONFIG RESETSTAT: the poll's (one per shard polled) and two per shard script call. */
 static long long zrange_calls(void)
 {
-	redisReply *r = test_cmd(C, "INFO commandstats");
-	const char *p = strstr(r->str, "cmdstat_zrange:calls=");
-	long long n = p ? atoll(p + strlen("cmdstat_zrange:calls=")) : 0;
-
-	freeReplyObject(r);
-	return n;
+	return test_cmdstat(C, "zrange", "calls");
 }
 
 static void reset_stats(void)

@@ -181,19 +181,14 @@ def is_error(body, code=None):
 
 def run_admin(r, sluiced, lua_dir, tmp):
     port = free_port()
-    conf = os.path.join(tmp, "sluice.json")
-    with open(conf, "w") as f:
-        json.dump({"redis": "redis://127.0.0.1:%d/0" % r.connection_pool.connection_kwargs["port"],
-                   "listen": "127.0.0.1:%d" % port,
-                   "rules": [{"name": "api", "match": "/api/*", "algorithm": "leaky_bucket",
-                              "capacity": 10, "rate": 2}]}, f)
-    log = open(os.path.join(tmp, "sluiced.log"), "w")
-    d = subprocess.Popen([sluiced, "--config", conf], stdout=log, stderr=log)
+    d, log = spawn_sluiced(sluiced, tmp, "sluice",
+                           {"redis": "redis://127.0.0.1:%d/0" % r.connection_pool.connection_kwargs["port"],
+                            "listen": "127.0.0.1:%d" % port,
+                            "rules": [{"name": "api", "match": "/api/*", "algorithm": "leaky_bucket",
+                                       "capacity": 10, "rate": 2}]})
+    rc = None
     try:
-        for _ in range(100):  # up to 5 s for the daemon to listen and store its rules
-            if _can_connect(port) and http(port, "GET", "/readyz")[0] == 200:
-                break
-            time.sleep(0.05)
+        wait_ready(port)
         st, body = http(port, "GET", "/healthz")
         check("GET /healthz answers 200", st == 200, "%d %r" % (st, body))
         st, body = http(port, "GET", "/readyz")
@@ -267,13 +262,7 @@ def run_admin(r, sluiced, lua_dir, tmp):
         check("a body that is not JSON is 400 with error JSON", st == 400 and is_error(body), "%d %r" % (st, body))
         # GET / (the operator page) is issue 12's: README.md lists it as not built yet.
     finally:
-        d.terminate()
-        try:
-            rc = d.wait(10)
-        except subprocess.TimeoutExpired:
-            d.kill()
-            rc = None
-        log.close()
+        rc = stop_daemon(d, log)
     check("sluiced exits 0 on SIGTERM", rc == 0, repr(rc))
 
 
@@ -426,24 +415,56 @@ def lag_case(sha, conns, alg, params, path, calls, nominal, t0_ms, t0_local, res
         res[path] = (None, want, admitted_at, repr(e))
 
 
-def start_daemon(sluiced, tmp, port, db, extra):
-    conf = os.path.join(tmp, "lag%d.json" % db)
-    listen = free_port()
+def spawn_sluiced(sluiced, tmp, name, config):
+    """Start sluiced with `config` (a dict) written to tmp/<name>.json, its log in tmp/<name>.log: (proc, log)."""
+    conf = os.path.join(tmp, name + ".json")
     with open(conf, "w") as f:
-        json.dump(dict({"redis": "redis://127.0.0.1:%d/%d" % (port, db), "listen": "127.0.0.1:%d" % listen,
-                        "drain_interval_ms": 100, "prune_interval_ms": 100}, **extra), f)
-    log = open(os.path.join(tmp, "lag%d.log" % db), "w")
-    d = subprocess.Popen([sluiced, "--config", conf], stdout=log, stderr=log)
-    return d, log, listen
+        json.dump(config, f)
+    log = open(os.path.join(tmp, name + ".log"), "w")
+    return subprocess.Popen([sluiced, "--config", conf], stdout=log, stderr=log), log
+
+
+def wait_ready(port):
+    """Up to 5 s for a daemon on `port` to listen and store its rules (/readyz 200)."""
+    for _ in range(100):
+        if _can_connect(port) and http(port, "GET", "/readyz")[0] == 200:
+            return
+        time.sleep(0.05)
 
 
 def stop_daemon(d, log):
+    """SIGTERM, then the exit status (None when it had to be killed)."""
     d.terminate()
     try:
-        d.wait(10)
+        rc = d.wait(10)
     except subprocess.TimeoutExpired:
         d.kill()
+        rc = None
     log.close()
+    return rc
+
+
+def start_redis(tmp):
+    """A private redis-server on a free port, no persistence: (proc, client)."""
+    port = free_port()
+    srv = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                            "--appendonly", "no", "--dir", tmp], stdout=subprocess.DEVNULL)
+    r = redis.Redis(port=port)
+    for _ in range(100):
+        try:
+            r.ping()
+            break
+        except redis.ConnectionError:
+            time.sleep(0.05)
+    return srv, r
+
+
+def start_daemon(sluiced, tmp, port, db, extra):
+    listen = free_port()
+    d, log = spawn_sluiced(sluiced, tmp, "lag%d" % db,
+                           dict({"redis": "redis://127.0.0.1:%d/%d" % (port, db), "listen": "127.0.0.1:%d" % listen,
+                                 "drain_interval_ms": 100, "prune_interval_ms": 100}, **extra))
+    return d, log, listen
 
 
 def run_lag(port, sluiced, lua_dir, tmp):
@@ -581,17 +602,9 @@ def main():
         sys.exit("usage: conformance.py SLUICED LUA_DIR")
     sluiced, lua_dir = sys.argv[1], sys.argv[2]
     tmp = tempfile.mkdtemp(prefix="sluice-conf-")
-    port = free_port()
-    srv = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                            "--appendonly", "no", "--dir", tmp], stdout=subprocess.DEVNULL)
+    srv, r = start_redis(tmp)
+    port = r.connection_pool.connection_kwargs["port"]
     try:
-        r = redis.Redis(port=port)
-        for _ in range(100):
-            try:
-                r.ping()
-                break
-            except redis.ConnectionError:
-                time.sleep(0.05)
         # the shard function against Redis's own cluster slot, for a few awkward paths
         for p in (b"/api/users", b"}x", b"{a}b", b"{}x", b"a\0b", b"x" * 1000):
             check("shard of %r is keyslot mod 1024 (redis-py's key_slot)" % p[:12],

@@ -154,16 +154,7 @@ int copies_exact(void)
 
 long long cmd_calls(const char *cmd)
 {
-	redisReply *r = test_cmd(C, "INFO commandstats");
-	char key[64];
-	const char *p;
-	long long n;
-
-	snprintf(key, sizeof(key), "cmdstat_%s:calls=", cmd);
-	p = strstr(r->str, key);
-	n = p ? atoll(p + strlen(key)) : 0;
-	freeReplyObject(r);
-	return n;
+	return test_cmdstat(C, cmd, "calls");
 }
 
 long long hset_calls(void)

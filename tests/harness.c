@@ -882,3 +882,25 @@ long long test_skew_ms(void)
 	ck_abort_msg("no embedded script defines SKEW_MS (lua/lib/skew.lua)");
 	return -1;
 }
+
+long long test_cmdstat(redisContext *c, const char *cmd, const char *field)
+{
+	redisReply *r = test_cmd(c, "INFO commandstats");
+	char key[96];
+	const char *p;
+	long long v = 0;
+
+	snprintf(key, sizeof(key), "cmdstat_%s:", cmd);
+	ck_assert_msg(r->type == REDIS_REPLY_STRING, "INFO commandstats failed");
+	if ((p = strstr(r->str, key))) {
+		const char *eol = strstr(p, "\r\n");
+		char f[32];
+
+		snprintf(f, sizeof(f), "%s=", field);
+		p = strstr(p, f);
+		if (p && (!eol || p < eol))
+			v = atoll(p + strlen(f));
+	}
+	freeReplyObject(r);
+	return v;
+}

@@ -156,6 +156,13 @@ redisReply *test_client_call(redisContext *c, int how, const char *algorithm, co
  */
 long long test_skew_ms(void);
 
+/*
+ * Field `field` ("calls", "usec") of command `cmd` (lower case: "hset") in
+ * `c`'s INFO commandstats: what Redis ran since the last CONFIG RESETSTAT;
+ * 0 when the command has not run.
+ */
+long long test_cmdstat(redisContext *c, const char *cmd, const char *field);
+
 /* Redis's clock (TIME) in ms: the clock every script and the daemon use. */
 long long test_server_ms(redisContext *c);
 /*

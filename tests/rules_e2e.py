@@ -18,7 +18,6 @@ names written from DESIGN.md, not from sluice's code).
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -63,17 +62,12 @@ def admitted(script, alg, path, ref, calls):
 
 def run(r, sluiced, lua_dir, tmp):
     port = cf.free_port()
-    conf = os.path.join(tmp, "sluice.json")
-    with open(conf, "w") as f:
-        json.dump({"redis": "redis://127.0.0.1:%d/0" % r.connection_pool.connection_kwargs["port"],
-                   "listen": "127.0.0.1:%d" % port, "rules": RULES}, f)
-    log = open(os.path.join(tmp, "sluiced.log"), "w")
-    d = subprocess.Popen([sluiced, "--config", conf], stdout=log, stderr=log)
+    d, log = cf.spawn_sluiced(sluiced, tmp, "sluice",
+                              {"redis": "redis://127.0.0.1:%d/0" % r.connection_pool.connection_kwargs["port"],
+                               "listen": "127.0.0.1:%d" % port, "rules": RULES})
+    rc = None
     try:
-        for _ in range(100):  # up to 5 s for the daemon to listen and store its rules
-            if cf._can_connect(port) and cf.http(port, "GET", "/readyz")[0] == 200:
-                break
-            time.sleep(0.05)
+        cf.wait_ready(port)
         log_script = r.register_script(open(os.path.join(lua_dir, "sliding_log.lua")).read())
         lb_script = r.register_script(open(os.path.join(lua_dir, "leaky_bucket.lua")).read())
         a, b, u = b"/login/alice", b"/login/bob", b"/upload/x"
@@ -154,13 +148,7 @@ def run(r, sluiced, lua_dir, tmp):
                  rep[0] == 1 and rep[4] == b"none" and r.exists(*keys[:2]) == 0
                  and r.zscore(keys[2], b"/free/x") is None, repr(rep))
     finally:
-        d.terminate()
-        try:
-            rc = d.wait(10)
-        except subprocess.TimeoutExpired:
-            d.kill()
-            rc = None
-        log.close()
+        rc = cf.stop_daemon(d, log)
     cf.check("sluiced exits 0 on SIGTERM", rc == 0, repr(rc))
 
 
@@ -169,17 +157,8 @@ def main():
         sys.exit("usage: rules_e2e.py SLUICED LUA_DIR")
     sluiced, lua_dir = sys.argv[1], sys.argv[2]
     tmp = tempfile.mkdtemp(prefix="sluice-rules-")
-    port = cf.free_port()
-    srv = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                            "--appendonly", "no", "--dir", tmp], stdout=subprocess.DEVNULL)
+    srv, r = cf.start_redis(tmp)
     try:
-        r = redis.Redis(port=port)
-        for _ in range(100):
-            try:
-                r.ping()
-                break
-            except redis.ConnectionError:
-                time.sleep(0.05)
         run(r, sluiced, lua_dir, tmp)
     finally:
         srv.terminate()
