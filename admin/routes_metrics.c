@@ -5,11 +5,11 @@
  * status.
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "admin/metrics.h"
 #include "admin/reply.h"
 #include "admin/routes.h"
 #include "core/reply.h"
@@ -46,118 +46,12 @@ static const struct {
 	{ "reclaimed", "sluice_reclaimed_buckets_total", "Token buckets deleted because they refilled to capacity." },
 };
 
-/* Append one formatted piece (at most 511 bytes) to `b`.  0 or -ENOMEM. */
-static int mprintf(struct strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int mprintf(struct strbuf *b, const char *fmt, ...)
-{
-	char line[512];
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(line, sizeof(line), fmt, ap);
-	va_end(ap);
-	if (n < 0 || (size_t)n >= sizeof(line))
-		return -ENOMEM;
-	return strbuf_add(b, line, (size_t)n);
-}
-
-/*
- * How many replies of redis_probe's pipeline count layout `l`'s registered
- * paths: 1024 ZCARDs (one per shard's due index) for sluice's own, one
- * SCARD for a foreign registry set, none for a layout found by SCAN (no
- * registry to count).
- */
-static size_t registry_cmds(const struct layout *l)
-{
-	return !l->foreign ? SHARD_COUNT : l->scan ? 0 : 1;
-}
-
-/*
- * PING and the commands that count every layout's registered paths
- * (registry_cmds), in one pipeline on `batch`: *up is 1 when Redis answered
- * the PING (replies 1.. are then the counts, layout after layout).  Summing
- * the 1024 shards of the five own layouts is 5120 ZCARDs a scrape, some
- * 1.5 ms of Redis CPU (ZCARD is O(1); tests/check_metrics.c measures it),
- * which a scrape every few seconds affords, so the gauge is exact and
- * uncached.  0, or -ENOMEM when the pipeline could not be put together.
- */
-static int redis_probe(struct api *a, struct rbatch *batch, int *up)
-{
-	const char *ping[1] = { "PING" };
-	size_t pl[1] = { 4 };
-	struct cmdargs c = { 0 };
-	int rc = -ENOMEM;
-
-	if (rbatch_cmd(batch, 1, ping, pl))
-		goto out;
-	for (size_t i = 0; i < a->nlayouts; i++) {
-		const struct layout *l = &a->layouts[i];
-
-		for (size_t k = 0; k < registry_cmds(l); k++) {
-			const char *const *argv;
-			const size_t *lens;
-			int argc;
-
-			cmdargs_reset(&c);
-			if (cmdargs_str(&c, l->foreign ? "SCARD" : "ZCARD") ||
-			    (l->foreign ? cmdargs_str(&c, l->registry)
-					: cmdargs_end(&c, layout_shard_registry(l, (unsigned)k, cmdargs_begin(&c)))) ||
-			    (argc = cmdargs_view(&c, NULL, &argv, &lens)) < 0 || rbatch_cmd(batch, argc, argv, lens))
-				goto out;
-		}
-	}
-	*up = rbatch_run(a->conn, batch) == 0 && rbatch_reply(batch, 0) &&
-	      rbatch_reply(batch, 0)->type == REDIS_REPLY_STATUS;
-	rc = 0;
-out:
-	cmdargs_free(&c);
-	return rc;
-}
-
-/* The "# HELP" and "# TYPE" lines of metric `name`.  0 or -ENOMEM. */
-static int put_head(struct strbuf *b, const char *name, const char *type, const char *help)
-{
-	return mprintf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
-}
-
 /* One layout's sample `v` of metric `name`.  0 or -ENOMEM. */
 static int put_layout_sample(struct strbuf *b, const char *name, const struct worker_layout_status *ls,
 			     uint64_t v)
 {
-	return mprintf(b, "%s{algorithm=\"%s\",layout=\"%s\"} %llu\n", name, algorithm_name(ls->algorithm),
+	return metrics_printf(b, "%s{algorithm=\"%s\",layout=\"%s\"} %llu\n", name, algorithm_name(ls->algorithm),
 		       ls->name, (unsigned long long)v);
-}
-
-/* sluice_build_info, sluice_redis_up and, when Redis is `up`, sluice_registry_paths.  0 or -ENOMEM. */
-static int put_redis(struct strbuf *b, const struct api *a, struct rbatch *batch, int up)
-{
-	if (put_head(b, "sluice_build_info", "gauge", "sluiced version.") ||
-	    mprintf(b, "sluice_build_info{version=\"%s\"} 1\n", SLUICE_VERSION) ||
-	    put_head(b, "sluice_redis_up", "gauge", "1 when the admin API reached Redis for this scrape.") ||
-	    mprintf(b, "sluice_redis_up %d\n", up))
-		return -ENOMEM;
-	if (!up)
-		return 0;
-	if (put_head(b, "sluice_registry_paths", "gauge",
-		     "Paths registered: in the 1024 shards' due indexes of each of sluice's own layouts, in a "
-		     "foreign layout's registry set."))
-		return -ENOMEM;
-	for (size_t i = 0, at = 1; i < a->nlayouts; i++) {
-		size_t n = registry_cmds(&a->layouts[i]);
-		long long sum = 0, v;
-		int ok = n > 0;
-
-		for (size_t k = 0; k < n; k++, at++) {
-			if (reply_int(rbatch_reply(batch, at), &v))
-				ok = 0; /* a registry of another type: no sample rather than a wrong one */
-			else
-				sum += v;
-		}
-		if (ok && mprintf(b, "sluice_registry_paths{layout=\"%s\"} %lld\n", a->layouts[i].name, sum))
-			return -ENOMEM;
-	}
-	return 0;
 }
 
 /* The per-layout counters: entries by action, paths emptied.  0 or -ENOMEM. */
@@ -166,14 +60,14 @@ static int put_layouts(struct strbuf *b, const struct worker_status *st)
 	static const char emptied[] = "sluice_layout_paths_emptied_total";
 
 	for (size_t k = 0; k < NELEM(action_counters); k++) {
-		if (put_head(b, action_counters[k].name, "counter", action_counters[k].help))
+		if (metrics_head(b, action_counters[k].name, "counter", action_counters[k].help))
 			return -ENOMEM;
 		for (size_t i = 0; i < st->nlayouts; i++)
 			if (!strcmp(worker_action_name(st->layout[i].algorithm), action_counters[k].action) &&
 			    put_layout_sample(b, action_counters[k].name, &st->layout[i], st->layout[i].entries))
 				return -ENOMEM;
 	}
-	if (put_head(b, emptied, "counter", "Paths whose state emptied, per layout."))
+	if (metrics_head(b, emptied, "counter", "Paths whose state emptied, per layout."))
 		return -ENOMEM;
 	for (size_t i = 0; i < st->nlayouts; i++)
 		if (put_layout_sample(b, emptied, &st->layout[i], st->layout[i].emptied))
@@ -185,12 +79,12 @@ static int put_layouts(struct strbuf *b, const struct worker_status *st)
 static int put_job_counters(struct strbuf *b, const struct worker_status *st)
 {
 	for (size_t k = 0; k < NELEM(job_counters); k++) {
-		if (put_head(b, job_counters[k].name, "counter", job_counters[k].help))
+		if (metrics_head(b, job_counters[k].name, "counter", job_counters[k].help))
 			return -ENOMEM;
 		for (int j = 0; j < WORKER__JOBS; j++) {
 			const uint64_t *v = (const uint64_t *)((const char *)&st->job[j] + job_counters[k].off);
 
-			if (mprintf(b, "%s{job=\"%s\"} %llu\n", job_counters[k].name, worker_job_name((enum worker_job)j),
+			if (metrics_printf(b, "%s{job=\"%s\"} %llu\n", job_counters[k].name, worker_job_name((enum worker_job)j),
 				    (unsigned long long)*v))
 				return -ENOMEM;
 		}
@@ -201,17 +95,17 @@ static int put_job_counters(struct strbuf *b, const struct worker_status *st)
 /* sluice_sweep_duration_seconds, a histogram per job.  0 or -ENOMEM. */
 static int put_sweep_histogram(struct strbuf *b, const struct worker_status *st)
 {
-	if (put_head(b, "sluice_sweep_duration_seconds", "histogram", "Duration of complete sweeps."))
+	if (metrics_head(b, "sluice_sweep_duration_seconds", "histogram", "Duration of complete sweeps."))
 		return -ENOMEM;
 	for (int j = 0; j < WORKER__JOBS; j++) {
 		const struct worker_job_status *js = &st->job[j];
 		const char *job = worker_job_name((enum worker_job)j);
 
 		for (int i = 0; i < WORKER_SWEEP_BUCKETS; i++)
-			if (mprintf(b, "sluice_sweep_duration_seconds_bucket{job=\"%s\",le=\"%g\"} %llu\n", job,
+			if (metrics_printf(b, "sluice_sweep_duration_seconds_bucket{job=\"%s\",le=\"%g\"} %llu\n", job,
 				    worker_sweep_buckets[i], (unsigned long long)js->sweep_hist[i]))
 				return -ENOMEM;
-		if (mprintf(b, "sluice_sweep_duration_seconds_bucket{job=\"%s\",le=\"+Inf\"} %llu\n"
+		if (metrics_printf(b, "sluice_sweep_duration_seconds_bucket{job=\"%s\",le=\"+Inf\"} %llu\n"
 			       "sluice_sweep_duration_seconds_sum{job=\"%s\"} %.6f\n"
 			       "sluice_sweep_duration_seconds_count{job=\"%s\"} %llu\n",
 			    job, (unsigned long long)js->sweeps, job, js->sweep_seconds, job,
@@ -228,55 +122,55 @@ static int put_sweep_histogram(struct strbuf *b, const struct worker_status *st)
  */
 static int put_worker_gauges(struct strbuf *b, const struct worker_status *st)
 {
-	if (put_head(b, "sluice_tick_lag_seconds", "gauge", "How late the last tick started."))
+	if (metrics_head(b, "sluice_tick_lag_seconds", "gauge", "How late the last tick started."))
 		return -ENOMEM;
 	for (int j = 0; j < WORKER__JOBS; j++)
-		if (mprintf(b, "sluice_tick_lag_seconds{job=\"%s\"} %.6f\n", worker_job_name((enum worker_job)j),
+		if (metrics_printf(b, "sluice_tick_lag_seconds{job=\"%s\"} %.6f\n", worker_job_name((enum worker_job)j),
 			    (double)st->job[j].lag_us / 1e6))
 			return -ENOMEM;
-	if (put_head(b, "sluice_due_backlog_paths", "gauge",
+	if (metrics_head(b, "sluice_due_backlog_paths", "gauge",
 		     "Paths due by now that the last calls of their shards left for later (more were due than "
 		     "batch_size)."))
 		return -ENOMEM;
 	for (int j = 0; j < WORKER__JOBS; j++)
-		if (mprintf(b, "sluice_due_backlog_paths{job=\"%s\"} %llu\n", worker_job_name((enum worker_job)j),
+		if (metrics_printf(b, "sluice_due_backlog_paths{job=\"%s\"} %llu\n", worker_job_name((enum worker_job)j),
 			    (unsigned long long)st->job[j].due_backlog))
 			return -ENOMEM;
-	if (put_head(b, "sluice_oldest_due_age_seconds", "gauge",
+	if (metrics_head(b, "sluice_oldest_due_age_seconds", "gauge",
 		     "How long the oldest due path known has waited past its due time (0: none waits)."))
 		return -ENOMEM;
 	for (int j = 0; j < WORKER__JOBS; j++)
 		if (st->job[j].oldest_due_age_ms >= 0 &&
-		    mprintf(b, "sluice_oldest_due_age_seconds{job=\"%s\"} %.3f\n", worker_job_name((enum worker_job)j),
+		    metrics_printf(b, "sluice_oldest_due_age_seconds{job=\"%s\"} %.3f\n", worker_job_name((enum worker_job)j),
 			    (double)st->job[j].oldest_due_age_ms / 1e3))
 			return -ENOMEM;
 	if (st->skew_ms >= 0 &&
-	    (put_head(b, "sluice_max_clock_skew_seconds", "gauge",
+	    (metrics_head(b, "sluice_max_clock_skew_seconds", "gauge",
 		      "The skew horizon the worker keeps in every shard's rules copy (max_clock_skew_ms).") ||
-	     mprintf(b, "sluice_max_clock_skew_seconds %.3f\n", (double)st->skew_ms / 1e3) ||
-	     put_head(b, "sluice_skew_shards_pending", "gauge",
+	     metrics_printf(b, "sluice_max_clock_skew_seconds %.3f\n", (double)st->skew_ms / 1e3) ||
+	     metrics_head(b, "sluice_skew_shards_pending", "gauge",
 		      "Shards whose rules copy is not known to hold max_clock_skew_ms (their scripts use the default).") ||
-	     mprintf(b, "sluice_skew_shards_pending %zu\n", st->skew_pending) ||
-	     put_head(b, "sluice_skew_conflicts_total", "counter",
+	     metrics_printf(b, "sluice_skew_shards_pending %zu\n", st->skew_pending) ||
+	     metrics_head(b, "sluice_skew_conflicts_total", "counter",
 		      "Copies found holding another max_clock_skew_ms after holding this daemon's (another daemon's).") ||
-	     mprintf(b, "sluice_skew_conflicts_total %llu\n", (unsigned long long)st->skew_conflicts)))
+	     metrics_printf(b, "sluice_skew_conflicts_total %llu\n", (unsigned long long)st->skew_conflicts)))
 		return -ENOMEM;
 	if (st->copies_on &&
-	    (put_head(b, "sluice_rule_copies_pending", "gauge",
+	    (metrics_head(b, "sluice_rule_copies_pending", "gauge",
 		      "Shards whose rules copy is not known to hold the rules' version (scripts there may read others).") ||
-	     mprintf(b, "sluice_rule_copies_pending %zu\n", st->copies_pending) ||
-	     put_head(b, "sluice_rule_copies_version", "gauge",
+	     metrics_printf(b, "sluice_rule_copies_pending %zu\n", st->copies_pending) ||
+	     metrics_head(b, "sluice_rule_copies_version", "gauge",
 		      "The rules' version the worker brings every shard's rules copy to (0 before the rules loaded).") ||
-	     mprintf(b, "sluice_rule_copies_version %llu\n", (unsigned long long)st->copies_rules_version) ||
-	     put_head(b, "sluice_rule_copies_written_total", "counter", "Shards' rules copies written since start.") ||
-	     mprintf(b, "sluice_rule_copies_written_total %llu\n", (unsigned long long)st->copies_written)))
+	     metrics_printf(b, "sluice_rule_copies_version %llu\n", (unsigned long long)st->copies_rules_version) ||
+	     metrics_head(b, "sluice_rule_copies_written_total", "counter", "Shards' rules copies written since start.") ||
+	     metrics_printf(b, "sluice_rule_copies_written_total %llu\n", (unsigned long long)st->copies_written)))
 		return -ENOMEM;
-	return put_head(b, "sluice_worker_redis_up", "gauge", "1 when the worker's last tick reached Redis.") ||
-	       mprintf(b, "sluice_worker_redis_up %d\n", st->redis_up) ||
-	       put_head(b, "sluice_rules_loaded", "gauge", "Rules the worker holds.") ||
-	       mprintf(b, "sluice_rules_loaded %zu\n", st->rules) ||
-	       put_head(b, "sluice_rules_invalid", "gauge", "Stored rules that fail validation (skipped).") ||
-	       mprintf(b, "sluice_rules_invalid %zu\n", st->rules_invalid)
+	return metrics_head(b, "sluice_worker_redis_up", "gauge", "1 when the worker's last tick reached Redis.") ||
+	       metrics_printf(b, "sluice_worker_redis_up %d\n", st->redis_up) ||
+	       metrics_head(b, "sluice_rules_loaded", "gauge", "Rules the worker holds.") ||
+	       metrics_printf(b, "sluice_rules_loaded %zu\n", st->rules) ||
+	       metrics_head(b, "sluice_rules_invalid", "gauge", "Stored rules that fail validation (skipped).") ||
+	       metrics_printf(b, "sluice_rules_invalid %zu\n", st->rules_invalid)
 		       ? -ENOMEM : 0;
 }
 
@@ -285,7 +179,7 @@ static int put_decision(void *arg, const char *name, const uint64_t sums[STATS__
 {
 	for (int d = 0; d < STATS__DECISIONS; d++)
 		/* a rule name is [A-Za-z0-9_.-]: nothing to escape in the label */
-		if (mprintf(arg, "sluice_decisions_total{rule=\"%s\",decision=\"%s\"} %llu\n", name,
+		if (metrics_printf(arg, "sluice_decisions_total{rule=\"%s\",decision=\"%s\"} %llu\n", name,
 			    stats_decision_name((enum stats_decision)d), (unsigned long long)sums[d]))
 			return -ENOMEM;
 	return 0;
@@ -301,18 +195,18 @@ static int put_stats(struct strbuf *b, struct stats *s)
 	struct stats_summary sum;
 
 	stats_summary(s, &sum);
-	return put_head(b, "sluice_decisions_total", "counter",
+	return metrics_head(b, "sluice_decisions_total", "counter",
 			"Client script decisions per rule, summed over the shards' stats hashes.") ||
 	       stats_each(s, put_decision, b) ||
-	       put_head(b, "sluice_client_clock_lag_seconds", "gauge",
+	       metrics_head(b, "sluice_client_clock_lag_seconds", "gauge",
 			"Largest lag of a client's explicit now behind Redis TIME in the current and previous minute (0: none seen).") ||
-	       mprintf(b, "sluice_client_clock_lag_seconds %.3f\n", sum.lag_ms > 0 ? (double)sum.lag_ms / 1e3 : 0.0) ||
-	       put_head(b, "sluice_stats_aggregation_seconds", "gauge",
+	       metrics_printf(b, "sluice_client_clock_lag_seconds %.3f\n", sum.lag_ms > 0 ? (double)sum.lag_ms / 1e3 : 0.0) ||
+	       metrics_head(b, "sluice_stats_aggregation_seconds", "gauge",
 			"Wall time of the last summing of the 1024 shards' stats hashes.") ||
-	       mprintf(b, "sluice_stats_aggregation_seconds %.6f\n", (double)sum.last_duration_us / 1e6) ||
-	       put_head(b, "sluice_stats_shards_skipped", "gauge",
+	       metrics_printf(b, "sluice_stats_aggregation_seconds %.6f\n", (double)sum.last_duration_us / 1e6) ||
+	       metrics_head(b, "sluice_stats_shards_skipped", "gauge",
 			"Shards whose stats hash the last aggregation could not read (another type): skipped.") ||
-	       mprintf(b, "sluice_stats_shards_skipped %llu\n", (unsigned long long)sum.shards_skipped)
+	       metrics_printf(b, "sluice_stats_shards_skipped %llu\n", (unsigned long long)sum.shards_skipped)
 		       ? -ENOMEM : 0;
 }
 
@@ -326,27 +220,27 @@ static int put_census(struct strbuf *b, struct census *cs)
 	int bad;
 
 	census_summary(cs, &s);
-	bad = put_head(b, "sluice_census_passes_total", "counter", "Complete passes of the census of mismatched paths.") ||
-	      mprintf(b, "sluice_census_passes_total %llu\n", (unsigned long long)s.passes);
+	bad = metrics_head(b, "sluice_census_passes_total", "counter", "Complete passes of the census of mismatched paths.") ||
+	      metrics_printf(b, "sluice_census_passes_total %llu\n", (unsigned long long)s.passes);
 	if (bad || !s.passes)
 		return bad ? -ENOMEM : 0;
-	bad = put_head(b, "sluice_paths_mismatched", "gauge",
+	bad = metrics_head(b, "sluice_paths_mismatched", "gauge",
 		       "Paths whose recorded parameters differ from the rule matching them, or whose rule is of another algorithm (GET /v1/paths mismatch: true), at the last census pass.");
 	for (int a = 0; a < ALG__COUNT && !bad; a++)
 		bad = (s.algorithms & (1u << a)) &&
-		      mprintf(b, "sluice_paths_mismatched{algorithm=\"%s\"} %llu\n", algorithm_name((enum algorithm)a),
+		      metrics_printf(b, "sluice_paths_mismatched{algorithm=\"%s\"} %llu\n", algorithm_name((enum algorithm)a),
 			      (unsigned long long)s.mismatched[a]);
-	bad = bad || put_head(b, "sluice_census_paths", "gauge", "Paths of the own layouts' due indexes the last census pass checked.");
+	bad = bad || metrics_head(b, "sluice_census_paths", "gauge", "Paths of the own layouts' due indexes the last census pass checked.");
 	for (int a = 0; a < ALG__COUNT && !bad; a++)
 		bad = (s.algorithms & (1u << a)) &&
-		      mprintf(b, "sluice_census_paths{algorithm=\"%s\"} %llu\n", algorithm_name((enum algorithm)a),
+		      metrics_printf(b, "sluice_census_paths{algorithm=\"%s\"} %llu\n", algorithm_name((enum algorithm)a),
 			      (unsigned long long)s.paths[a]);
-	return bad || put_head(b, "sluice_census_unmatched_paths", "gauge", "Paths no rule matches, at the last census pass.") ||
-	       mprintf(b, "sluice_census_unmatched_paths %llu\n", (unsigned long long)s.unmatched) ||
-	       put_head(b, "sluice_census_last_pass_timestamp_seconds", "gauge", "When the last census pass ended (Redis time, s).") ||
-	       mprintf(b, "sluice_census_last_pass_timestamp_seconds %.3f\n", (double)s.last_ms / 1e3) ||
-	       put_head(b, "sluice_census_pass_busy_seconds", "gauge", "Time the worker's steps spent in the last census pass.") ||
-	       mprintf(b, "sluice_census_pass_busy_seconds %.6f\n", (double)s.last_busy_us / 1e6)
+	return bad || metrics_head(b, "sluice_census_unmatched_paths", "gauge", "Paths no rule matches, at the last census pass.") ||
+	       metrics_printf(b, "sluice_census_unmatched_paths %llu\n", (unsigned long long)s.unmatched) ||
+	       metrics_head(b, "sluice_census_last_pass_timestamp_seconds", "gauge", "When the last census pass ended (Redis time, s).") ||
+	       metrics_printf(b, "sluice_census_last_pass_timestamp_seconds %.3f\n", (double)s.last_ms / 1e3) ||
+	       metrics_head(b, "sluice_census_pass_busy_seconds", "gauge", "Time the worker's steps spent in the last census pass.") ||
+	       metrics_printf(b, "sluice_census_pass_busy_seconds %.6f\n", (double)s.last_busy_us / 1e6)
 		       ? -ENOMEM : 0;
 }
 
@@ -357,14 +251,14 @@ static int put_worker(struct strbuf *b, struct worker *w)
 
 	worker_status(w, &st);
 	return put_layouts(b, &st) || put_job_counters(b, &st) || put_sweep_histogram(b, &st) ||
-	       put_worker_gauges(b, &st) || (worker_stats(w) && put_stats(b, worker_stats(w))) ||
+	       put_worker_gauges(b, &st) || metrics_put_nodes(b, &st) || (worker_stats(w) && put_stats(b, worker_stats(w))) ||
 	       (worker_census(w) && put_census(b, worker_census(w))) ? -ENOMEM : 0;
 }
 
 /* sluice_http_requests_total: the counts of api_handle, those not zero.  0 or -ENOMEM. */
 static int put_requests(struct strbuf *b, const struct api *a)
 {
-	if (put_head(b, "sluice_http_requests_total", "counter", "Admin API requests by route, method and status."))
+	if (metrics_head(b, "sluice_http_requests_total", "counter", "Admin API requests by route, method and status."))
 		return -ENOMEM;
 	/* routes in table order, then (r NULL) the requests no route answered */
 	for (size_t i = 0;; i++) {
@@ -382,7 +276,7 @@ static int put_requests(struct strbuf *b, const struct api *a)
 				snprintf(status, sizeof(status), "%d", api_statuses[k]);
 			else
 				snprintf(status, sizeof(status), "other");
-			if (mprintf(b, "sluice_http_requests_total{route=\"%s\",status=\"%s\"} %llu\n", route, status,
+			if (metrics_printf(b, "sluice_http_requests_total{route=\"%s\",status=\"%s\"} %llu\n", route, status,
 				    (unsigned long long)a->http[i][k]))
 				return -ENOMEM;
 		}
@@ -395,9 +289,9 @@ void route_metrics(struct api *a, struct api_response *res)
 {
 	struct strbuf b = { 0 };
 	struct rbatch *batch = rbatch_new();
-	int up = 0, bad = !batch || redis_probe(a, batch, &up);
+	int up = 0, bad = !batch || metrics_redis_probe(a, batch, &up);
 
-	bad = bad || put_redis(&b, a, batch, up) || (a->worker && put_worker(&b, a->worker)) || put_requests(&b, a);
+	bad = bad || metrics_put_redis(&b, a, batch, up) || (a->worker && put_worker(&b, a->worker)) || put_requests(&b, a);
 	rbatch_free(batch);
 	if (bad || !b.p) {
 		strbuf_free(&b);

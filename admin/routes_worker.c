@@ -262,6 +262,31 @@ static int add_totals(cJSON *o, const struct worker_status *st)
 		       ? -ENOMEM : 0;
 }
 
+/* "redis": the mode, and per primary what the worker's connection sees of it.  0 or -ENOMEM. */
+static int add_nodes(cJSON *o, const struct worker_status *st)
+{
+	cJSON *r = cJSON_AddObjectToObject(o, "redis"), *nodes;
+
+	if (!r || !cJSON_AddStringToObject(r, "mode", st->cluster ? "cluster" : st->nprimaries ? "single" : "unknown") ||
+	    jsonv_add_int(r, "primaries", (int64_t)st->nprimaries) || !(nodes = cJSON_AddArrayToObject(r, "nodes")))
+		return -ENOMEM;
+	for (size_t i = 0; i < st->nnodes; i++) {
+		const struct rconn_node_info *n = &st->node[i];
+		cJSON *e = cJSON_CreateObject();
+
+		if (!e || !cJSON_AddItemToArray(nodes, e))
+			return cJSON_Delete(e), -ENOMEM;
+		if (!cJSON_AddStringToObject(e, "address", n->addr) || jsonv_add_int(e, "slots", (int64_t)n->slots) ||
+		    !cJSON_AddStringToObject(e, "ranges", n->ranges) || !cJSON_AddBoolToObject(e, "up", n->up) ||
+		    jsonv_add_int(e, "connects", (int64_t)n->connects) || jsonv_add_int(e, "errors", (int64_t)n->errors) ||
+		    jsonv_add_int(e, "moved", (int64_t)n->moved) || jsonv_add_int(e, "ask", (int64_t)n->ask) ||
+		    jsonv_add_int(e, "tryagain", (int64_t)n->tryagain) ||
+		    !(n->err[0] ? cJSON_AddStringToObject(e, "last_error", n->err) : cJSON_AddNullToObject(e, "last_error")))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
 /* "layouts": {name: counters} for each layout.  0 or -ENOMEM. */
 static int add_layouts(cJSON *o, const struct worker_status *st)
 {
@@ -301,7 +326,8 @@ void route_worker(struct api *a, struct api_response *res)
 	}
 	if (add_totals(o, &st) || !(jobs = cJSON_AddObjectToObject(o, "jobs")) ||
 	    add_job(jobs, "drain", "drained", &st.job[WORKER_DRAIN]) ||
-	    add_job(jobs, "prune", "pruned", &st.job[WORKER_PRUNE]) || add_layouts(o, &st) || add_skew(o, &st) ||
+	    add_job(jobs, "prune", "pruned", &st.job[WORKER_PRUNE]) || add_layouts(o, &st) || add_nodes(o, &st) ||
+	    add_skew(o, &st) ||
 	    add_copies(o, &st) || add_stats(o, worker_stats(a->worker), &st) ||
 	    add_census(o, worker_census(a->worker))) {
 		cJSON_Delete(o);

@@ -1,3 +1,9 @@
+/*
+ * The one Redis layer: a single Redis, or a Redis Cluster routed by slot
+ * (DESIGN.md "Redis Cluster"), behind the same calls.  Connections to nodes
+ * are core/rnode.c's; parsing CLUSTER SLOTS is core/slotmap.c's; this file
+ * keeps the topology; core/rpipe.c runs the pipelines, core/rbatch.c queues them.
+ */
 #include "core/rconn.h"
 
 #include <errno.h>
@@ -6,39 +12,44 @@
 #include <string.h>
 
 #include "core/clock.h"
+#include "core/rconn_int.h"
+#include "core/shard.h"
+#include "core/slotmap.h"
 
-#define BACKOFF_MIN_MS 100
-#define BACKOFF_MAX_MS 5000
-
-struct rconn {
-	struct redis_target t;
-	int64_t timeout_ms;
-	redisContext *ctx;
-	char sha[SCRIPT__COUNT][41];
-	int64_t retry_at_ms;  /* CLOCK_MONOTONIC; no connect attempt before it */
-	int64_t backoff_ms;
-	uint64_t connects;
-	int timed_out;        /* the last failure was a timeout, not a closed connection */
-	char err[256];
-};
-
-struct rbatch_cmd {
-	int script;       /* enum script_id, or -1 for a plain command */
-	int nkeys;
-	int argc;
-	char **argv;      /* one allocation: pointers, then lengths, then bytes */
-	size_t *lens;
-	redisReply *reply;
-};
-
-struct rbatch {
-	struct rbatch_cmd *v;
-	size_t n, cap;
-};
+/* A map marked stale is asked again no more often than this (ms) */
+#define REFRESH_MIN_MS 100
 
 static char *dup_or_null(const char *s)
 {
 	return s ? strdup(s) : NULL;
+}
+
+/* Index of the node at host:port (socket when not NULL), added when new; RCONN_NO_NODE on ENOMEM. */
+unsigned rconn_node_at(struct rconn *c, const char *host, int port, const char *socket)
+{
+	struct rnode *v;
+
+	for (size_t i = 0; i < c->nnodes; i++) {
+		const struct rnode *n = &c->nodes[i];
+
+		if (socket ? n->socket && !strcmp(n->socket, socket)
+			   : !n->socket && n->port == port && !strcmp(n->host, host))
+			return (unsigned)i;
+	}
+	if (c->nnodes >= RCONN_NODES_MAX)
+		return RCONN_NO_NODE;
+	if (c->nnodes == c->capnodes) {
+		size_t cap = c->capnodes ? c->capnodes * 2 : 8;
+
+		if (!(v = realloc(c->nodes, cap * sizeof(*v))))
+			return RCONN_NO_NODE;
+		c->nodes = v;
+		c->capnodes = cap;
+	}
+	if (rnode_init(&c->nodes[c->nnodes], host, port, socket, c->t.user, c->t.password, c->t.db,
+		       c->timeout_ms))
+		return RCONN_NO_NODE;
+	return (unsigned)c->nnodes++;
 }
 
 struct rconn *rconn_new(const struct redis_target *t, int64_t timeout_ms)
@@ -53,29 +64,185 @@ struct rconn *rconn_new(const struct redis_target *t, int64_t timeout_ms)
 	c->t.socket = dup_or_null(t->socket);
 	c->t.user = dup_or_null(t->user);
 	c->t.password = dup_or_null(t->password);
-	if ((t->host && !c->t.host) || (t->socket && !c->t.socket) || (t->user && !c->t.user) ||
-	    (t->password && !c->t.password)) {
-		rconn_free(c);
-		return NULL;
-	}
 	c->timeout_ms = timeout_ms > 0 ? timeout_ms : 1000;
-	c->backoff_ms = BACKOFF_MIN_MS;
+	if ((t->host && !c->t.host) || (t->socket && !c->t.socket) || (t->user && !c->t.user) ||
+	    (t->password && !c->t.password))
+		goto bad;
+	/* the seeds: the URL's first node, then those after commas */
+	if (rconn_node_at(c, c->t.host, c->t.port, c->t.socket) == RCONN_NO_NODE)
+		goto bad;
+	for (size_t i = 0; i < t->nseeds && !t->socket; i++)
+		if (rconn_node_at(c, t->seeds[i].host, t->seeds[i].port, NULL) == RCONN_NO_NODE)
+			goto bad;
+	c->nseeds = c->nnodes;
+	for (size_t s = 0; s < SHARD_SLOTS; s++)
+		c->owner[s] = RCONN_NO_NODE;
 	return c;
+bad:
+	rconn_free(c);
+	return NULL;
 }
 
 void rconn_free(struct rconn *c)
 {
 	if (!c)
 		return;
-	if (c->ctx)
-		redisFree(c->ctx);
+	for (size_t i = 0; i < c->nnodes; i++)
+		rnode_clear(&c->nodes[i]);
+	free(c->nodes);
 	redis_target_clear(&c->t);
 	free(c);
 }
 
+/* ---- topology ---------------------------------------------------------------- */
+
+/* Make node `ni` the owner of every slot: a single Redis. */
+static void become_single(struct rconn *c, unsigned ni)
+{
+	c->mode = RCONN_SINGLE;
+	for (size_t s = 0; s < SHARD_SLOTS; s++)
+		c->owner[s] = (uint16_t)ni;
+	c->primary[0] = (uint16_t)ni;
+	c->nprimary = 1;
+	c->epoch++;
+}
+
+/* Install map `m` (from CLUSTER SLOTS).  0 or -ENOMEM. */
+static int install_map(struct rconn *c, const struct slotmap *m)
+{
+	uint16_t owner[SHARD_SLOTS], primary[RCONN_NODES_MAX];
+	size_t np = 0;
+	int changed;
+
+	for (size_t s = 0; s < SHARD_SLOTS; s++)
+		owner[s] = RCONN_NO_NODE;
+	for (size_t i = 0; i < m->n; i++) {
+		unsigned ni = rconn_node_at(c, m->v[i].primary.host, m->v[i].primary.port, NULL);
+		size_t j;
+
+		if (ni == RCONN_NO_NODE)
+			return -ENOMEM;
+		for (size_t r = 0; r < m->v[i].nreplicas; r++)
+			(void)rconn_node_at(c, m->v[i].replica[r].host, m->v[i].replica[r].port, NULL);
+		for (unsigned s = m->v[i].start; s <= m->v[i].end; s++)
+			owner[s] = (uint16_t)ni;
+		/* primaries in the order of their lowest slot (the map is sorted by start) */
+		for (j = 0; j < np && primary[j] != ni; j++)
+			;
+		if (j == np)
+			primary[np++] = (uint16_t)ni;
+	}
+	changed = c->mode != RCONN_CLUSTER || np != c->nprimary ||
+		  memcmp(primary, c->primary, np * sizeof(*primary)) || memcmp(owner, c->owner, sizeof(owner));
+	memcpy(c->owner, owner, sizeof(owner));
+	memcpy(c->primary, primary, np * sizeof(*primary));
+	c->nprimary = np;
+	c->mode = RCONN_CLUSTER;
+	/* a node that no longer serves slots keeps no connection */
+	for (size_t i = 0; i < c->nnodes; i++) {
+		size_t j;
+
+		for (j = 0; j < np && primary[j] != i; j++)
+			;
+		if (j == np && c->nodes[i].ctx) {
+			redisFree(c->nodes[i].ctx);
+			c->nodes[i].ctx = NULL;
+		}
+	}
+	if (changed)
+		c->epoch++;
+	return 0;
+}
+
+/* Ask node `ni` for the map.  0 (installed, or became single), -EAGAIN/-EIO (node down), -EPROTO. */
+static int ask_map(struct rconn *c, unsigned ni)
+{
+	struct rnode *n = &c->nodes[ni];
+	const char *argv[2] = { "CLUSTER", "SLOTS" };
+	size_t lens[2] = { 7, 5 };
+	struct slotmap m = { 0 };
+	redisReply *r;
+	int rc;
+
+	if ((rc = rnode_ensure(n, c->sha)) || (rc = rnode_call(n, "CLUSTER SLOTS", 2, argv, lens, &r)))
+		return rc;
+	if (r->type == REDIS_REPLY_ERROR && strstr(r->str, "cluster support disabled")) {
+		freeReplyObject(r);
+		if (c->mode == RCONN_CLUSTER)
+			return -EPROTO; /* a node of the cluster was replaced by a plain Redis: ask another */
+		become_single(c, ni);
+		return 0;
+	}
+	rc = slotmap_parse(r, n->host, &m);
+	if (rc || m.n == 0) {
+		snprintf(c->err, sizeof(c->err), "%s: CLUSTER SLOTS: %.200s", n->addr,
+			 r->type == REDIS_REPLY_ERROR ? r->str : "no slots assigned");
+		freeReplyObject(r);
+		slotmap_clear(&m);
+		return -EPROTO;
+	}
+	freeReplyObject(r);
+	rc = install_map(c, &m);
+	slotmap_clear(&m);
+	return rc;
+}
+
+/*
+ * Know the topology: at first contact, and when a cluster's map was marked
+ * stale (MOVED, a node lost), at most every REFRESH_MIN_MS.  Nodes asked in
+ * turn: the primaries that are up, the seeds, every other node known.
+ */
+int rconn_topology(struct rconn *c)
+{
+	int64_t now = clock_mono_ms();
+	int rc = -EIO, tried = 0;
+
+	if (c->mode == RCONN_SINGLE || (c->mode == RCONN_CLUSTER && (!c->stale || now - c->refreshed_ms < REFRESH_MIN_MS)))
+		return 0;
+	for (int pass = 0; pass < 2; pass++)
+		for (size_t i = 0; i < c->nnodes; i++) {
+			int up = c->nodes[i].ctx != NULL;
+
+			/* pass 0: nodes already connected; pass 1: the rest */
+			if (up != (pass == 0))
+				continue;
+			tried = 1;
+			if (!(rc = ask_map(c, (unsigned)i))) {
+				c->stale = 0;
+				c->refreshed_ms = now;
+				return 0;
+			}
+			if (c->nodes[i].err[0] && rc != -EPROTO)
+				snprintf(c->err, sizeof(c->err), c->nnodes > 1 ? "%s: %s" : "%.0s%s", c->nodes[i].addr,
+					 c->nodes[i].err);
+		}
+	c->refreshed_ms = now;
+	if (c->mode == RCONN_CLUSTER)
+		return 0; /* keep routing by the map we have; the nodes that are up still serve */
+	(void)tried;
+	return rc == -EPROTO ? -EIO : rc;
+}
+
+int rconn_ensure(struct rconn *c)
+{
+	int rc = rconn_topology(c);
+
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < c->nprimary; i++)
+		if ((rc = rnode_ensure(&c->nodes[c->primary[i]], c->sha)))
+			return rc;
+	return 0;
+}
+
 int rconn_is_up(const struct rconn *c)
 {
-	return c->ctx != NULL;
+	if (!c->nprimary)
+		return 0;
+	for (size_t i = 0; i < c->nprimary; i++)
+		if (!c->nodes[c->primary[i]].ctx)
+			return 0;
+	return 1;
 }
 
 const char *rconn_errstr(const struct rconn *c)
@@ -85,7 +252,26 @@ const char *rconn_errstr(const struct rconn *c)
 
 uint64_t rconn_connects(const struct rconn *c)
 {
-	return c->connects;
+	uint64_t n = 0;
+
+	for (size_t i = 0; i < c->nnodes; i++)
+		n += c->nodes[i].connects;
+	return n;
+}
+
+int rconn_is_cluster(const struct rconn *c)
+{
+	return c->mode == RCONN_CLUSTER;
+}
+
+size_t rconn_primaries(const struct rconn *c)
+{
+	return c->nprimary;
+}
+
+uint64_t rconn_map_epoch(const struct rconn *c)
+{
+	return c->epoch;
 }
 
 const char *rconn_strerror(const struct rconn *c, int rc)
@@ -105,359 +291,102 @@ const char *rconn_strerror(const struct rconn *c, int rc)
 	}
 }
 
-/* Drop the context after an I/O error and schedule the next attempt. */
-static int fail(struct rconn *c, const char *what)
+/* "0-5460 10923" style list of the slots node `ni` owns, into buf; the number of slots. */
+static size_t slot_ranges(const struct rconn *c, unsigned ni, char *buf, size_t cap)
 {
-	/* hiredis reports a read/write timeout as an I/O error with EAGAIN's text */
-	c->timed_out = c->ctx && c->ctx->err == REDIS_ERR_IO &&
-		       (strcmp(c->ctx->errstr, strerror(EAGAIN)) == 0 ||
-			strcmp(c->ctx->errstr, strerror(ETIMEDOUT)) == 0);
-	snprintf(c->err, sizeof(c->err), "%s: %s", what,
-		 c->timed_out ? "timed out" : c->ctx && c->ctx->errstr[0] ? c->ctx->errstr : "connection lost");
-	if (c->ctx) {
-		redisFree(c->ctx);
-		c->ctx = NULL;
+	size_t n = 0, used = 0;
+
+	buf[0] = '\0';
+	for (size_t s = 0; s < SHARD_SLOTS; s++) {
+		size_t e = s;
+
+		if (c->owner[s] != ni)
+			continue;
+		while (e + 1 < SHARD_SLOTS && c->owner[e + 1] == ni)
+			e++;
+		n += e - s + 1;
+		if (used + 16 < cap)
+			used += (size_t)snprintf(buf + used, cap - used, e > s ? "%s%zu-%zu" : "%s%zu", used ? " " : "",
+						 s, e);
+		s = e;
 	}
-	c->retry_at_ms = clock_mono_ms() + c->backoff_ms;
-	c->backoff_ms = c->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : c->backoff_ms * 2;
-	return -EIO;
+	return n;
 }
 
-/* A setup command that must answer OK or a bulk string (the SHA of SCRIPT LOAD). */
-static int setup_cmd(struct rconn *c, const char *what, int argc, const char **argv,
-		     const size_t *lens, char *sha_out)
+size_t rconn_node_info(const struct rconn *c, struct rconn_node_info *out, size_t cap)
 {
-	redisReply *r = redisCommandArgv(c->ctx, argc, argv, lens);
-	int rc = 0;
+	size_t i;
 
-	if (!r)
-		return fail(c, what);
-	if (r->type == REDIS_REPLY_ERROR) {
-		snprintf(c->err, sizeof(c->err), "%s: %s", what, r->str);
-		rc = -EACCES;
-	} else if (sha_out) {
-		if (r->type == REDIS_REPLY_STRING && r->len == 40)
-			memcpy(sha_out, r->str, 41);
-		else
-			rc = -EPROTO;
+	for (i = 0; i < c->nprimary && i < cap; i++) {
+		const struct rnode *n = &c->nodes[c->primary[i]];
+		struct rconn_node_info *o = &out[i];
+
+		memset(o, 0, sizeof(*o));
+		snprintf(o->addr, sizeof(o->addr), "%.95s", n->addr);
+		o->slots = slot_ranges(c, c->primary[i], o->ranges, sizeof(o->ranges));
+		o->up = n->ctx != NULL;
+		o->connects = n->connects;
+		o->errors = n->errors;
+		o->moved = n->moved;
+		o->ask = n->ask;
+		o->tryagain = n->tryagain;
+		snprintf(o->err, sizeof(o->err), "%.159s", n->err);
 	}
-	freeReplyObject(r);
-	return rc;
+	return i;
 }
 
-static int load_script(struct rconn *c, enum script_id id)
+int rconn_coverage(struct rconn *c, char *why, size_t cap)
 {
-	const struct script_src *s = script_get(id);
-	const char *argv[] = { "SCRIPT", "LOAD", s ? s->body : "" };
-	size_t lens[] = { 6, 4, s ? s->len : 0 };
-
-	if (!s) {
-		snprintf(c->err, sizeof(c->err), "script %s not embedded", script_name(id));
-		return -ENOENT;
-	}
-	return setup_cmd(c, "SCRIPT LOAD", 3, argv, lens, c->sha[id]);
-}
-
-int rconn_ensure(struct rconn *c)
-{
-	struct timeval tv = { c->timeout_ms / 1000, (c->timeout_ms % 1000) * 1000 };
+	struct rbatch *b = rbatch_new();
+	const char *argv[1] = { "PING" };
+	size_t lens[1] = { 4 }, missing = 0;
 	int rc;
 
-	if (c->ctx)
-		return 0;
-	if (clock_mono_ms() < c->retry_at_ms)
-		return -EAGAIN;
-	c->ctx = c->t.socket ? redisConnectUnixWithTimeout(c->t.socket, tv)
-			     : redisConnectWithTimeout(c->t.host, c->t.port, tv);
-	if (!c->ctx) {
-		snprintf(c->err, sizeof(c->err), "connect: out of memory");
-		return -ENOMEM;
-	}
-	if (c->ctx->err)
-		return fail(c, "connect");
-	if (redisSetTimeout(c->ctx, tv) != REDIS_OK)
-		return fail(c, "set timeout");
-	if (c->t.password) {
-		const char *argv[] = { "AUTH", c->t.user ? c->t.user : c->t.password, c->t.password };
-		size_t lens[] = { 4, strlen(argv[1]), strlen(c->t.password) };
-
-		if ((rc = setup_cmd(c, "AUTH", c->t.user ? 3 : 2, argv, lens, NULL)))
-			goto bad;
-	}
-	if (c->t.db) {
-		char db[16];
-		const char *argv[] = { "SELECT", db };
-		size_t lens[2] = { 6, 0 };
-
-		lens[1] = (size_t)snprintf(db, sizeof(db), "%d", c->t.db);
-		if ((rc = setup_cmd(c, "SELECT", 2, argv, lens, NULL)))
-			goto bad;
-	}
-	for (int id = 0; id < SCRIPT__COUNT; id++)
-		if ((rc = load_script(c, (enum script_id)id)))
-			goto bad;
-	c->connects++;
-	c->backoff_ms = BACKOFF_MIN_MS;
-	c->err[0] = '\0';
-	return 0;
-bad:
-	/* A refused AUTH or SELECT is not cured by retrying at once: back off too. */
-	if (c->ctx) {
-		char keep[sizeof(c->err)];
-
-		memcpy(keep, c->err, sizeof(keep));
-		fail(c, "setup");
-		memcpy(c->err, keep, sizeof(keep));
-	}
-	(void)rc;
-	return -EIO;
-}
-
-static int is_noscript(const redisReply *r)
-{
-	return r && r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOSCRIPT", 8) == 0;
-}
-
-/* Append one command (script calls become EVALSHA sha nkeys ...) to the output buffer. */
-static int append(struct rconn *c, const struct rbatch_cmd *cmd)
-{
-	const char *stackv[64];
-	size_t stackl[64];
-	const char **v = stackv;
-	size_t *l = stackl;
-	char nk[16];
-	int argc = cmd->argc, rc;
-
-	if (cmd->script < 0)
-		return redisAppendCommandArgv(c->ctx, argc, (const char **)cmd->argv, cmd->lens) == REDIS_OK
-			       ? 0 : -ENOMEM;
-	if (argc + 3 > 64) {
-		v = malloc((size_t)(argc + 3) * sizeof(*v));
-		l = malloc((size_t)(argc + 3) * sizeof(*l));
-		if (!v || !l) {
-			free(v == stackv ? NULL : v);
-			free(l == stackl ? NULL : l);
-			return -ENOMEM;
-		}
-	}
-	v[0] = "EVALSHA";
-	l[0] = 7;
-	v[1] = c->sha[cmd->script];
-	l[1] = 40;
-	l[2] = (size_t)snprintf(nk, sizeof(nk), "%d", cmd->nkeys);
-	v[2] = nk;
-	memcpy(v + 3, cmd->argv, (size_t)argc * sizeof(*v));
-	memcpy(l + 3, cmd->lens, (size_t)argc * sizeof(*l));
-	rc = redisAppendCommandArgv(c->ctx, argc + 3, v, l) == REDIS_OK ? 0 : -ENOMEM;
-	if (v != stackv) {
-		free(v);
-		free(l);
-	}
-	return rc;
-}
-
-static int cmd_init(struct rbatch_cmd *cmd, int script, int nkeys, int argc,
-		    const char *const *argv, const size_t *lens)
-{
-	size_t bytes = 0, head = (size_t)argc * (sizeof(char *) + sizeof(size_t));
-	char *p;
-
-	for (int i = 0; i < argc; i++)
-		bytes += lens[i] + 1;
-	cmd->argv = malloc(head + bytes);
-	if (!cmd->argv)
-		return -ENOMEM;
-	cmd->lens = (size_t *)(cmd->argv + argc);
-	p = (char *)(cmd->lens + argc);
-	for (int i = 0; i < argc; i++) {
-		memcpy(p, argv[i], lens[i]);
-		p[lens[i]] = '\0';
-		cmd->argv[i] = p;
-		cmd->lens[i] = lens[i];
-		p += lens[i] + 1;
-	}
-	cmd->script = script;
-	cmd->nkeys = nkeys;
-	cmd->argc = argc;
-	cmd->reply = NULL;
-	return 0;
-}
-
-struct rbatch *rbatch_new(void)
-{
-	return calloc(1, sizeof(struct rbatch));
-}
-
-void rbatch_clear(struct rbatch *b)
-{
-	for (size_t i = 0; i < b->n; i++) {
-		free(b->v[i].argv);
-		if (b->v[i].reply)
-			freeReplyObject(b->v[i].reply);
-	}
-	b->n = 0;
-}
-
-void rbatch_free(struct rbatch *b)
-{
+	why[0] = '\0';
 	if (!b)
-		return;
-	rbatch_clear(b);
-	free(b->v);
-	free(b);
-}
-
-static int push(struct rbatch *b, int script, int nkeys, int argc, const char *const *argv,
-		const size_t *lens)
-{
-	if (b->n == b->cap) {
-		size_t cap = b->cap ? b->cap * 2 : 16;
-		struct rbatch_cmd *v = realloc(b->v, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		b->v = v;
-		b->cap = cap;
-	}
-	if (cmd_init(&b->v[b->n], script, nkeys, argc, argv, lens))
 		return -ENOMEM;
-	b->n++;
-	return 0;
-}
+	if ((rc = rconn_topology(c)))
+		goto out;
+	for (size_t s = 0; s < SHARD_SLOTS; s++)
+		missing += c->owner[s] == RCONN_NO_NODE;
+	if (missing) {
+		size_t s = 0;
 
-int rbatch_cmd(struct rbatch *b, int argc, const char *const *argv, const size_t *lens)
-{
-	return push(b, -1, 0, argc, argv, lens);
-}
-
-int rbatch_eval(struct rbatch *b, enum script_id id, int nkeys, int argc, const char *const *argv,
-		const size_t *lens)
-{
-	if ((unsigned)id >= SCRIPT__COUNT || nkeys < 0 || nkeys > argc)
-		return -EINVAL;
-	return push(b, (int)id, nkeys, argc, argv, lens);
-}
-
-size_t rbatch_len(const struct rbatch *b)
-{
-	return b->n;
-}
-
-redisReply *rbatch_reply(const struct rbatch *b, size_t i)
-{
-	return i < b->n ? b->v[i].reply : NULL;
-}
-
-redisReply *rbatch_take(struct rbatch *b, size_t i)
-{
-	redisReply *r = rbatch_reply(b, i);
-
-	if (r)
-		b->v[i].reply = NULL;
-	return r;
-}
-
-/* Send commands [0, n) that have no reply yet (all of them, or the NOSCRIPT ones) and read replies. */
-static int send_pending(struct rconn *c, struct rbatch *b)
-{
-	size_t sent = 0;
-
-	for (size_t i = 0; i < b->n; i++) {
-		if (b->v[i].reply)
-			continue;
-		if (append(c, &b->v[i]))
-			return fail(c, "pipeline");
-		sent++;
+		while (c->owner[s] != RCONN_NO_NODE)
+			s++;
+		snprintf(why, cap, "%zu slots have no node (slot %zu among them)", missing, s);
+		c->stale = 1;
+		rc = -EIO;
+		goto out;
 	}
-	for (size_t i = 0; i < b->n && sent; i++) {
-		void *r = NULL;
+	for (size_t i = 0; i < c->nprimary; i++)
+		if ((rc = rbatch_cmd_at(b, i, 1, argv, lens)))
+			goto out;
+	if ((rc = rbatch_run(c, b)))
+		goto out;
+	for (size_t i = 0; i < c->nprimary; i++) {
+		const redisReply *r = rbatch_reply(b, i);
 
-		if (b->v[i].reply)
-			continue;
-		if (redisGetReply(c->ctx, &r) != REDIS_OK || !r)
-			return fail(c, "pipeline");
-		b->v[i].reply = r;
-		sent--;
-	}
-	return 0;
-}
+		if (!r || r->type == REDIS_REPLY_ERROR) {
+			char ranges[64];
+			const struct rnode *n = &c->nodes[c->primary[i]];
 
-static void drop_replies(struct rbatch *b)
-{
-	for (size_t i = 0; i < b->n; i++)
-		if (b->v[i].reply) {
-			freeReplyObject(b->v[i].reply);
-			b->v[i].reply = NULL;
+			slot_ranges(c, c->primary[i], ranges, sizeof(ranges));
+			snprintf(why, cap, "slots %s (%s): %s", ranges, n->addr,
+				 r && !rconn_reply_is_nodedown(r) ? r->str : n->err[0] ? n->err : "not connected");
+			rc = -EIO;
+			goto out;
 		}
-}
-
-int rbatch_run(struct rconn *c, struct rbatch *b)
-{
-	int reload[SCRIPT__COUNT] = { 0 }, any = 0, was_up = c->ctx != NULL, rc;
-
-	drop_replies(b);
-	if ((rc = rconn_ensure(c)))
-		return rc;
-	rc = send_pending(c, b);
-	if (rc == -EIO && was_up && !c->timed_out) {
-		/*
-		 * A connection that had been idle died under us (Redis restarted,
-		 * a proxy or CLIENT KILL closed it): reconnect at once and send the
-		 * batch again.  Not after a timeout: a hung Redis would cost the
-		 * timeout twice (and delay shutdown).  Every batch sluice sends may run twice: the scripts
-		 * are idempotent at one instant and exact across instants.
-		 */
-		drop_replies(b);
-		c->retry_at_ms = 0;
-		if ((rc = rconn_ensure(c)))
-			return rc;
-		rc = send_pending(c, b);
 	}
-	if (rc)
-		return rc;
-	/* Redis restarted or SCRIPT FLUSH: load what it lost, retry those calls once. */
-	for (size_t i = 0; i < b->n; i++)
-		if (b->v[i].script >= 0 && is_noscript(b->v[i].reply)) {
-			reload[b->v[i].script] = 1;
-			freeReplyObject(b->v[i].reply);
-			b->v[i].reply = NULL;
-			any = 1;
-		}
-	if (!any)
-		return 0;
-	for (int id = 0; id < SCRIPT__COUNT; id++)
-		if (reload[id] && load_script(c, (enum script_id)id))
-			return c->ctx ? fail(c, "SCRIPT LOAD") : -EIO;
-	return send_pending(c, b);
-}
-
-static int run_one(struct rconn *c, int script, int nkeys, int argc, const char *const *argv,
-		   const size_t *lens, redisReply **out)
-{
-	struct rbatch b = { 0 };
-	int rc = push(&b, script, nkeys, argc, argv, lens);
-
-	if (!rc)
-		rc = rbatch_run(c, &b);
-	if (!rc) {
-		*out = b.v[0].reply;
-		b.v[0].reply = NULL;
-	}
-	rbatch_clear(&b);
-	free(b.v);
+out:
+	if (rc && !why[0])
+		snprintf(why, cap, "%s", rconn_strerror(c, rc));
+	rbatch_free(b);
 	return rc;
 }
 
-int rconn_command(struct rconn *c, int argc, const char *const *argv, const size_t *lens,
-		  redisReply **out)
+int rconn_reply_is_nodedown(const redisReply *r)
 {
-	return run_one(c, -1, 0, argc, argv, lens, out);
+	return reply_is_nodedown(r);
 }
 
-int rconn_eval(struct rconn *c, enum script_id id, int nkeys, int argc, const char *const *argv,
-	       const size_t *lens, redisReply **out)
-{
-	if ((unsigned)id >= SCRIPT__COUNT || nkeys < 0 || nkeys > argc)
-		return -EINVAL;
-	return run_one(c, (int)id, nkeys, argc, argv, lens, out);
-}

@@ -1,14 +1,30 @@
 #ifndef SLUICE_RCONN_H
 #define SLUICE_RCONN_H
 /*
- * The one place that talks to hiredis.  A `struct rconn` owns one
- * redisContext for one thread: it connects lazily, sends AUTH and SELECT,
- * loads the embedded scripts (SCRIPT LOAD), reconnects with exponential
- * backoff (100 ms doubling to 5 s) after an I/O error, and on a NOSCRIPT
- * reply loads that script and retries the call once.  A connection that was
- * up and fails on use (closed, not timed out) is re-established at once and
- * the call sent again once (so a Redis restart costs no error when Redis is
- * back); after that, backoff.
+ * The one Redis layer (DESIGN.md "Redis Cluster"): the one place that talks
+ * to hiredis.  A `struct rconn` is used by one thread.  At first contact it
+ * asks the node of the URL (or, when that one does not answer, the nodes
+ * listed after it) for CLUSTER SLOTS: a single Redis answers that cluster
+ * support is disabled and is then one node that owns every slot; a cluster
+ * answers its slot map, and every command is routed to the primary that owns
+ * the slot of its key (a script call's first key, a plain command's first
+ * argument; a command without a key goes to any primary, or to the one that
+ * rbatch_cmd_at names).  Callers never see a node.
+ *
+ * Per node: one connection, made lazily, with AUTH and SELECT, and every
+ * embedded script loaded (SCRIPT LOAD); after an I/O error, reconnect with
+ * exponential backoff (100 ms doubling to 5 s).  A connection that was up and
+ * fails on use (closed, not timed out) is re-established at once and its
+ * commands sent again once (so a Redis restart costs no error when Redis is
+ * back); after that, backoff.  A pipeline is split by node, sent to every
+ * node, and the replies read as they arrive from all of them (poll), so a
+ * slow or hung node holds up only its own commands, for at most the timeout.
+ * Replies that ask for it are acted on and the command sent again, within a
+ * pipeline's run: MOVED (the map's slot updated, the whole map asked again
+ * within 100 ms), ASK (ASKING, then once to that node), TRYAGAIN and
+ * CLUSTERDOWN (waits of 20, 40, 80 ... ms, a few times), NOSCRIPT (the script
+ * loaded on that node).  A node that failed makes the map be asked again, so
+ * a replica promoted in its place is found.
  *
  * Errors: functions return 0 or a negative errno.  -EAGAIN: not connected and
  * still inside the backoff window.  -EIO: the connection failed (the context
@@ -27,18 +43,53 @@
 
 struct rconn;
 
-/* New handle for `t` (copied) with connect and command timeout `timeout_ms`; does not connect. NULL on ENOMEM. */
+/* New handle for `t` (copied, seeds included) with connect and command timeout `timeout_ms` (per node); does not connect. NULL on ENOMEM. */
 struct rconn *rconn_new(const struct redis_target *t, int64_t timeout_ms);
 /* Close and free; NULL is a no-op. */
 void rconn_free(struct rconn *c);
-/* Connect now if not connected (honouring backoff).  0, -EAGAIN, -EIO. */
+/* Learn the topology and connect to every primary now (honouring backoff).  0, -EAGAIN, -EIO. */
 int rconn_ensure(struct rconn *c);
-/* 1 when the last operation left a live connection. */
+/* 1 when every primary known has a live connection (0 before first contact). */
 int rconn_is_up(const struct rconn *c);
-/* Text of the last connection error ("" if none); valid until the next call. */
+/* Text of the last connection error ("" if none), naming the node on a cluster; valid until the next call. */
 const char *rconn_errstr(const struct rconn *c);
-/* How many times a connection was (re)established. */
+/* How many times a connection was (re)established, summed over the nodes. */
 uint64_t rconn_connects(const struct rconn *c);
+/* 1 when the Redis is a cluster (known after first contact). */
+int rconn_is_cluster(const struct rconn *c);
+/* Primaries of the current map (1 for a single Redis; 0 before first contact). */
+size_t rconn_primaries(const struct rconn *c);
+/* A counter bumped whenever the slot map changes (a walk of every node's keys starts again then). */
+uint64_t rconn_map_epoch(const struct rconn *c);
+
+/* One primary as the map has it, for status and metrics. */
+struct rconn_node_info {
+	char addr[96];        /* "host:port" (or the unix socket), cut short when longer */
+	size_t slots;         /* slots it owns */
+	char ranges[96];      /* those slots as "0-5460 10923", cut short when long */
+	int up;               /* a live connection */
+	uint64_t connects, errors;     /* connections made; connection failures */
+	uint64_t moved, ask, tryagain; /* MOVED, ASK, TRYAGAIN/CLUSTERDOWN replies from it */
+	char err[160];        /* its last connection error, "" when none */
+};
+/* Fill out[0..cap) with the primaries, in rbatch_cmd_at's order; returns how many were filled. */
+size_t rconn_node_info(const struct rconn *c, struct rconn_node_info *out, size_t cap);
+/*
+ * Is every slot served?  Asks for the map when it is stale, then PINGs every
+ * primary.  0 when every slot has a primary that answers; else a negative
+ * errno with `why` (cap bytes) naming the slots and the node missing, e.g.
+ * "slots 5461-10922 (127.0.0.1:7001): connect: Connection refused".
+ */
+int rconn_coverage(struct rconn *c, char *why, size_t cap);
+
+/*
+ * On a cluster, a pipeline some of whose nodes failed while others answered
+ * succeeds: the failed nodes' commands get an error reply that starts with
+ * RCONN_NODEDOWN and names the node and the cause.  (A single Redis that
+ * fails fails the whole pipeline with -EIO, as one that all nodes failed.)
+ */
+#define RCONN_NODEDOWN REPLY_NODEDOWN
+int rconn_reply_is_nodedown(const redisReply *r); /* = reply_is_nodedown */
 
 /*
  * One line naming error `rc` of an rconn call or of a module on top of it:
@@ -67,11 +118,17 @@ void rbatch_free(struct rbatch *b);
 void rbatch_clear(struct rbatch *b);
 /* Queue a plain command.  0 or -ENOMEM. */
 int rbatch_cmd(struct rbatch *b, int argc, const char *const *argv, const size_t *lens);
-/* Queue a script call (`nkeys` keys first in argv).  0 or -ENOMEM. */
+/* Queue a command for the `primary`th primary (0 .. rconn_primaries-1; a key-less command such as SCAN or INFO that must reach every node).  0 or -ENOMEM. */
+int rbatch_cmd_at(struct rbatch *b, size_t primary, int argc, const char *const *argv, const size_t *lens);
+/* Queue a script call (`nkeys` keys first in argv; routed by the first key).  0 or -ENOMEM. */
 int rbatch_eval(struct rbatch *b, enum script_id id, int nkeys, int argc, const char *const *argv,
 		const size_t *lens);
 size_t rbatch_len(const struct rbatch *b);
-/* Send everything and read every reply; NOSCRIPT replies are retried once after SCRIPT LOAD. */
+/*
+ * Send everything and read every reply, following redirections (above).
+ * 0 when every command has a reply (some may be NODEDOWN replies on a
+ * cluster); else an rconn error and no replies.
+ */
 int rbatch_run(struct rconn *c, struct rbatch *b);
 /* Reply of command `i` after a successful run, or NULL; owned by the batch. */
 redisReply *rbatch_reply(const struct rbatch *b, size_t i);

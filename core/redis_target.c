@@ -12,6 +12,8 @@ void redis_target_clear(struct redis_target *t)
 	free(t->socket);
 	free(t->user);
 	free(t->password);
+	for (size_t i = 0; i < t->nseeds; i++)
+		free(t->seeds[i].host);
 	memset(t, 0, sizeof(*t));
 }
 
@@ -33,10 +35,48 @@ static int parse_uint(const char *s, size_t len, long max, long *out)
 	return 0;
 }
 
+/* "host", "host:port", "[v6]" or "[v6]:port" in [p, end): 0 and *host (the caller frees it), -EINVAL or -ENOMEM. */
+static int parse_hostport(const char *p, const char *end, char **host, int *port, struct sl_error *err)
+{
+	const char *colon;
+	char *h;
+	long v;
+
+	*port = 6379;
+	if (*p == '[') { /* [ipv6]:port */
+		const char *rb = memchr(p, ']', (size_t)(end - p));
+
+		if (!rb)
+			return sl_fail(err, "redis", "unclosed '[' in host");
+		colon = rb + 1 < end && rb[1] == ':' ? rb + 1 : NULL;
+		if (rb + 1 < end && !colon)
+			return sl_fail(err, "redis", "expected ':' after ']'");
+		h = strndup(p + 1, (size_t)(rb - p - 1));
+	} else {
+		colon = memchr(p, ':', (size_t)(end - p));
+		h = strndup(p, (size_t)((colon ? colon : end) - p));
+	}
+	if (!h)
+		return -ENOMEM;
+	if (!*h) {
+		free(h);
+		return sl_fail(err, "redis", "host is missing");
+	}
+	if (colon) {
+		if (parse_uint(colon + 1, (size_t)(end - colon - 1), 65535, &v) || v == 0) {
+			free(h);
+			return sl_fail(err, "redis", "port must be 1..65535");
+		}
+		*port = (int)v;
+	}
+	*host = h;
+	return 0;
+}
+
 int redis_url_parse(const char *url, struct redis_target *out, struct sl_error *err)
 {
 	struct redis_target t = { .port = 6379 };
-	const char *p, *at, *slash, *colon, *end;
+	const char *p, *at, *slash, *comma, *end;
 	long v;
 
 	if (strncmp(url, "unix://", 7) == 0) {
@@ -86,35 +126,38 @@ int redis_url_parse(const char *url, struct redis_target *out, struct sl_error *
 		t.db = (int)v;
 		end = slash;
 	}
-	if (*p == '[') { /* [ipv6]:port */
-		const char *rb = memchr(p, ']', (size_t)(end - p));
+	for (const char *q = p;; q = comma + 1) {
+		/* host[:port], then more of them after commas: other nodes of a cluster to try first */
+		char *host = NULL;
+		int port, rc;
 
-		if (!rb) {
+		comma = memchr(q, ',', (size_t)(end - q));
+		if (!comma)
+			comma = end;
+		if ((rc = parse_hostport(q, comma, &host, &port, err))) {
 			redis_target_clear(&t);
-			return sl_fail(err, "redis", "unclosed '[' in host");
+			return rc;
 		}
-		t.host = strndup(p + 1, (size_t)(rb - p - 1));
-		colon = rb + 1 < end && rb[1] == ':' ? rb + 1 : NULL;
-		if (rb + 1 < end && !colon) {
+		if (q == p) {
+			t.host = host;
+			t.port = port;
+			if (comma == end)
+				break;
+			continue;
+		}
+		if (t.nseeds == REDIS_SEEDS_MAX) {
+			free(host);
 			redis_target_clear(&t);
-			return sl_fail(err, "redis", "expected ':' after ']'");
+			return sl_fail(err, "redis", "at most %d more nodes after a comma", REDIS_SEEDS_MAX);
 		}
-	} else {
-		colon = memchr(p, ':', (size_t)(end - p));
-		t.host = strndup(p, (size_t)((colon ? colon : end) - p));
+		t.seeds[t.nseeds].host = host;
+		t.seeds[t.nseeds++].port = port;
+		if (comma == end)
+			break;
 	}
-	if (!t.host)
-		goto oom;
-	if (!*t.host) {
+	if (!t.host) {
 		redis_target_clear(&t);
 		return sl_fail(err, "redis", "host is missing");
-	}
-	if (colon) {
-		if (parse_uint(colon + 1, (size_t)(end - colon - 1), 65535, &v) || v == 0) {
-			redis_target_clear(&t);
-			return sl_fail(err, "redis", "port must be 1..65535");
-		}
-		t.port = (int)v;
 	}
 	*out = t;
 	return 0;

@@ -2,7 +2,9 @@
 #define SLUICE_REDIS_TARGET_H
 /*
  * Where Redis is, parsed from a URL:
- *   redis://[[user]:password@]host[:port][/db]   (host may be [IPv6])
+ *   redis://[[user]:password@]host[:port][,host[:port]...][/db]   (host may be [IPv6];
+ *            the hosts after commas are more nodes of the same cluster, tried in turn at
+ *            first contact when the first does not answer; credentials and db apply to all)
  *   unix:///path/to/socket[?db=N]
  * and the admin server's listen address (HOST:PORT).
  * Knows nothing of connections (core/rconn.c) or of the config file.
@@ -11,6 +13,9 @@
 
 #include "core/error.h"
 
+/* Nodes that may follow the first in a URL's host list */
+#define REDIS_SEEDS_MAX 8
+
 struct redis_target {
 	char *host;      /* owned: TCP host, or NULL for a unix socket */
 	int port;        /* TCP port, default 6379 */
@@ -18,6 +23,11 @@ struct redis_target {
 	char *user;      /* owned: ACL user, or NULL */
 	char *password;  /* owned, or NULL */
 	int db;          /* SELECT index, default 0 */
+	struct redis_seed {
+		char *host;  /* owned */
+		int port;
+	} seeds[REDIS_SEEDS_MAX]; /* more nodes to try at first contact (a cluster's) */
+	size_t nseeds;
 };
 
 /*

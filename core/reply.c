@@ -20,9 +20,14 @@ const char *reply_describe(const redisReply *r)
 	return reply_is_oom(r) ? REPLY_OOM_TEXT : reply_error(r) ? reply_error(r) : "unexpected reply";
 }
 
+int reply_is_nodedown(const redisReply *r)
+{
+	return r && r->type == REDIS_REPLY_ERROR && strncmp(r->str, REPLY_NODEDOWN " ", strlen(REPLY_NODEDOWN) + 1) == 0;
+}
+
 int reply_errno(const redisReply *r)
 {
-	return reply_is_oom(r) ? -ENOSPC : reply_error(r) ? -EBADMSG : -EPROTO;
+	return reply_is_oom(r) ? -ENOSPC : reply_is_nodedown(r) ? -EIO : reply_error(r) ? -EBADMSG : -EPROTO;
 }
 
 /* Shape errors: an error reply is the caller's -EBADMSG, anything else -EPROTO. */

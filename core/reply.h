@@ -27,9 +27,16 @@ const char *reply_error(const redisReply *r);
  */
 #define REPLY_OOM_TEXT "Redis is out of memory (maxmemory)"
 int reply_is_oom(const redisReply *r);
+/*
+ * The error reply the one Redis layer gives a command whose cluster node did
+ * not answer while other nodes of the pipeline did (core/rconn.h): starts
+ * with REPLY_NODEDOWN, then the node and the cause.
+ */
+#define REPLY_NODEDOWN "NODEDOWN"
+int reply_is_nodedown(const redisReply *r);
 /* Why `r` is not what a caller wanted, for people: REPLY_OOM_TEXT, the error text, or "unexpected reply". */
 const char *reply_describe(const redisReply *r);
-/* The errno of such a reply: -ENOSPC (out of memory), -EBADMSG (another error reply), -EPROTO. */
+/* The errno of such a reply: -ENOSPC (out of memory), -EIO (a node down: NODEDOWN), -EBADMSG (another error reply), -EPROTO. */
 int reply_errno(const redisReply *r);
 /* An integer reply. */
 int reply_int(const redisReply *r, long long *out);

@@ -8,7 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-int walk_queue(struct rbatch *b, const struct layout *l, const char *cursor, const char *match, size_t count)
+int walk_queue(struct rbatch *b, const struct layout *l, size_t node, const char *cursor, const char *match,
+	       size_t count)
 {
 	struct cmdargs a = { 0 };
 	const char *const *argv;
@@ -38,7 +39,9 @@ int walk_queue(struct rbatch *b, const struct layout *l, const char *cursor, con
 	}
 	if ((rc = cmdargs_str(&a, "COUNT")) || (rc = cmdargs_int(&a, (int64_t)count)))
 		goto out;
-	rc = (n = cmdargs_view(&a, NULL, &argv, &lens)) < 0 ? n : rbatch_cmd(b, n, argv, lens);
+	/* SCAN walks one node's keyspace: the caller goes from primary to primary */
+	rc = (n = cmdargs_view(&a, NULL, &argv, &lens)) < 0 ? n
+	     : l->scan ? rbatch_cmd_at(b, node, n, argv, lens) : rbatch_cmd(b, n, argv, lens);
 out:
 	cmdargs_free(&a);
 	return rc;
@@ -120,7 +123,8 @@ int walk_pos_parse(const char *s, const struct layout *layouts, size_t nlayouts,
 	if (!(d1 = strchr(s, '-')) || !(d2 = strchr(d1 + 1, '-')) || decimal(s, d1, &l) ||
 	    decimal(d1 + 1, d2, &k) || decimal(d2 + 1, d2 + 1 + strlen(d2 + 1), &cur))
 		return -EINVAL;
-	if (l >= nlayouts || (layouts[l].foreign ? k != 0 : k >= SHARD_COUNT))
+	/* a SCAN layout's "shard" is the primary whose keyspace the cursor is in */
+	if (l >= nlayouts || (layouts[l].foreign ? k != 0 && !layouts[l].scan : k >= SHARD_COUNT) || k >= SHARD_COUNT)
 		return -EINVAL;
 	memset(&p, 0, sizeof(p));
 	p.layout = (size_t)l;
@@ -171,6 +175,8 @@ int walk_read(struct rconn *c, const struct layout *layouts, size_t nlayouts, co
 	if (match && !glob_valid(match, strlen(match)))
 		return -EINVAL;
 	l = &layouts[at->layout];
+	if (l->scan && rconn_primaries(c) && at->shard >= rconn_primaries(c))
+		return -ERANGE; /* a cursor from before the cluster lost a primary */
 	if (!out->batch && !(out->batch = rbatch_new()))
 		return -ENOMEM;
 	rbatch_clear(out->batch);
@@ -191,7 +197,7 @@ int walk_read(struct rconn *c, const struct layout *layouts, size_t nlayouts, co
 	for (size_t i = 0; i < n; i++) {
 		const char *cursor = i == 0 ? at->cursor : "0";
 
-		rc = l->foreign ? walk_queue(out->batch, l, cursor, match, count)
+		rc = l->foreign ? walk_queue(out->batch, l, l->scan ? at->shard : 0, cursor, match, count)
 				: queue_zscan(out->batch, l, at->shard + (unsigned)i, cursor, match, count);
 		if (rc)
 			return rc;
@@ -204,7 +210,10 @@ int walk_read(struct rconn *c, const struct layout *layouts, size_t nlayouts, co
 
 		memset(pg, 0, sizeof(*pg));
 		pg->layout = at->layout;
-		pg->shard = l->foreign ? 0 : at->shard + (unsigned)i;
+		pg->shard = l->foreign && !l->scan ? 0 : at->shard + (unsigned)i;
+		pg->nodes = rconn_primaries(c);
+		if (rconn_reply_is_nodedown(r))
+			return -EIO; /* a cluster node that does not answer: the walk cannot go past its shards */
 		if (reply_error(r)) {
 			/* the caller's cursor, refused; else a registry of another type: skipped, reported */
 			if (i == 0 && strstr(reply_error(r), "cursor"))
@@ -273,8 +282,9 @@ void walk_after(const struct layout *layouts, size_t nlayouts, const struct walk
 		return;
 	}
 	pos->cursor[0] = '0';
-	if (!layouts[pg->layout].foreign && pg->shard + 1 < SHARD_COUNT) {
-		pos->shard = pg->shard + 1;
+	if ((!layouts[pg->layout].foreign && pg->shard + 1 < SHARD_COUNT) ||
+	    (layouts[pg->layout].scan && pg->shard + 1 < pg->nodes)) {
+		pos->shard = pg->shard + 1; /* the next shard, or a SCAN layout's next primary */
 		return;
 	}
 	pos->shard = 0;

@@ -31,7 +31,8 @@
  * is not glob_valid or a layout of sluice's own (walk_read walks those), or
  * -ENOMEM.
  */
-int walk_queue(struct rbatch *b, const struct layout *l, const char *cursor, const char *match, size_t count);
+int walk_queue(struct rbatch *b, const struct layout *l, size_t node, const char *cursor, const char *match,
+	       size_t count);
 /*
  * Read a page reply: the next cursor into `cursor`, the members borrowed.
  * 0, -EBADMSG (an error reply, e.g. a registry of another type), -EPROTO.
@@ -77,7 +78,8 @@ int walk_pos_parse(const char *s, const struct layout *layouts, size_t nlayouts,
 /* One registry (or keyspace) page that walk_read read. */
 struct walk_page {
 	size_t layout;
-	unsigned shard;
+	unsigned shard;                /* own layouts: the shard; a SCAN layout: the primary (its keyspace) */
+	size_t nodes;                  /* primaries when it was read (a SCAN layout walks each) */
 	char next[REPLY_CURSOR_MAX];   /* the registry's cursor after this page ("0": its end) */
 	const redisReply *members;     /* borrowed from the walk_pages; NULL when `error` is set */
 	const char *error;             /* a registry that cannot be walked (a key of another type):

@@ -18,7 +18,7 @@ END_TEST
 START_TEST(test_readyz)
 {
 	get("/readyz");
-	ck_res(200, "{\"status\":\"ready\",\"redis\":\"up\"}");
+	ck_res(200, "{\"status\":\"ready\",\"redis\":\"up\",\"mode\":\"single\",\"primaries\":1}");
 }
 END_TEST
 

@@ -64,7 +64,7 @@ START_TEST(test_server_smoke)
 	test_http(port, "GET", "/healthz", NULL, 0, &h);
 	ck_http(h, 200, "{\"status\":\"ok\"}");
 	test_http(port, "GET", "/readyz", NULL, 0, &h);
-	ck_http(h, 200, "{\"status\":\"ready\",\"redis\":\"up\"}");
+	ck_http(h, 200, "{\"status\":\"ready\",\"redis\":\"up\",\"mode\":\"single\",\"primaries\":1}");
 
 	test_http(port, "PUT", "/v1/rules/api", API_BODY, 0, &h);
 	ck_http(h, 201, API_ECHO);

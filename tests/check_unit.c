@@ -63,6 +63,27 @@ START_TEST(url_defaults_and_user)
 }
 END_TEST
 
+/* A cluster's nodes after commas: the first is the node to ask, the others are tried next */
+START_TEST(url_node_list)
+{
+	struct redis_target t;
+
+	ck_assert_int_eq(redis_url_parse("redis://:pw@a:7000,b:7001,[::1]:7002,c/0", &t, NULL), 0);
+	ck_assert_str_eq(t.host, "a");
+	ck_assert_int_eq(t.port, 7000);
+	ck_assert_str_eq(t.password, "pw");
+	ck_assert_uint_eq(t.nseeds, 3);
+	ck_assert_str_eq(t.seeds[0].host, "b");
+	ck_assert_int_eq(t.seeds[0].port, 7001);
+	ck_assert_str_eq(t.seeds[1].host, "::1");
+	ck_assert_int_eq(t.seeds[1].port, 7002);
+	ck_assert_str_eq(t.seeds[2].host, "c");
+	ck_assert_int_eq(t.seeds[2].port, 6379);
+	redis_target_clear(&t);
+	ck_assert_uint_eq(t.nseeds, 0);
+}
+END_TEST
+
 START_TEST(url_unix)
 {
 	struct redis_target t;
@@ -83,6 +104,8 @@ static const char *const bad_urls[] = {
 	"", "localhost:6379", "http://h:1", "redis://", "redis://h:0", "redis://h:65536",
 	"redis://h:12x", "redis://h:1/x", "redis://h/-1", "redis://[::1", "redis://[::1]x",
 	"unix://relative.sock", "unix:///s?db=x", "unix:///s?foo=1", "redis://:pw@:1",
+	"redis://a:1,", "redis://a:1,,b:2", "redis://a:1,b:0", "redis://,a:1",
+	"redis://a,b,c,d,e,f,g,h,i,j", /* more than REDIS_SEEDS_MAX after the first */
 };
 
 START_TEST(url_bad)
@@ -1113,6 +1136,7 @@ static Suite *unit_suite(void)
 	tcase_add_test(tc, url_tcp_full);
 	tcase_add_test(tc, url_defaults_and_user);
 	tcase_add_test(tc, url_unix);
+	tcase_add_test(tc, url_node_list);
 	tcase_add_loop_test(tc, url_bad, 0, sizeof(bad_urls) / sizeof(bad_urls[0]));
 	tcase_add_test(tc, listen_good_and_bad);
 	tcase_add_test(tc, config_defaults_values);

@@ -29,6 +29,7 @@ START_TEST(test_worker_status)
 		    "\"unmatched\":0,\"skipped\":0,\"failed\":0,\"errors\":0,\"last_duration_us\":0,\"last_sweep_us\":0,\"lag_us\":0,"
 		    "\"max_lag_us\":0,\"overruns\":0,\"in_sweep\":false,\"due_backlog\":0,\"oldest_due_age_ms\":0,\"last_error\":null}},"
 		    "\"layouts\":{\"leaky_bucket\":{\"algorithm\":\"leaky_bucket\",\"paths\":0,\"drained\":0,\"emptied\":0,\"unmatched\":0,\"skipped\":0,\"failed\":0},\"sliding_log\":{\"algorithm\":\"sliding_log\",\"paths\":0,\"pruned\":0,\"emptied\":0,\"unmatched\":0,\"skipped\":0,\"failed\":0},\"sliding_counter\":{\"algorithm\":\"sliding_counter\",\"paths\":0,\"pruned\":0,\"emptied\":0,\"unmatched\":0,\"skipped\":0,\"failed\":0},\"fixed_window\":{\"algorithm\":\"fixed_window\",\"paths\":0,\"repaired\":0,\"emptied\":0,\"unmatched\":0,\"skipped\":0,\"failed\":0},\"token_bucket\":{\"algorithm\":\"token_bucket\",\"paths\":0,\"reclaimed\":0,\"emptied\":0,\"unmatched\":0,\"skipped\":0,\"failed\":0}},"
+		    "\"redis\":{\"mode\":\"unknown\",\"primaries\":0,\"nodes\":[]},"
 		    "\"skew\":{\"max_clock_skew_ms\":null,\"shards_pending\":0,\"shards_written\":0,\"conflicts\":0,\"last_error\":null},"
 		    "\"rule_copies\":{\"version\":null,\"shards_pending\":0,\"shards_written\":0,\"last_error\":null},"
 		    "\"clock_lag\":{\"lag_ms\":null,\"max_clock_skew_ms\":10000,\"warning\":null},"
@@ -109,6 +110,26 @@ START_TEST(test_worker_status)
 	/* the prune sweep's step went on with the census, within its own budget (check_census.c tests it) */
 	ck_assert(cJSON_IsObject(jat("census")));
 	cJSON_DeleteItemFromObjectCaseSensitive(res.json, "census");
+	/* a single Redis is one primary owning every slot, as the worker's connection sees it */
+	ck_assert_str_eq(jstr("redis.mode"), "single");
+	ck_assert_int_eq(jint("redis.primaries"), 1);
+	ck_assert_int_eq(cJSON_GetArraySize(jat("redis.nodes")), 1);
+	{
+		const cJSON *n = cJSON_GetArrayItem(jat("redis.nodes"), 0);
+		char want[64];
+
+		snprintf(want, sizeof(want), "127.0.0.1:%d", target.port);
+		ck_assert_str_eq(cJSON_GetObjectItem(n, "address")->valuestring, want);
+		ck_assert_int_eq(cJSON_GetObjectItem(n, "slots")->valuedouble, 16384);
+		ck_assert_str_eq(cJSON_GetObjectItem(n, "ranges")->valuestring, "0-16383");
+		ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(n, "up")));
+		ck_assert_int_eq(cJSON_GetObjectItem(n, "connects")->valuedouble, 1);
+		ck_assert_int_eq(cJSON_GetObjectItem(n, "errors")->valuedouble, 0);
+		ck_assert_int_eq(cJSON_GetObjectItem(n, "moved")->valuedouble, 0);
+		ck_assert_int_eq(cJSON_GetObjectItem(n, "ask")->valuedouble, 0);
+		ck_assert(cJSON_IsNull(cJSON_GetObjectItem(n, "last_error")));
+	}
+	cJSON_DeleteItemFromObjectCaseSensitive(res.json, "redis");
 	ck_json_is("{\"redis_up\":true,\"connects\":1,\"ticks\":2,\"drained\":6,\"pruned\":0,\"errors\":0,"
 		   "\"last_error\":null,\"rules\":{\"version\":3,\"loaded\":2,\"invalid\":1},\"jobs\":{"
 		   "\"drain\":{\"ticks\":1,\"sweeps\":1,\"batches\":1024,\"polls\":0,\"paths\":4,\"drained\":6,\"emptied\":2,"

@@ -144,6 +144,7 @@ struct job_state {
 	size_t index[WORKER_MAX_LAYOUTS]; /* each one's index in the worker's layouts (for the status) */
 	size_t nlayouts;
 	size_t layout;           /* index into layouts of the cursor */
+	size_t node;             /* a SCAN layout's: the primary whose keyspace the cursor is in */
 	char cursor[REPLY_CURSOR_MAX]; /* SSCAN/SCAN cursor, "0" at the start of a layout */
 	int in_sweep;            /* a sweep is part-way: it started and not both parts ended */
 	int due_swept, walk_swept; /* the due passes / the foreign walk ended since the sweep started */
@@ -154,6 +155,16 @@ struct job_state {
 struct job_batch {
 	struct cmdargs keys, args;
 	size_t eligible;         /* paths in the call */
+	/* per path i < eligible: its first key and first argument in keys/args, its slot */
+	size_t *kat, *aat;
+	unsigned *slot;
+	unsigned char *done;
+	size_t cap;
+	size_t args_end;         /* args past the paths' (a foreign log's score unit) start here */
+	/* on a cluster: one call per slot (job_queue), and EXISTS of the paths whose registry is elsewhere */
+	struct cmdargs ck, ca;
+	size_t *exists_path;     /* path index of EXISTS reply k */
+	size_t nexists;
 };
 
 struct worker {
@@ -191,8 +202,27 @@ struct worker {
  */
 int job_build(struct job_batch *jb, const struct layout *l, const struct ruleset *rules,
 	      const redisReply *members, const char *now, struct worker_result *r);
-/* Queue the call built by job_build (jb->eligible > 0).  0 or -ENOMEM. */
-int job_queue(struct rbatch *b, struct job_batch *jb, const struct layout *l);
+/*
+ * Queue the call built by job_build (jb->eligible > 0): one call on a single
+ * Redis; on a cluster one per slot of the page's keys (a foreign registry set
+ * lives in a slot of its own: a call whose keys are in another slot is given
+ * a key of that slot that nothing writes instead, `prefix`{tag}:no_registry,
+ * and an EXISTS of each of its paths' data keys is queued after the calls,
+ * jb->nexists of them, for job_unregister).  The number of calls queued (>= 1),
+ * or -ENOMEM.
+ */
+int job_queue(struct rbatch *b, struct job_batch *jb, const struct layout *l, struct rconn *conn,
+	      const char *prefix);
+/*
+ * After the pipeline of job_queue ran (its `ncalls` calls, then the EXISTS
+ * replies): take the paths whose data key is gone out of the foreign
+ * registry set (SREM, one command), counting them as emptied into *r and
+ * *ls.  Not atomic with the job (a cluster cannot be): a client that writes
+ * the key again in between must SADD it again, as the seed clients do on
+ * every call.  0 (also when there is nothing to do), or an rconn error.
+ */
+int job_unregister(struct rconn *conn, struct rbatch *b, struct job_batch *jb, const struct layout *l,
+		   size_t ncalls, struct worker_result *r, struct worker_layout_status *ls);
 /*
  * Fold the job script's reply {entries, emptied, _, skipped?, failed?, path?,
  * error?} into *r and *ls.  0, or reply_errno() of the reply (-ENOSPC,

@@ -79,6 +79,9 @@ void status_fold(struct worker *w, enum worker_job job, int rc, int64_t start_us
 		s->last_error[0] = '\0';
 	w->st.redis_up = rconn_is_up(w->conn);
 	w->st.connects = rconn_connects(w->conn);
+	w->st.cluster = rconn_is_cluster(w->conn);
+	w->st.nprimaries = rconn_primaries(w->conn);
+	w->st.nnodes = rconn_node_info(w->conn, w->st.node, WORKER_MAX_NODES);
 	w->st.rules_version = w->rules.version;
 	w->st.rules = w->rules.n;
 	w->st.rules_invalid = w->rules_invalid;

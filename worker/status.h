@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/rconn.h"
 #include "core/rules.h"
 #include "core/census.h"
 #include "core/stats.h"
@@ -70,12 +71,19 @@ struct worker_layout_status {
 	uint64_t failed;         /* paths a script refused or failed on alone */
 };
 
+/* Primaries whose status the worker keeps (a larger cluster shows its first ones) */
+#define WORKER_MAX_NODES 32
+
 struct worker_status {
 	struct worker_job_status job[WORKER__JOBS];
 	struct worker_layout_status layout[WORKER_MAX_LAYOUTS];
 	size_t nlayouts;
-	int redis_up;
-	uint64_t connects;       /* connections established (1 + reconnects) */
+	int redis_up;            /* every primary connected */
+	uint64_t connects;       /* connections established (1 + reconnects), all nodes */
+	int cluster;             /* Redis is a cluster */
+	size_t nprimaries;       /* primaries of its slot map (1 for a single Redis) */
+	size_t nnodes;           /* of them, those in node[] */
+	struct rconn_node_info node[WORKER_MAX_NODES]; /* per primary, as the worker's connection sees it */
 	uint64_t rules_version;
 	size_t rules;            /* rules loaded */
 	size_t rules_invalid;    /* rules in Redis that failed validation (skipped) */

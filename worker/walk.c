@@ -13,10 +13,16 @@
 #include "core/walk.h"
 #include "worker/internal.h"
 
-/* Past the current layout: the next one from its start, or the end of the sweep (1). */
-static int next_layout(struct job_state *js)
+/*
+ * Past the current keyspace: a SCAN layout's next primary (`whole` 0), else
+ * the next layout from its start, or the end of the sweep (1).
+ */
+static int next_layout(struct worker *w, struct job_state *js, int whole)
 {
 	strcpy(js->cursor, "0");
+	if (!whole && js->layouts[js->layout]->scan && ++js->node < rconn_primaries(w->conn))
+		return 0;
+	js->node = 0;
 	if (++js->layout < js->nlayouts)
 		return 0;
 	js->layout = 0;
@@ -51,7 +57,9 @@ int walk_step(struct worker *w, enum worker_job job, int64_t start_us, int64_t b
 	int rc;
 
 	rbatch_clear(w->batch);
-	if ((rc = walk_queue(w->batch, js->layouts[js->layout], js->cursor, NULL, w->batch_size)) ||
+	if (js->node >= rconn_primaries(w->conn) && rconn_primaries(w->conn))
+		js->node = 0; /* the cluster lost a primary: its keyspace walk starts again */
+	if ((rc = walk_queue(w->batch, js->layouts[js->layout], js->node, js->cursor, NULL, w->batch_size)) ||
 	    (rc = rbatch_run(w->conn, w->batch)))
 		goto fail;
 	page = rbatch_take(w->batch, 0);
@@ -62,13 +70,14 @@ int walk_step(struct worker *w, enum worker_job job, int64_t start_us, int64_t b
 		const redisReply *members;
 		char next[REPLY_CURSOR_MAX];
 		const char *ncursor = NULL;
-		int more, has_eval = 0, has_scan = 0;
+		size_t nnode = 0;
+		int more, has_eval = 0, has_scan = 0, ncalls = 0;
 
 		if (walk_page(page, next, &members)) {
 			status_error(w, job, "SSCAN: %s", reply_describe(page));
 			/* a registry of another type: step over its layout, so the next step
 			 * goes on with the others instead of failing on this one for good */
-			next_layout(js);
+			next_layout(w, js, 1);
 			rc = reply_errno(page);
 			goto out;
 		}
@@ -82,27 +91,34 @@ int walk_step(struct worker *w, enum worker_job job, int64_t start_us, int64_t b
 		if (more) {
 			nl = l;
 			ncursor = next;
+			nnode = js->node;
+		} else if (l->scan && js->node + 1 < rconn_primaries(w->conn)) {
+			nl = l; /* the next primary's keyspace */
+			ncursor = "0";
+			nnode = js->node + 1;
 		} else if (js->layout + 1 < js->nlayouts) {
 			nl = js->layouts[js->layout + 1];
 			ncursor = "0";
 		}
 		rbatch_clear(w->batch);
 		if (w->jb.eligible) {
-			if ((rc = job_queue(w->batch, &w->jb, l)))
+			if ((ncalls = job_queue(w->batch, &w->jb, l, w->conn, w->prefix)) < 0) {
+				rc = ncalls;
 				goto fail;
+			}
 			has_eval = 1;
 		}
 		if (nl && clock_mono_us() - start_us < budget_us) {
-			if ((rc = walk_queue(w->batch, nl, ncursor, NULL, w->batch_size)))
+			if ((rc = walk_queue(w->batch, nl, nnode, ncursor, NULL, w->batch_size)))
 				goto fail;
 			has_scan = 1;
 		}
 		if (rbatch_len(w->batch) && (rc = rbatch_run(w->conn, w->batch)))
 			goto fail;
 		add_page_counts(ls, r, &base);
-		if (has_eval) {
+		for (int c = 0; c < ncalls; c++) {
 			uint64_t nfailed;
-			int frc = job_fold(rbatch_reply(w->batch, 0), l, r, ls, why, sizeof(why), &nfailed);
+			int frc = job_fold(rbatch_reply(w->batch, (size_t)c), l, r, ls, why, sizeof(why), &nfailed);
 
 			if (frc) {
 				/* the whole call refused: counted, and the walk goes on past the page
@@ -116,18 +132,21 @@ int walk_step(struct worker *w, enum worker_job job, int64_t start_us, int64_t b
 				note_failure(w, job, failed, -EBADMSG, "path failed: %s", why);
 			}
 		}
+		/* on a cluster, the paths whose keys are gone leave a registry set in another slot */
+		if (has_eval && (rc = job_unregister(w->conn, w->batch, &w->jb, l, (size_t)ncalls, r, ls)))
+			goto fail;
 		base = *r;
 
 		/* commit the cursor only once the page's work is done */
 		if (more) {
 			snprintf(js->cursor, sizeof(js->cursor), "%s", next);
-		} else if (next_layout(js)) {
+		} else if (next_layout(w, js, 0)) {
 			r->sweep_done = 1;
 			break;
 		}
 		if (!has_scan)
 			break; /* over budget: resume from the cursor next step */
-		page = rbatch_take(w->batch, has_eval ? 1 : 0);
+		page = rbatch_take(w->batch, (size_t)ncalls + w->jb.nexists);
 	}
 	rc = 0;
 	goto out;

@@ -292,6 +292,7 @@ int worker_sweep(struct worker *w, enum worker_job job, int64_t now_ms, struct w
 	/* start from the top: a whole sweep, whatever a budgeted step left part-way */
 	w->jobs[job].full = 1;
 	w->jobs[job].layout = 0;
+	w->jobs[job].node = 0;
 	w->jobs[job].in_sweep = 0;
 	strcpy(w->jobs[job].cursor, "0");
 	do {

@@ -1,0 +1,196 @@
+#include "core/rnode.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/clock.h"
+
+#define BACKOFF_MIN_MS 100
+#define BACKOFF_MAX_MS 5000
+
+int rnode_init(struct rnode *n, const char *host, int port, const char *socket, const char *user,
+	       const char *password, int db, int64_t timeout_ms)
+{
+	memset(n, 0, sizeof(*n));
+	if (socket && !(n->socket = strdup(socket)))
+		return -ENOMEM;
+	snprintf(n->host, sizeof(n->host), "%s", host ? host : "");
+	n->port = port;
+	n->user = user;
+	n->password = password;
+	n->db = db;
+	n->timeout_ms = timeout_ms > 0 ? timeout_ms : 1000;
+	n->backoff_ms = BACKOFF_MIN_MS;
+	if (socket)
+		snprintf(n->addr, sizeof(n->addr), "%s", socket);
+	else
+		snprintf(n->addr, sizeof(n->addr), strchr(n->host, ':') ? "[%s]:%d" : "%s:%d", n->host, port);
+	return 0;
+}
+
+void rnode_clear(struct rnode *n)
+{
+	if (n->ctx)
+		redisFree(n->ctx);
+	free(n->socket);
+	memset(n, 0, sizeof(*n));
+}
+
+void rnode_retry_now(struct rnode *n)
+{
+	n->retry_at_ms = 0;
+}
+
+int rnode_fail(struct rnode *n, const char *what)
+{
+	/* hiredis reports a read/write timeout as an I/O error with EAGAIN's text */
+	n->timed_out = n->ctx && n->ctx->err == REDIS_ERR_IO &&
+		       (strcmp(n->ctx->errstr, strerror(EAGAIN)) == 0 ||
+			strcmp(n->ctx->errstr, strerror(ETIMEDOUT)) == 0);
+	if (!strcmp(what, "timed out"))
+		n->timed_out = 1;
+	snprintf(n->err, sizeof(n->err), "%s: %s", what,
+		 n->timed_out ? "timed out" : n->ctx && n->ctx->errstr[0] ? n->ctx->errstr : "connection lost");
+	if (n->ctx) {
+		redisFree(n->ctx);
+		n->ctx = NULL;
+	}
+	n->errors++;
+	n->retry_at_ms = clock_mono_ms() + n->backoff_ms;
+	n->backoff_ms = n->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : n->backoff_ms * 2;
+	return -EIO;
+}
+
+int rnode_call(struct rnode *n, const char *what, int argc, const char **argv, const size_t *lens,
+	       redisReply **out)
+{
+	redisReply *r = redisCommandArgv(n->ctx, argc, argv, lens);
+
+	if (!r)
+		return rnode_fail(n, what);
+	*out = r;
+	return 0;
+}
+
+/* A setup command that must answer OK (or anything but an error). */
+static int setup_cmd(struct rnode *n, const char *what, int argc, const char **argv, const size_t *lens)
+{
+	redisReply *r = NULL;
+	int rc;
+
+	if ((rc = rnode_call(n, what, argc, argv, lens, &r)))
+		return rc;
+	rc = 0;
+	if (r->type == REDIS_REPLY_ERROR) {
+		snprintf(n->err, sizeof(n->err), "%s: %s", what, r->str);
+		rc = -EACCES;
+	}
+	freeReplyObject(r);
+	return rc;
+}
+
+int rnode_load_script(struct rnode *n, enum script_id id, char *sha)
+{
+	const struct script_src *s = script_get(id);
+	const char *argv[] = { "SCRIPT", "LOAD", s ? s->body : "" };
+	size_t lens[] = { 6, 4, s ? s->len : 0 };
+	redisReply *r = NULL;
+	int rc;
+
+	if (!s) {
+		snprintf(n->err, sizeof(n->err), "script %s not embedded", script_name(id));
+		return -ENOENT;
+	}
+	if ((rc = rnode_call(n, "SCRIPT LOAD", 3, argv, lens, &r)))
+		return rc;
+	if (r->type == REDIS_REPLY_STRING && r->len == 40) {
+		memcpy(sha, r->str, 41);
+	} else {
+		snprintf(n->err, sizeof(n->err), "SCRIPT LOAD %s: %s", script_name(id),
+			 r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+		rc = -EPROTO;
+	}
+	freeReplyObject(r);
+	return rc;
+}
+
+int rnode_ensure(struct rnode *n, char sha[SCRIPT__COUNT][41])
+{
+	struct timeval tv = { n->timeout_ms / 1000, (n->timeout_ms % 1000) * 1000 };
+	char keep[sizeof(n->err)];
+
+	if (n->ctx)
+		return 0;
+	if (clock_mono_ms() < n->retry_at_ms)
+		return -EAGAIN;
+	n->ctx = n->socket ? redisConnectUnixWithTimeout(n->socket, tv) : redisConnectWithTimeout(n->host, n->port, tv);
+	if (!n->ctx) {
+		snprintf(n->err, sizeof(n->err), "connect: out of memory");
+		return -ENOMEM;
+	}
+	if (n->ctx->err)
+		return rnode_fail(n, "connect");
+	if (redisSetTimeout(n->ctx, tv) != REDIS_OK)
+		return rnode_fail(n, "set timeout");
+	if (n->password) {
+		const char *argv[] = { "AUTH", n->user ? n->user : n->password, n->password };
+		size_t lens[] = { 4, strlen(argv[1]), strlen(n->password) };
+
+		if (setup_cmd(n, "AUTH", n->user ? 3 : 2, argv, lens))
+			goto bad;
+	}
+	if (n->db) {
+		char db[16];
+		const char *argv[] = { "SELECT", db };
+		size_t lens[2] = { 6, 0 };
+
+		lens[1] = (size_t)snprintf(db, sizeof(db), "%d", n->db);
+		if (setup_cmd(n, "SELECT", 2, argv, lens))
+			goto bad;
+	}
+	for (int id = 0; id < SCRIPT__COUNT; id++)
+		if (rnode_load_script(n, (enum script_id)id, sha[id]))
+			goto bad;
+	n->connects++;
+	n->backoff_ms = BACKOFF_MIN_MS;
+	n->err[0] = '\0';
+	return 0;
+bad:
+	/* A refused AUTH or SELECT is not cured by retrying at once: back off too. */
+	if (n->ctx) {
+		memcpy(keep, n->err, sizeof(keep));
+		rnode_fail(n, "setup");
+		memcpy(n->err, keep, sizeof(keep));
+	}
+	return -EIO;
+}
+
+int rnode_flush(struct rnode *n)
+{
+	int done = 0;
+
+	while (!done)
+		if (redisBufferWrite(n->ctx, &done) != REDIS_OK)
+			return rnode_fail(n, "pipeline");
+	return 0;
+}
+
+int rnode_take_buffered(struct rnode *n, redisReply **out)
+{
+	void *r = NULL;
+
+	if (redisGetReplyFromReader(n->ctx, &r) != REDIS_OK)
+		return rnode_fail(n, "pipeline");
+	*out = r;
+	return 0;
+}
+
+int rnode_read_ready(struct rnode *n, redisReply **out)
+{
+	*out = NULL;
+	if (redisBufferRead(n->ctx) != REDIS_OK)
+		return rnode_fail(n, "pipeline");
+	return rnode_take_buffered(n, out);
+}
