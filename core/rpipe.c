@@ -262,6 +262,11 @@ static int redirect(struct rconn *c, struct rbatch_cmd *cmd, int *wait)
 			snprintf(host, sizeof(host), "%s", from->host);
 		if ((ni = rconn_node_at(c, host, port, NULL)) == RCONN_NO_NODE)
 			return 0;
+		if (ask && cmd->script >= 0 && !script_declares_keys((enum script_id)cmd->script)) {
+			/* the slot is being migrated: a shard script waits until it is moved (MOVED) */
+			from->ask++;
+			return 0;
+		}
 		if (moved) {
 			from->moved++;
 			c->owner[slot] = (uint16_t)ni;
@@ -311,7 +316,7 @@ static redisReply *error_reply(const char *text)
 
 int rbatch_run(struct rconn *c, struct rbatch *b)
 {
-	int rc, wait = 0, retried[RCONN_NODES_MAX] = { 0 }, up[RCONN_NODES_MAX];
+	int rc, wait = 0, retried[RCONN_NODES_MAX] = { 0 }, up[RCONN_NODES_MAX] = { 0 };
 	size_t ok = 0, failed = 0;
 
 	rbatch_drop_replies(b);

@@ -31,6 +31,11 @@ const char *script_name(enum script_id id)
 	return (unsigned)id < SCRIPT__COUNT ? ids[id] : NULL;
 }
 
+int script_declares_keys(enum script_id id)
+{
+	return (unsigned)id < SCRIPT__COUNT && id < SCRIPT_LEAKY_BUCKET_DRAIN_SHARD;
+}
+
 const struct script_src *script_find(const char *name)
 {
 	for (size_t i = 0; i < script_srcs_len; i++)

@@ -47,6 +47,14 @@ enum script_id {
 const char *script_name(enum script_id id);
 /* Source of script `id`; NULL if the build did not embed it (a build error). */
 const struct script_src *script_get(enum script_id id);
+/*
+ * 1 when script `id` touches only the keys it is given (KEYS), so that Redis
+ * Cluster can judge a call whole during a slot's migration (ASK, TRYAGAIN);
+ * 0 for the shard scripts, which reach the paths of the due index they are
+ * given (same slot, not declared): the one Redis layer does not follow ASK
+ * for those (the importing node would see the paths not moved yet as absent).
+ */
+int script_declares_keys(enum script_id id);
 /* Source by file name without ".lua"; NULL when there is none. */
 const struct script_src *script_find(const char *name);
 

@@ -179,10 +179,11 @@ def is_error(body, code=None):
     return isinstance(e.get("code"), str) and isinstance(e.get("message"), str) and (code is None or e["code"] == code)
 
 
-def run_admin(r, sluiced, lua_dir, tmp):
+def run_admin(r, sluiced, lua_dir, tmp, url=None):
+    """The admin API's checks, on the Redis `r` talks to (url: sluiced's --redis, e.g. a cluster node's)."""
     port = free_port()
     d, log = spawn_sluiced(sluiced, tmp, "sluice",
-                           {"redis": "redis://127.0.0.1:%d/0" % r.connection_pool.connection_kwargs["port"],
+                           {"redis": url or "redis://127.0.0.1:%d/0" % r.connection_pool.connection_kwargs["port"],
                             "listen": "127.0.0.1:%d" % port,
                             "rules": [{"name": "api", "match": "/api/*", "algorithm": "leaky_bucket",
                                        "capacity": 10, "rate": 2}]})
