@@ -229,9 +229,9 @@ fail:
 }
 
 /*
- * rulestore_cas.lua on one key of `k` (the hash for "hset"/"hdel", the
- * version for "incr"), with `nargs` arguments after the op.  *st is the
- * script's status (0, 1, 2) and *found its second element, owned by `b`.
+ * rulestore_cas.lua on `key` (the hash for "hset"/"hdel", the version for
+ * "incr") with ARGV `args` (`nargs` of them, at most 5, the op first).  *st is
+ * the script's status (0, 1, 2) and *found its second element, owned by `b`.
  * -ENOSPC when Redis refused the call at maxmemory (nothing written),
  * -EBADMSG for another error reply (a key of another type), -EPROTO.
  */
@@ -243,6 +243,8 @@ static int cas(struct rconn *c, struct rbatch *b, const char *key, int nargs, co
 	const redisReply *r;
 	int rc;
 
+	if (nargs > 5)
+		return -EINVAL;
 	argv[0] = key;
 	l[0] = strlen(key);
 	for (int i = 0; i < nargs; i++) {

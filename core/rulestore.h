@@ -79,9 +79,9 @@ int rulestore_version(struct rconn *c, const char *prefix, uint64_t *out);
  * After REFRESH_READS (3) reads that each saw the marks move, it takes the
  * last one, with the marks read before it: those differ from the version now
  * stored, so the next refresh reads again (the rules may then be ahead of the
- * version they are held at, never behind it).  Reads only (but the bump a
- * lost one is owed), no MULTI (which Redis refuses at maxmemory, and which
- * cannot span slots), so it works when Redis is out of memory.
+ * version they are held at, never behind it).  Reads only, but for the
+ * bump a lost one is owed; no MULTI (which Redis refuses at maxmemory, and
+ * which cannot span slots), so it works when Redis is out of memory.
  * A version key of another type reads as a version that is no number (every
  * refresh reloads); a rules key of another type is -EBADMSG.
  * Entries that fail validation are skipped and counted in *invalid (may be NULL).
