@@ -35,7 +35,16 @@ const char *script_name(enum script_id id)
 
 int script_declares_keys(enum script_id id)
 {
-	return (unsigned)id < SCRIPT__COUNT && id < SCRIPT_LEAKY_BUCKET_DRAIN_SHARD;
+	switch (id) {
+	case SCRIPT_LEAKY_BUCKET_DRAIN_SHARD:
+	case SCRIPT_SLIDING_LOG_PRUNE_SHARD:
+	case SCRIPT_SLIDING_COUNTER_PRUNE_SHARD:
+	case SCRIPT_FIXED_WINDOW_REPAIR_SHARD:
+	case SCRIPT_TOKEN_BUCKET_RECLAIM_SHARD:
+		return 0;
+	default:
+		return (unsigned)id < SCRIPT__COUNT;
+	}
 }
 
 const struct script_src *script_find(const char *name)
