@@ -15,7 +15,7 @@
 int reset_path(struct rconn *c, const struct layout *layouts, size_t nlayouts,
 	       const char *path, size_t len, cJSON **out)
 {
-	struct reset_call *calls = calloc(nlayouts + 1, sizeof(*calls));
+	struct reset_call *calls = calloc(RESET_CALLS(nlayouts), sizeof(*calls));
 	struct reset_sum sum = { 0 };
 	struct rbatch *b = rbatch_new();
 	cJSON *o = NULL, *arr = NULL;
@@ -172,7 +172,7 @@ static int page_drop_earlier(struct rconn *c, struct rbatch *b, struct reset_pag
 static int page_reset(struct rconn *c, struct rbatch *b, struct reset_page *p, const struct layout *layouts,
 		      size_t nlayouts, int dry, size_t batch, struct reset_sum *sum)
 {
-	size_t want = batch * (nlayouts + 1);
+	size_t want = batch * RESET_CALLS(nlayouts);
 	int rc = 0;
 
 	if (want > p->callcap) {

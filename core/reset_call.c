@@ -7,6 +7,7 @@
 
 #include "core/jsonv.h"
 #include "core/reply.h"
+#include "core/shard.h"
 
 void reset_call_free(struct reset_call *rc)
 {
@@ -31,14 +32,17 @@ static int push_keys(struct reset_call *rc, const struct layout *l, const char *
 	return 0;
 }
 
+/* What a foreign layout's call takes: its registry and keys, or (they are in two slots) one of them */
+enum part { PART_ALL, PART_REGISTRY, PART_KEYS };
+
 /*
  * One call for `path`: `foreign` NULL for the keys of every own layout
  * (KEYS: their due indexes of the path's shard, then state and meta of
- * each), else for that foreign layout's (its registry, data key, meta).
+ * each), else for that foreign layout's `part` (its registry, data key, meta).
  * ARGV: #registries, path, "dry" or "".
  */
 static int reset_call_build(struct reset_call *rc, const struct layout *layouts, size_t nlayouts,
-		      const struct layout *foreign, const char *path, size_t len, int dry)
+		      const struct layout *foreign, enum part part, const char *path, size_t len, int dry)
 {
 	size_t nreg = 0;
 
@@ -46,9 +50,11 @@ static int reset_call_build(struct reset_call *rc, const struct layout *layouts,
 	if (!(rc->meta = calloc(3 * nlayouts + 3, 1))) /* registries, then data key and meta of each */
 		return -ENOMEM;
 	if (foreign) {
-		if (cmdargs_str(&rc->keys, foreign->registry) || push_keys(rc, foreign, path, len))
+		if (part != PART_KEYS && cmdargs_str(&rc->keys, foreign->registry))
 			goto oom;
-		nreg = 1;
+		if (part != PART_REGISTRY && push_keys(rc, foreign, path, len))
+			goto oom;
+		nreg = part != PART_KEYS;
 	} else {
 		for (size_t i = 0; i < nlayouts; i++)
 			if (!layouts[i].foreign) {
@@ -191,6 +197,24 @@ int reset_call_sum(const struct reset_call *rc, const redisReply *r, struct rese
 	return 0;
 }
 
+/*
+ * A foreign layout whose registry set is in another slot than the path's
+ * data key (the usual case: "LeakyBucket::pathSet" and "LeakyBucket:<path>"):
+ * two calls, one on each slot, so that a Redis Cluster can run them.  (On
+ * a single Redis as well: the same code, and what each removed is the same.)
+ */
+static int split(const struct layout *f, const char *path, size_t len)
+{
+	struct strbuf k = { 0 };
+	int two;
+
+	if (f->scan || !f->registry || layout_key(f, path, len, 0, &k))
+		return 0;
+	two = shard_keyslot(f->registry, strlen(f->registry)) != shard_keyslot(k.p, k.len);
+	strbuf_free(&k);
+	return two;
+}
+
 /* Queue every call that resets `path` (own layouts, then each foreign one) into `calls` (room for 1 + nlayouts). */
 int reset_queue_path(struct rbatch *b, struct reset_call *calls, size_t *ncalls, const struct layout *layouts,
 		      size_t nlayouts, const char *path, size_t len, int dry, size_t idx)
@@ -204,11 +228,17 @@ int reset_queue_path(struct rbatch *b, struct reset_call *calls, size_t *ncalls,
 
 		if (f && !f->foreign)
 			continue;
-		if ((rc = reset_call_build(&calls[*ncalls], layouts, nlayouts, f, path, len, dry)))
-			return rc;
-		calls[*ncalls].path = idx;
-		if ((rc = reset_call_queue(b, &calls[(*ncalls)++])))
-			return rc;
+		for (enum part part = PART_ALL; part <= PART_KEYS; part++) {
+			if (part != PART_ALL && (!f || !split(f, path, len)))
+				break;
+			if (part == PART_ALL && f && split(f, path, len))
+				continue;
+			if ((rc = reset_call_build(&calls[*ncalls], layouts, nlayouts, f, part, path, len, dry)))
+				return rc;
+			calls[*ncalls].path = idx;
+			if ((rc = reset_call_queue(b, &calls[(*ncalls)++])))
+				return rc;
+		}
 	}
 	return 0;
 }

@@ -13,6 +13,8 @@
 #include "core/rconn.h"
 #include "core/strbuf.h"
 
+/* Calls of reset_queue_path for one path, at most */
+#define RESET_CALLS(nlayouts) (2 * (nlayouts) + 1)
 /* Registries a reset reports as skipped (of another type), at most: the report stays small. */
 #define RESET_SKIPPED_MAX 64
 
@@ -56,8 +58,9 @@ int reset_call_sum(const struct reset_call *rc, const redisReply *r, struct rese
 		   int *found);
 /*
  * Queue every call that resets `path` (`len` bytes; sluice's own layouts in
- * one call, then one per foreign layout) into `calls` (room for 1 +
- * nlayouts; *ncalls counts them), each tagged with `idx`; `dry` only counts.
+ * one call, then one per foreign layout, or two when its registry set and
+ * the path's keys are in two slots: RESET_CALLS(nlayouts) at most) into
+ * `calls` (*ncalls counts them), each tagged with `idx`; `dry` only counts.
  * 0 or -ENOMEM.
  */
 int reset_queue_path(struct rbatch *b, struct reset_call *calls, size_t *ncalls, const struct layout *layouts,
