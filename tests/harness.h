@@ -30,6 +30,7 @@
 struct test_redis {
 	pid_t pid;
 	int port;
+	int bus;        /* the cluster bus port of a cluster-enabled server, else 0 */
 	char dir[128];  /* temporary directory, removed by test_redis_stop */
 	char url[64];   /* "redis://127.0.0.1:<port>/0" */
 };
@@ -43,8 +44,13 @@ struct test_redis_opts {
 	 * temporary directory, the bus on another free port): a node of no
 	 * cluster that owns no slot.  CLUSTER KEYSLOT and key-less commands
 	 * (EVAL with no KEYS) work; commands on keys answer CLUSTERDOWN.
+	 * Replication is quick to start and to show (--repl-diskless-sync-delay
+	 * 0, --repl-ping-replica-period 1), for the nodes of a test cluster
+	 * (tests/harness_cluster.h).
 	 */
 	int cluster;
+	/* With cluster: --cluster-node-timeout in ms (failure detection); 0: Redis's default, 15000. */
+	int node_timeout_ms;
 };
 
 /* Start redis-server; returns 0, or -1 after printing why on stderr. */
