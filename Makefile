@@ -4,6 +4,7 @@
 #   make test       unit, integration and end-to-end suites (real redis-server)
 #   make asan       the same suites built with ASan + UBSan (objects in build/asan)
 #   make run        private redis-server + example config + sluiced in the foreground
+#                   (CLUSTER=1: a private Redis Cluster of 3 primaries instead)
 #   make bench      due-driven ticks, sweep, prune, client scripts, daemon idle/RSS, HTTP and Lua shard benchmarks (figures, not pass/fail; BENCHMARKS.md)
 #   make lua        assemble the Lua scripts into build/lua/ (lua/README.md)
 #   make install    PREFIX=/usr/local DESTDIR= : binary, Lua scripts, example config
@@ -188,7 +189,7 @@ asan: deps
 # --- running ---------------------------------------------------------------
 run: deps
 	@$(MAKE) --no-print-directory all
-	SLUICED=$(B)/bin/sluiced tools/run.sh
+	SLUICED=$(B)/bin/sluiced CLUSTER='$(CLUSTER)' tools/run.sh
 
 bench:
 	@BENCH=1 tools/deps.sh
