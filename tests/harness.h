@@ -18,6 +18,7 @@
  * one: tests/script_fixture (the script suites), tests/api_fixture (the admin
  * API's), tests/openapi_fixture (the OpenAPI document's); the last two share
  * tests/api_objects, and all three the test's connection, tests/conn_fixture.
+ * A Redis Cluster of such servers: tests/harness_cluster.
  * The Makefile puts every .c of tests/ but the suites into one archive that each
  * suite links, so a suite gets only the modules it uses.
  */
