@@ -230,6 +230,7 @@ class Cluster:
         self.start_s = None    # seconds start_cluster took
         self._slots_before_kill = {}  # port -> slots it owned when kill() was called
         self._migrating = {}   # slot -> (src port, dst port) between begin and finish
+        self._spawned = []     # every Node started, also those of a start that failed half-way
 
     # -- looking at it --
 
@@ -521,7 +522,7 @@ class Cluster:
         directories stay (under the caller's tmpdir)."""
         with _live_lock:
             _live.discard(self)
-        nodes = list(self.nodes.values())
+        nodes = list({id(n): n for n in list(self.nodes.values()) + self._spawned}.values())
         for n in nodes:
             n.stop_begin()
         deadline = time.monotonic() + STOP_GRACE
@@ -633,6 +634,7 @@ def start_cluster(tmpdir, primaries=3, replicas=1, node_timeout_ms=1000, timeout
     try:
         total = primaries * (1 + replicas)
         nodes = [Node(i, os.path.join(tmpdir, "node-%d" % i), node_timeout_ms) for i in range(total)]
+        c._spawned = nodes
         taken = set()
         for n in nodes:
             n.spawn(taken)
