@@ -189,7 +189,7 @@ asan: deps
 # --- running ---------------------------------------------------------------
 run: deps
 	@$(MAKE) --no-print-directory all
-	SLUICED=$(B)/bin/sluiced CLUSTER='$(CLUSTER)' tools/run.sh
+	SLUICED=$(B)/bin/sluiced $(if $(CLUSTER),CLUSTER='$(CLUSTER)' )tools/run.sh
 
 bench:
 	@BENCH=1 tools/deps.sh
