@@ -4,6 +4,7 @@
 #   make test       unit, integration and end-to-end suites (real redis-server)
 #   make asan       the same suites built with ASan + UBSan (objects in build/asan)
 #   make run        private redis-server + example config + sluiced in the foreground
+#                   (CLUSTER=1: a private Redis Cluster of 3 primaries instead)
 #   make bench      due-driven ticks, sweep, prune, client scripts, daemon idle/RSS, HTTP and Lua shard benchmarks (figures, not pass/fail; BENCHMARKS.md)
 #   make lua        assemble the Lua scripts into build/lua/ (lua/README.md)
 #   make install    PREFIX=/usr/local DESTDIR= : binary, Lua scripts, example config
@@ -170,11 +171,19 @@ check-run: all $(TEST_BIN) check-lua $(LUA) $(LUA_TEST)
 	echo "== tests/rules_e2e.py (rules obeyed, through redis-py and the admin API)"; \
 	/usr/bin/python3 tests/rules_e2e.py $(B)/bin/sluiced build/lua 2>&1 | tee -a $$log; \
 	[ $${PIPESTATUS[0]} -eq 0 ] || fail=1; \
+	echo "== tests/cluster_clients.py (the client scripts on a real Redis Cluster, through redis-py)"; \
+	/usr/bin/python3 tests/cluster_clients.py build/lua 2>&1 | tee -a $$log; \
+	[ $${PIPESTATUS[0]} -eq 0 ] || fail=1; \
+	echo "== tests/cluster_e2e.py (sluiced on a real Redis Cluster: drain, resharding, failover, a hung node, admin)"; \
+	/usr/bin/python3 tests/cluster_e2e.py $(B)/bin/sluiced build/lua 2>&1 | tee -a $$log; \
+	[ $${PIPESTATUS[0]} -eq 0 ] || fail=1; \
 	awk -F'[:,] *' '/^[0-9]+%: Checks: /{ n += $$3; f += $$5 + $$7 } \
 	  /^includes: [0-9]+ passed, [0-9]+ failed$$/{ n += $$2 + $$3; f += $$3 } \
 	  /^readme: [0-9]+ passed, [0-9]+ failed$$/{ n += $$2 + $$3; f += $$3 } \
 	  /^conformance: [0-9]+ passed, [0-9]+ failed$$/{ n += $$2 + $$3; f += $$3 } \
 	  /^rules_e2e: [0-9]+ passed, [0-9]+ failed$$/{ n += $$2 + $$3; f += $$3 } \
+	  /^cluster_clients: [0-9]+ passed, [0-9]+ failed$$/{ n += $$2 + $$3; f += $$3 } \
+	  /^cluster_e2e: [0-9]+ passed, [0-9]+ failed$$/{ n += $$2 + $$3; f += $$3 } \
 	  END { printf "tests ($(FLAVOUR)): %d passed, %d failed\n", n - f, f }' $$log; \
 	rm -f $$log; exit $$fail
 
@@ -184,7 +193,7 @@ asan: deps
 # --- running ---------------------------------------------------------------
 run: deps
 	@$(MAKE) --no-print-directory all
-	SLUICED=$(B)/bin/sluiced tools/run.sh
+	SLUICED=$(B)/bin/sluiced $(if $(CLUSTER),CLUSTER='$(CLUSTER)' )tools/run.sh
 
 bench:
 	@BENCH=1 tools/deps.sh

@@ -177,7 +177,7 @@ int test_redis_start(struct test_redis *r)
 
 int test_redis_start_with(struct test_redis *r, const struct test_redis_opts *o)
 {
-	char portstr[16], busstr[16], nodes[sizeof(r->dir) + 16];
+	char portstr[16], busstr[16], timeoutstr[16], nodes[sizeof(r->dir) + 16];
 	pid_t parent = getpid();
 
 	memset(r, 0, sizeof(*r));
@@ -188,25 +188,41 @@ int test_redis_start_with(struct test_redis *r, const struct test_redis_opts *o)
 	}
 	for (int attempt = 0; attempt < 5; attempt++) {
 		int bus = o && o->cluster ? test_free_port() : 0;
+		const char *argv[40];
+		int argc = 0;
 
 		r->port = test_free_port();
 		if (r->port <= 0 || bus < 0 || bus == r->port)
 			continue;
 		snprintf(portstr, sizeof(portstr), "%d", r->port);
 		snprintf(busstr, sizeof(busstr), "%d", bus);
+		snprintf(timeoutstr, sizeof(timeoutstr), "%d", o ? o->node_timeout_ms : 0);
 		snprintf(nodes, sizeof(nodes), "%s/nodes.conf", r->dir);
-		const char *argv[] = {
-			"redis-server", "--port", portstr, "--bind", "127.0.0.1", "--save", "",
-			"--appendonly", "no", "--dir", r->dir, "--daemonize", "no",
-			"--loglevel", "warning", "--logfile", "redis.log",
-			/* last, and cut off unless asked: the bus on a port of its own, not
-			 * port + 10000, which may be taken or above 65535 */
-			"--cluster-enabled", "yes", "--cluster-config-file", nodes, "--cluster-port", busstr,
-			NULL,
-		};
+		{
+			const char *base[] = {
+				"redis-server", "--port", portstr, "--bind", "127.0.0.1", "--save", "",
+				"--appendonly", "no", "--dir", r->dir, "--daemonize", "no",
+				"--loglevel", "warning", "--logfile", "redis.log",
+			};
 
-		if (!bus)
-			argv[TEST_N(argv) - 7] = NULL;
+			for (int i = 0; i < TEST_N(base); i++)
+				argv[argc++] = base[i];
+		}
+		if (bus) {
+			/* the bus on a port of its own, not port + 10000, which may be taken or above 65535 */
+			const char *cl[] = {
+				"--cluster-enabled", "yes", "--cluster-config-file", nodes, "--cluster-port", busstr,
+				"--repl-diskless-sync-delay", "0", "--repl-ping-replica-period", "1",
+			};
+
+			for (int i = 0; i < TEST_N(cl); i++)
+				argv[argc++] = cl[i];
+			if (o->node_timeout_ms > 0) {
+				argv[argc++] = "--cluster-node-timeout";
+				argv[argc++] = timeoutstr;
+			}
+		}
+		argv[argc] = NULL;
 		r->pid = fork();
 		if (r->pid < 0) {
 			perror("fork");
@@ -223,6 +239,7 @@ int test_redis_start_with(struct test_redis *r, const struct test_redis_opts *o)
 		/* up to 5 s for PONG; a server that died (port taken, no binary) is tried again */
 		if (test_poll(answers_or_died, r, 5000, 10) >= 0 && r->pid > 0) {
 			snprintf(r->url, sizeof(r->url), "redis://127.0.0.1:%d/0", r->port);
+			r->bus = bus;
 			if (bus && o->all_slots && own_all_slots(r)) {
 				test_redis_stop(r);
 				return -1;
@@ -234,6 +251,7 @@ int test_redis_start_with(struct test_redis *r, const struct test_redis_opts *o)
 			waitpid(r->pid, NULL, 0);
 			r->pid = 0;
 		}
+		unlink(nodes); /* a bus port taken after the node wrote its nodes.conf: start afresh */
 	}
 	fprintf(stderr, "harness: redis-server did not start (see %s/redis.log)\n", r->dir);
 	return -1;

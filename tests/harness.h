@@ -18,6 +18,7 @@
  * one: tests/script_fixture (the script suites), tests/api_fixture (the admin
  * API's), tests/openapi_fixture (the OpenAPI document's); the last two share
  * tests/api_objects, and all three the test's connection, tests/conn_fixture.
+ * A Redis Cluster of such servers: tests/harness_cluster.
  * The Makefile puts every .c of tests/ but the suites into one archive that each
  * suite links, so a suite gets only the modules it uses.
  */
@@ -30,6 +31,7 @@
 struct test_redis {
 	pid_t pid;
 	int port;
+	int bus;        /* the cluster bus port of a cluster-enabled server, else 0 */
 	char dir[128];  /* temporary directory, removed by test_redis_stop */
 	char url[64];   /* "redis://127.0.0.1:<port>/0" */
 };
@@ -43,6 +45,9 @@ struct test_redis_opts {
 	 * temporary directory, the bus on another free port): a node of no
 	 * cluster that owns no slot.  CLUSTER KEYSLOT and key-less commands
 	 * (EVAL with no KEYS) work; commands on keys answer CLUSTERDOWN.
+	 * Replication is quick to start and to show (--repl-diskless-sync-delay
+	 * 0, --repl-ping-replica-period 1), for the nodes of a test cluster
+	 * (tests/harness_cluster.h).
 	 */
 	int cluster;
 	/*
@@ -52,6 +57,8 @@ struct test_redis_opts {
 	 * on keys of two slots answers CROSSSLOT, as on any cluster.
 	 */
 	int all_slots;
+	/* With cluster: --cluster-node-timeout in ms (failure detection); 0: Redis's default, 15000. */
+	int node_timeout_ms;
 };
 
 /* Start redis-server; returns 0, or -1 after printing why on stderr. */
