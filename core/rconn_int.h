@@ -42,7 +42,7 @@ struct rbatch_cmd {
 	int in_multi;     /* MULTI, EXEC and what is between */
 	/* state of one run */
 	unsigned node;
-	int pending, waiting, asking, redirects, retries, reloaded, rc;
+	int pending, waiting, asking, asked, redirects, retries, reloaded, rc;
 };
 
 struct rbatch {

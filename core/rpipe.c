@@ -241,14 +241,14 @@ static void run_round(struct rconn *c, struct rbatch *b)
  * on that node, send again).  Returns 1 when the command is pending again,
  * *wait set when the next round should wait first.
  */
-static int redirect(struct rconn *c, struct rbatch_cmd *cmd, int *wait)
+static int redirect(struct rconn *c, struct rbatch_cmd *cmd, int *wait, int last)
 {
 	redisReply *r = cmd->reply;
 	struct rnode *from = &c->nodes[cmd->node];
 	int moved = is_error(r, "MOVED"), ask = is_error(r, "ASK");
 
-	if (cmd->in_multi)
-		return 0; /* a transaction's commands go or fail together */
+	if (cmd->in_multi || last)
+		return 0; /* a transaction's commands go or fail together; the last round's replies stay */
 	if (moved || ask) {
 		unsigned slot, ni;
 		char host[RNODE_HOST_MAX];
@@ -277,11 +277,12 @@ static int redirect(struct rconn *c, struct rbatch_cmd *cmd, int *wait)
 			from->ask++;
 		}
 		cmd->node = ni;
-		cmd->asking = ask;
+		cmd->asking = cmd->asked = ask;
 	} else if (is_error(r, "TRYAGAIN") || is_error(r, "CLUSTERDOWN")) {
 		if (cmd->retries++ >= MAX_ROUNDS - 2)
 			return 0;
 		from->tryagain++;
+		cmd->asking = cmd->asked; /* a TRYAGAIN of the importing node: again with ASKING */
 		*wait = 1;
 	} else if (is_error(r, "NOSCRIPT") && cmd->script >= 0 && !cmd->reloaded) {
 		cmd->reloaded = 1;
@@ -331,7 +332,7 @@ int rbatch_run(struct rconn *c, struct rbatch *b)
 
 		cmd->node = route(c, cmd);
 		cmd->pending = 1;
-		cmd->waiting = cmd->asking = cmd->redirects = cmd->retries = cmd->reloaded = 0;
+		cmd->waiting = cmd->asking = cmd->asked = cmd->redirects = cmd->retries = cmd->reloaded = 0;
 		cmd->rc = 0;
 	}
 	for (int round = 0; round < MAX_ROUNDS; round++) {
@@ -348,7 +349,7 @@ int rbatch_run(struct rconn *c, struct rbatch *b)
 			struct rbatch_cmd *cmd = &b->v[i];
 
 			if (cmd->reply) {
-				again |= redirect(c, cmd, &wait);
+				again |= redirect(c, cmd, &wait, round == MAX_ROUNDS - 1);
 			} else if (cmd->rc == -EIO && c->mode == RCONN_CLUSTER && cmd->slot < 0 && cmd->at < 0 &&
 				   !cmd->in_multi && route(c, cmd) != cmd->node && cmd->retries++ < 2) {
 				/* a command without a key (TIME, PING) whose node failed: any other primary */
