@@ -293,9 +293,12 @@ def run_failover(c, cl, sluiced, tmp):
           saw_503 and "slots" in why, why)
     check("... its replica is promoted", new is not None)
     took = (resumed - t_kill) if resumed else None
-    check("... the drain resumes on the new primary within the node timeout + 2 s of the kill (%s s; promoted at %s s)"
-          % ("%.2f" % took if took else "never", "%.2f" % (t_promoted - t_kill) if new else "-"),
-          took is not None and took <= NODE_TIMEOUT_MS / 1000.0 + 2.0)
+    after = (resumed - t_promoted) if resumed else None
+    # the daemon's part is from the promotion on; Redis's own (failure detection, election) is before it
+    print("failover: replica promoted %.2f s after the kill (node timeout %.1f s), drain resumed %s s after the kill"
+          % (t_promoted - t_kill if new else -1, NODE_TIMEOUT_MS / 1000.0, "%.2f" % took if took else "never"))
+    check("... the drain resumes on the new primary within 1 s of its promotion (%s s)"
+          % ("%.2f" % after if after is not None else "never"), after is not None and after <= 1.0)
     check("... /readyz is 200 again", wait_http_ready(port, 5.0))
     time.sleep(0.5)
     rc = stop_daemon(d, log)
