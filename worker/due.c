@@ -257,6 +257,23 @@ static int pass_run(struct worker *w, enum worker_job job, struct due_state *d, 
 			shard[n++] = d->cursor;
 		}
 		if (n && (rc = rbatch_run(w->conn, w->batch))) {
+			if ((rc == -EIO || rc == -EAGAIN) && rconn_is_cluster(w->conn)) {
+				/*
+				 * Every shard of this round trip is on a node that is down: they
+				 * leave the pass as a failed call does (the poll reads them again),
+				 * so the shards after them, on nodes that are up, are not held up.
+				 */
+				for (size_t i = 0; i < n; i++) {
+					d->pending[shard[i]] = DUE_NONE;
+					d->next_due[shard[i]] = INT64_MAX;
+					d->backlog[shard[i]] = 0;
+				}
+				if (!*failed) {
+					status_error(w, job, "redis: %s", rconn_errstr(w->conn));
+					*failed = rc;
+				}
+				goto next;
+			}
 			/* some of these may have run: they run again (a shard job is idempotent at one instant) */
 			d->cursor = shard[0];
 			return rc;
@@ -285,6 +302,7 @@ static int pass_run(struct worker *w, enum worker_job job, struct due_state *d, 
 				}
 			}
 		}
+next:
 		if (d->cursor >= SHARD_COUNT) {
 			int again = 0;
 

@@ -151,6 +151,10 @@ int walk_step(struct worker *w, enum worker_job job, int64_t start_us, int64_t b
 	rc = 0;
 	goto out;
 fail:
+	/* a SCAN layout's keyspace on a cluster node that is down: the next node's, not this one for ever */
+	if ((rc == -EIO || rc == -EAGAIN) && rconn_is_cluster(w->conn) && js->layouts[js->layout]->scan &&
+	    next_layout(w, js, 0))
+		r->sweep_done = 1;
 	if (rc == -EIO || rc == -EAGAIN)
 		status_error(w, job, "redis: %s", rconn_errstr(w->conn));
 	else if (rc == -ENOMEM)
