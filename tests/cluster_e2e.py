@@ -254,6 +254,11 @@ def run_failover(c, cl, sluiced, tmp):
             n = 400 if p == probe else FILL
             buckets[p] = (cl.fill(p, n)[1], n)
     time.sleep(0.4)
+    # buckets of the other primaries, filled large enough not to empty before the promotion
+    others = [p for port_, ps in paths_on_every_primary(c, b"/api/g", 2).items() if port_ != victim for p in ps]
+    for p in others:
+        cl.fill(p, 300)
+    level_at_kill = {p: cl.r.zcard(client_keys("leaky_bucket", p)[0]) for p in others}
     t_kill = time.monotonic()
     c.kill(victim)
     saw_503, why = False, ""
@@ -271,6 +276,7 @@ def run_failover(c, cl, sluiced, tmp):
                 if o != victim and o is not None:
                     new = o
                     t_promoted = time.monotonic()
+                    level_at_promotion = {p: cl.r.zcard(client_keys("leaky_bucket", p)[0]) for p in others}
             except cluster.ClusterError:
                 pass
         if new is not None:
@@ -292,6 +298,14 @@ def run_failover(c, cl, sluiced, tmp):
     check("failover: /readyz is 503 while the dead primary's slots are uncovered, naming them",
           saw_503 and "slots" in why, why)
     check("... its replica is promoted", new is not None)
+    if new is not None:
+        # until the cluster marks the dead primary FAIL (about the node timeout) the other primaries'
+        # buckets are drained at their rate; from then to the promotion the whole cluster answers
+        # CLUSTERDOWN (cluster-require-full-coverage yes, Redis's default), so nothing can be
+        want = int(RATE * (NODE_TIMEOUT_MS / 1000.0 - 0.5))
+        least = min(level_at_kill[p] - level_at_promotion[p] for p in others)
+        check("... meanwhile the other primaries' buckets kept draining until the cluster refused all (least %d, "
+              "at least %d)" % (least, want), least >= want, repr(level_at_promotion))
     took = (resumed - t_kill) if resumed else None
     after = (resumed - t_promoted) if resumed else None
     # the daemon's part is from the promotion on; Redis's own (failure detection, election) is before it
