@@ -170,11 +170,15 @@ check-run: all $(TEST_BIN) check-lua $(LUA) $(LUA_TEST)
 	echo "== tests/rules_e2e.py (rules obeyed, through redis-py and the admin API)"; \
 	/usr/bin/python3 tests/rules_e2e.py $(B)/bin/sluiced build/lua 2>&1 | tee -a $$log; \
 	[ $${PIPESTATUS[0]} -eq 0 ] || fail=1; \
+	echo "== tests/cluster_clients.py (the client scripts on a real Redis Cluster, through redis-py)"; \
+	/usr/bin/python3 tests/cluster_clients.py build/lua 2>&1 | tee -a $$log; \
+	[ $${PIPESTATUS[0]} -eq 0 ] || fail=1; \
 	awk -F'[:,] *' '/^[0-9]+%: Checks: /{ n += $$3; f += $$5 + $$7 } \
 	  /^includes: [0-9]+ passed, [0-9]+ failed$$/{ n += $$2 + $$3; f += $$3 } \
 	  /^readme: [0-9]+ passed, [0-9]+ failed$$/{ n += $$2 + $$3; f += $$3 } \
 	  /^conformance: [0-9]+ passed, [0-9]+ failed$$/{ n += $$2 + $$3; f += $$3 } \
 	  /^rules_e2e: [0-9]+ passed, [0-9]+ failed$$/{ n += $$2 + $$3; f += $$3 } \
+	  /^cluster_clients: [0-9]+ passed, [0-9]+ failed$$/{ n += $$2 + $$3; f += $$3 } \
 	  END { printf "tests ($(FLAVOUR)): %d passed, %d failed\n", n - f, f }' $$log; \
 	rm -f $$log; exit $$fail
 

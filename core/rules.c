@@ -316,6 +316,8 @@ void ruleset_clear(struct ruleset *rs)
 	rs->n = rs->cap = 0;
 	rs->version = 0;
 	rs->epoch[0] = '\0';
+	rs->digest[0] = '\0';
+	rs->digest_due_ms = 0;
 	rs->loaded = 0;
 }
 

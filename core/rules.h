@@ -72,6 +72,8 @@ struct ruleset {
 	size_t n, cap;
 	uint64_t version;        /* the Redis version counter it was loaded at */
 	char epoch[40];          /* the store's epoch it was loaded at (see rulestore.h) */
+	char digest[64];         /* the rules hash's digest it was loaded at (see rulestore.h) */
+	int64_t digest_due_ms;   /* CLOCK_MONOTONIC ms of rulestore_refresh's next digest check (0: the next refresh) */
 	int loaded;              /* 1 once loaded from Redis */
 };
 

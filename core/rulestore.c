@@ -8,6 +8,16 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/clock.h"
+
+/*
+ * Every command this file sends names one key: the three keys below hash to
+ * three slots of a Redis Cluster (they carry no hash tag, and DESIGN.md fixes
+ * their names).  Commands of a pipeline go to different nodes there and keep
+ * no order between nodes, so where order matters (a write before the
+ * version's bump, the hash read between two reads of the marks) each step is
+ * its own round trip.
+ */
 struct keys {
 	char hash[128];
 	char version[136];
@@ -63,116 +73,273 @@ int rulestore_version(struct rconn *c, const char *prefix, uint64_t *out)
 	return rc;
 }
 
+/* Bytes of a digest as rulestore_read.lua writes it ("<fields>:<40 hex>"), with its NUL. */
+#define DIGEST_SIZE sizeof(((struct ruleset *)0)->digest)
+
 static int by_name(const void *a, const void *b)
 {
 	return strcmp((*(struct rule *const *)a)->name, (*(struct rule *const *)b)->name);
 }
 
-/* The store's (version, epoch); *sane = 0 when the version is not a number. */
-static int read_marks(struct rconn *c, const struct keys *k, uint64_t *version, char *epoch,
-		      size_t cap, int *sane)
-{
-	const char *argv[3] = { "MGET", k->version, k->epoch };
-	size_t lens[3] = { 4, strlen(k->version), strlen(k->epoch) };
-	redisReply *r;
-	int rc;
+/* The store's (version, epoch) as read. */
+struct marks {
+	uint64_t version;   /* 0 when absent or not a number */
+	int sane;           /* the version key is absent or holds a number */
+	int has_version;    /* the version key exists (of any type) */
+	int has_epoch;      /* the epoch key exists (of any type) */
+	char epoch[40];     /* "" when absent or not a string */
+};
 
-	if ((rc = rconn_command(c, 3, argv, lens, &r)))
-		return rc;
-	if (r->type != REDIS_REPLY_ARRAY || r->elements != 2) {
-		rc = r->type == REDIS_REPLY_ERROR ? -EBADMSG : -EPROTO;
-		freeReplyObject(r);
-		return rc;
-	}
-	*sane = parse_version(r->element[0], version) == 0;
-	snprintf(epoch, cap, "%s", r->element[1]->type == REDIS_REPLY_STRING ? r->element[1]->str : "");
-	freeReplyObject(r);
-	return 0;
+static int same_marks(const struct marks *a, const struct marks *b)
+{
+	return a->version == b->version && a->sane == b->sane && a->has_version == b->has_version &&
+	       a->has_epoch == b->has_epoch && strcmp(a->epoch, b->epoch) == 0;
 }
 
-static int queue_multi(struct rbatch *b, int exec)
+/* GET of the version, GET of the epoch: two commands of one key each. 0 or -ENOMEM. */
+static int queue_marks(struct rbatch *b, const struct keys *k)
 {
-	const char *m[1] = { exec ? "EXEC" : "MULTI" };
-	size_t l[1] = { exec ? 4 : 5 };
+	const char *gv[2] = { "GET", k->version }, *ge[2] = { "GET", k->epoch };
+	size_t gvl[2] = { 3, strlen(k->version) }, gel[2] = { 3, strlen(k->epoch) };
 
-	return rbatch_cmd(b, 1, m, l) ? -ENOMEM : 0;
+	return rbatch_cmd(b, 2, gv, gvl) || rbatch_cmd(b, 2, ge, gel) ? -ENOMEM : 0;
 }
 
-/* Tries of the read without a transaction before one inside MULTI. */
-#define REFRESH_READS 3
-
-/* Any reply of the batch that is Redis's refusal at maxmemory: -ENOSPC; else 0. */
-static int batch_oom(const struct rbatch *b)
+static int is_wrongtype(const redisReply *r)
 {
-	for (size_t i = 0; i < rbatch_len(b); i++)
-		if (reply_is_oom(rbatch_reply(b, i)))
-			return -ENOSPC;
-	return 0;
-}
-
-/* Two MGET replies of (version, epoch) that are the same strings (or both nil). */
-static int same_marks(const redisReply *a, const redisReply *b)
-{
-	for (size_t i = 0; i < 2; i++) {
-		const redisReply *x = a->element[i], *y = b->element[i];
-
-		if (x->type != y->type || (x->type == REDIS_REPLY_STRING &&
-					   (x->len != y->len || memcmp(x->str, y->str, x->len) != 0)))
-			return 0;
-	}
-	return 1;
-}
-
-static int is_marks(const redisReply *r)
-{
-	return r && r->type == REDIS_REPLY_ARRAY && r->elements == 2;
+	return r->type == REDIS_REPLY_ERROR && strncmp(r->str, "WRONGTYPE", 9) == 0;
 }
 
 /*
- * Read the marks and the rules hash so that they agree, into *marks and *hash
- * (owned by `b`).  Redis at maxmemory refuses every command queued in MULTI,
- * so first without a transaction: MGET, HGETALL, MGET again in one pipeline.
- * Every change bumps the version with the hash in one MULTI (the epoch tells
- * a store that started again), so equal marks around the HGETALL mean no
- * change landed in between.  After REFRESH_READS tries that all saw a change,
- * one read inside MULTI (which at maxmemory fails with -ENOSPC).
+ * The marks from the replies of queue_marks at `i` and `i + 1` of `b`.  A key
+ * of another type (WRONGTYPE) reads as one of no value, as MGET answers it: a
+ * version not sane, the epoch "".  Another error reply: -ENOSPC or -EBADMSG.
  */
-static int read_store(struct rconn *c, const struct keys *k, struct rbatch *b, const redisReply **marks,
-		      const redisReply **hash)
+static int take_marks(const struct rbatch *b, size_t i, struct marks *m)
 {
-	const char *mget[3] = { "MGET", k->version, k->epoch }, *all[2] = { "HGETALL", k->hash };
-	size_t mgetl[3] = { 4, strlen(k->version), strlen(k->epoch) }, alll[2] = { 7, strlen(k->hash) };
-	const redisReply *r;
+	const redisReply *v = rbatch_reply(b, i), *e = rbatch_reply(b, i + 1);
+
+	if (!v || !e)
+		return -EPROTO;
+	if ((v->type == REDIS_REPLY_ERROR && !is_wrongtype(v)) || (e->type == REDIS_REPLY_ERROR && !is_wrongtype(e)))
+		return reply_errno(v->type == REDIS_REPLY_ERROR && !is_wrongtype(v) ? v : e);
+	memset(m, 0, sizeof(*m));
+	m->has_version = v->type != REDIS_REPLY_NIL;
+	m->sane = parse_version(v, &m->version) == 0;
+	m->has_epoch = e->type != REDIS_REPLY_NIL;
+	if (e->type == REDIS_REPLY_STRING)
+		snprintf(m->epoch, sizeof(m->epoch), "%.*s", (int)e->len, e->str);
+	return 0;
+}
+
+/* The marks alone, one round trip.  0 or as take_marks, or an rconn error. */
+static int read_marks(struct rconn *c, const struct keys *k, struct rbatch *b, struct marks *m)
+{
 	int rc;
+
+	rbatch_clear(b);
+	if ((rc = queue_marks(b, k)) || (rc = rbatch_run(c, b)))
+		return rc;
+	return take_marks(b, 0, m);
+}
+
+/* rulestore_read.lua on the hash: `what` is "digest" or "all".  0 or -ENOMEM. */
+static int queue_read(struct rbatch *b, const struct keys *k, const char *what)
+{
+	const char *argv[2] = { k->hash, what };
+	size_t lens[2] = { strlen(k->hash), strlen(what) };
+
+	return rbatch_eval(b, SCRIPT_RULESTORE_READ, 1, 2, argv, lens) ? -ENOMEM : 0;
+}
+
+/* The digest, first element of a rulestore_read.lua reply, into `out` (`cap` bytes). */
+static int take_digest(const redisReply *r, char *out, size_t cap)
+{
+	if (!r)
+		return -EPROTO;
+	if (r->type == REDIS_REPLY_ERROR)
+		return reply_errno(r); /* WRONGTYPE: the rules key has another type */
+	if (r->type != REDIS_REPLY_ARRAY || r->elements < 1 || (r->elements - 1) % 2 ||
+	    r->element[0]->type != REDIS_REPLY_STRING || r->element[0]->len >= cap)
+		return -EPROTO;
+	memcpy(out, r->element[0]->str, r->element[0]->len + 1);
+	return 0;
+}
+
+/*
+ * The check of a refresh: the marks, and the hash's digest when `digest` is
+ * not NULL, in one round trip (three keys, any order).
+ */
+static int read_check(struct rconn *c, const struct keys *k, struct rbatch *b, struct marks *m, char *digest,
+		      size_t cap)
+{
+	int rc;
+
+	rbatch_clear(b);
+	if ((rc = queue_marks(b, k)) || (digest && (rc = queue_read(b, k, "digest"))) || (rc = rbatch_run(c, b)))
+		return rc;
+	if ((rc = take_marks(b, 0, m)))
+		return rc;
+	return digest ? take_digest(rbatch_reply(b, 2), digest, cap) : 0;
+}
+
+/* Tries of the hash's read between two equal reads of the marks; then the last read is taken. */
+#define REFRESH_READS 3
+
+/*
+ * Read the rules hash (rulestore_read.lua "all": its digest, then its fields)
+ * between two reads of the marks, each its own round trip, so the hash was
+ * read after the first marks and before the second on a Cluster too.  `m`
+ * holds the marks read before (in) and the ones the hash goes with (out).
+ * Every change writes the hash before it bumps the version, so equal marks
+ * around the read mean it holds every change up to them (and perhaps one
+ * whose bump is still to come, which the next refresh sees).  After
+ * REFRESH_READS reads that each saw the marks change, the last read is taken
+ * with the marks read before it: the version now stored differs from those,
+ * so the next refresh reads again.  *hash is the caller's (freeReplyObject).
+ */
+static int read_store(struct rconn *c, const struct keys *k, struct rbatch *b, struct marks *m,
+		      redisReply **hash)
+{
+	redisReply *h = NULL;
+	struct marks after;
+	char digest[DIGEST_SIZE];
+	int rc = 0;
 
 	for (int tries = 0; tries < REFRESH_READS; tries++) {
 		rbatch_clear(b);
-		if (rbatch_cmd(b, 3, mget, mgetl) || rbatch_cmd(b, 2, all, alll) || rbatch_cmd(b, 3, mget, mgetl))
-			return -ENOMEM;
-		if ((rc = rbatch_run(c, b)))
-			return rc;
-		if (!is_marks(rbatch_reply(b, 0)) || !is_marks(rbatch_reply(b, 2)))
-			return batch_oom(b) ? -ENOSPC : -EPROTO;
-		if (same_marks(rbatch_reply(b, 0), rbatch_reply(b, 2))) {
-			*marks = rbatch_reply(b, 0);
-			*hash = rbatch_reply(b, 1);
-			return 0;
-		}
+		if ((rc = queue_read(b, k, "all")) || (rc = rbatch_run(c, b)))
+			goto fail;
+		if (h)
+			freeReplyObject(h);
+		h = rbatch_take(b, 0);
+		if ((rc = take_digest(h, digest, sizeof(digest))) || (rc = read_marks(c, k, b, &after)))
+			goto fail;
+		if (same_marks(m, &after))
+			break;
+		if (tries + 1 < REFRESH_READS)
+			*m = after;
+	}
+	*hash = h;
+	return 0;
+fail:
+	if (h)
+		freeReplyObject(h);
+	return rc;
+}
+
+/*
+ * rulestore_cas.lua on one key of `k` (the hash for "hset"/"hdel", the
+ * version for "incr"), with `nargs` arguments after the op.  *st is the
+ * script's status (0, 1, 2) and *found its second element, owned by `b`.
+ * -ENOSPC when Redis refused the call at maxmemory (nothing written),
+ * -EBADMSG for another error reply (a key of another type), -EPROTO.
+ */
+static int cas(struct rconn *c, struct rbatch *b, const char *key, int nargs, const char *const *args,
+	       const size_t *lens, long long *st, const redisReply **found)
+{
+	const char *argv[6];
+	size_t l[6];
+	const redisReply *r;
+	int rc;
+
+	argv[0] = key;
+	l[0] = strlen(key);
+	for (int i = 0; i < nargs; i++) {
+		argv[i + 1] = args[i];
+		l[i + 1] = lens[i];
 	}
 	rbatch_clear(b);
-	if (queue_multi(b, 0) || rbatch_cmd(b, 3, mget, mgetl) || rbatch_cmd(b, 2, all, alll) ||
-	    queue_multi(b, 1))
+	if (rbatch_eval(b, SCRIPT_RULESTORE_CAS, 1, nargs + 1, argv, l))
 		return -ENOMEM;
 	if ((rc = rbatch_run(c, b)))
 		return rc;
-	if ((rc = batch_oom(b)))
-		return rc;
-	r = rbatch_reply(b, 3);
-	if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2 || !is_marks(r->element[0]))
+	r = rbatch_reply(b, 0);
+	if (!r || r->type == REDIS_REPLY_ERROR)
+		return r ? reply_errno(r) : -EPROTO;
+	if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 || r->element[0]->type != REDIS_REPLY_INTEGER ||
+	    r->element[0]->integer < 0 || r->element[0]->integer > 2)
 		return -EPROTO;
-	*marks = r->element[0];
-	*hash = r->element[1];
+	*st = r->element[0]->integer;
+	*found = r->element[1];
 	return 0;
+}
+
+/* A fresh epoch token: 16 hex digits from getrandom, or time and pid when it fails. */
+static void new_epoch(char *out, size_t cap)
+{
+	unsigned long long x;
+
+	if (getrandom(&x, sizeof(x), GRND_NONBLOCK) != (ssize_t)sizeof(x))
+		x = (unsigned long long)time(NULL) * 1000003ULL ^ (unsigned long long)getpid();
+	snprintf(out, cap, "%016llx", x);
+}
+
+/* One command of one key whose reply must not be an error.  0, -ENOSPC, -EBADMSG or an rconn error. */
+static int write_one(struct rconn *c, struct rbatch *b, int argc, const char *const *argv, const size_t *lens)
+{
+	const redisReply *r;
+	int rc;
+
+	rbatch_clear(b);
+	if (rbatch_cmd(b, argc, argv, lens))
+		return -ENOMEM;
+	if ((rc = rbatch_run(c, b)))
+		return rc;
+	r = rbatch_reply(b, 0);
+	return !r ? -EPROTO : r->type == REDIS_REPLY_ERROR ? reply_errno(r) : 0;
+}
+
+/* SET <epoch> <fresh token> NX.  As write_one. */
+static int set_epoch(struct rconn *c, const struct keys *k, struct rbatch *b)
+{
+	char epoch[24];
+	const char *argv[4] = { "SET", k->epoch, epoch, "NX" };
+	size_t lens[4] = { 3, strlen(k->epoch), 0, 2 };
+
+	new_epoch(epoch, sizeof(epoch));
+	lens[2] = strlen(epoch);
+	return write_one(c, b, 4, argv, lens);
+}
+
+/*
+ * A change's announcement, after its write to the hash: the epoch (SET NX)
+ * when the read before found none, then INCR of the version, each its own
+ * round trip so the version moves last on a Cluster too.  Its error is not
+ * the change's: the change is made, and a refresh that finds the hash's
+ * digest changed at the same version bumps the version for it (rulestore.h).
+ */
+static int announce(struct rconn *c, const struct keys *k, struct rbatch *b, int with_epoch)
+{
+	const char *incr[2] = { "INCR", k->version };
+	size_t incrl[2] = { 4, strlen(k->version) };
+	int rc;
+
+	if (with_epoch && (rc = set_epoch(c, k, b)))
+		return rc;
+	return write_one(c, b, 2, incr, incrl);
+}
+
+/*
+ * The bump a change without one is owed (found by the digest): the epoch when
+ * there is none, then the version, only if it is still `m`'s
+ * (rulestore_cas.lua "incr"), so daemons that find the same change at once
+ * bump it once.  0 (bumped, or the version moved already), or the error of
+ * the write Redis refused (at maxmemory: -ENOSPC).
+ */
+static int owed_bump(struct rconn *c, const struct keys *k, struct rbatch *b, const struct marks *m)
+{
+	char v[24];
+	const char *args[2] = { "incr", v };
+	size_t lens[2] = { 4, 0 };
+	const redisReply *found;
+	long long st;
+	int rc;
+
+	if (!m->has_epoch && (rc = set_epoch(c, k, b)))
+		return rc;
+	lens[1] = (size_t)snprintf(v, sizeof(v), "%llu", (unsigned long long)m->version);
+	return cas(c, b, k->version, 2, args, lens, &st, &found);
 }
 
 int rulestore_refresh(struct rconn *c, const char *prefix, struct ruleset *rs, int force,
@@ -181,34 +348,40 @@ int rulestore_refresh(struct rconn *c, const char *prefix, struct ruleset *rs, i
 	struct keys k;
 	struct ruleset next = { 0 };
 	struct rbatch *b = NULL;
-	char epoch[sizeof(rs->epoch)];
-	const redisReply *marks, *hash;
+	struct marks m;
+	char digest[DIGEST_SIZE];
+	redisReply *hash = NULL;
+	int64_t now = clock_mono_ms();
+	int due = !force && rs->loaded && now >= rs->digest_due_ms;
 	size_t bad = 0;
-	uint64_t v;
-	int rc, sane;
+	int rc;
 
 	if (changed)
 		*changed = 0;
 	make_keys(prefix, &k);
-	if ((rc = read_marks(c, &k, &v, epoch, sizeof(epoch), &sane)))
-		return rc;
-	if (!force && sane && rs->loaded && v == rs->version && strcmp(epoch, rs->epoch) == 0)
-		return 0;
 	if (!(b = rbatch_new()))
 		return -ENOMEM;
-	if ((rc = read_store(c, &k, b, &marks, &hash)))
+	if ((rc = read_check(c, &k, b, &m, due ? digest : NULL, sizeof(digest))))
 		goto out;
-	if (hash->type == REDIS_REPLY_ERROR) {
-		rc = -EBADMSG; /* the rules key has another type */
-		goto out;
+	if (!force && rs->loaded && m.sane && m.version == rs->version && strcmp(m.epoch, rs->epoch) == 0) {
+		if (!due)
+			goto out; /* the version says nothing changed; the digest is checked later */
+		if (strcmp(digest, rs->digest) == 0) {
+			rs->digest_due_ms = now + RULESTORE_DIGEST_MS;
+			goto out; /* nothing changed */
+		}
+		/*
+		 * The hash changed and the version did not: a writer stopped
+		 * between the two, or a hand edit.  Bump it, so every daemon
+		 * reloads and rewrites its copies; refused (maxmemory), this
+		 * daemon reloads all the same.
+		 */
+		if (owed_bump(c, &k, b, &m) == 0 && (rc = read_marks(c, &k, b, &m)))
+			goto out;
 	}
-	if (hash->type != REDIS_REPLY_ARRAY) {
-		rc = -EPROTO;
+	if ((rc = read_store(c, &k, b, &m, &hash)) || (rc = take_digest(hash, digest, sizeof(digest))))
 		goto out;
-	}
-	parse_version(marks->element[0], &v);
-	snprintf(epoch, sizeof(epoch), "%s", marks->element[1]->type == REDIS_REPLY_STRING ? marks->element[1]->str : "");
-	for (size_t i = 0; i + 1 < hash->elements; i += 2) {
+	for (size_t i = 1; i + 1 < hash->elements; i += 2) {
 		const redisReply *name = hash->element[i], *body = hash->element[i + 1];
 		struct rule *rule;
 
@@ -225,8 +398,10 @@ int rulestore_refresh(struct rconn *c, const char *prefix, struct ruleset *rs, i
 		qsort(next.v, next.n, sizeof(next.v[0]), by_name);
 	ruleset_clear(rs);
 	*rs = next;
-	rs->version = v;
-	memcpy(rs->epoch, epoch, sizeof(rs->epoch));
+	rs->version = m.version;
+	memcpy(rs->epoch, m.epoch, sizeof(rs->epoch));
+	memcpy(rs->digest, digest, sizeof(rs->digest));
+	rs->digest_due_ms = now + RULESTORE_DIGEST_MS;
 	rs->loaded = 1;
 	memset(&next, 0, sizeof(next));
 	if (changed)
@@ -234,57 +409,11 @@ int rulestore_refresh(struct rconn *c, const char *prefix, struct ruleset *rs, i
 	if (invalid)
 		*invalid = bad;
 out:
+	if (hash)
+		freeReplyObject(hash);
 	ruleset_clear(&next);
 	rbatch_free(b);
 	return rc;
-}
-
-/*
- * Refuse a change when the version counter is not a number: EXEC would store
- * the rule and fail the INCR (Redis does not roll back), and no other daemon
- * would ever reload.
- */
-static int check_version(struct rconn *c, const struct keys *k)
-{
-	char epoch[40];
-	uint64_t v;
-	int sane, rc = read_marks(c, k, &v, epoch, sizeof(epoch), &sane);
-
-	return rc ? rc : sane ? 0 : -EBADMSG;
-}
-
-/* A fresh epoch token: 16 hex digits from getrandom, or time and pid when it fails. */
-static void new_epoch(char *out, size_t cap)
-{
-	unsigned long long x;
-
-	if (getrandom(&x, sizeof(x), GRND_NONBLOCK) != (ssize_t)sizeof(x))
-		x = (unsigned long long)time(NULL) * 1000003ULL ^ (unsigned long long)getpid();
-	snprintf(out, cap, "%016llx", x);
-}
-
-/* Run MULTI, `cmds`, EXEC; every queued command must succeed. */
-static int transaction(struct rconn *c, struct rbatch *b, size_t ncmds, redisReply **exec)
-{
-	redisReply *r;
-	int rc;
-
-	if ((rc = rbatch_run(c, b)))
-		return rc;
-	if ((rc = batch_oom(b)))
-		return rc; /* refused at maxmemory: EXEC ran nothing (EXECABORT) */
-	r = rbatch_reply(b, ncmds + 1);
-	if (!r)
-		return -EPROTO;
-	if (r->type == REDIS_REPLY_NIL)
-		return -ESTALE; /* a WATCHed key changed: EXEC ran nothing */
-	if (r->type != REDIS_REPLY_ARRAY || r->elements != ncmds)
-		return r->type == REDIS_REPLY_ERROR ? -EBADMSG : -EPROTO;
-	for (size_t i = 0; i < r->elements; i++)
-		if (r->element[i]->type == REDIS_REPLY_ERROR)
-			return -EBADMSG;
-	*exec = r;
-	return 0;
 }
 
 int rulestore_etag(const struct rule *r, char out[RULESTORE_ETAG_SIZE])
@@ -337,18 +466,30 @@ static int precondition_holds(const char *cond, const char *name, const char *te
 	return 0;
 }
 
-static int watch_rules(struct rconn *c, const struct keys *k, int on)
+/*
+ * The read before a change, one round trip: HGET of rule `name` (*old, the
+ * caller's) and the marks.  -EBADMSG when the hash has another type.
+ */
+static int read_before(struct rconn *c, const struct keys *k, struct rbatch *b, const char *name,
+		       redisReply **old, struct marks *m)
 {
-	const char *argv[2] = { on ? "WATCH" : "UNWATCH", k->hash };
-	size_t lens[2] = { on ? 5 : 7, strlen(k->hash) };
+	const char *hget[3] = { "HGET", k->hash, name };
+	size_t hgetl[3] = { 4, strlen(k->hash), strlen(name) };
 	redisReply *r;
-	int rc = rconn_command(c, on ? 2 : 1, argv, lens, &r);
+	int rc;
 
-	if (!rc) {
-		rc = r->type == REDIS_REPLY_STATUS ? 0 : -EBADMSG;
-		freeReplyObject(r);
-	}
-	return rc;
+	rbatch_clear(b);
+	if (rbatch_cmd(b, 3, hget, hgetl) || queue_marks(b, k))
+		return -ENOMEM;
+	if ((rc = rbatch_run(c, b)))
+		return rc;
+	r = rbatch_reply(b, 0);
+	if (!r || (r->type != REDIS_REPLY_STRING && r->type != REDIS_REPLY_NIL))
+		return r && r->type == REDIS_REPLY_ERROR ? -EBADMSG : -EPROTO;
+	if ((rc = take_marks(b, 1, m)))
+		return rc;
+	*old = rbatch_take(b, 0);
+	return 0;
 }
 
 int rulestore_put(struct rconn *c, const char *prefix, const struct rule *rule, int *created,
@@ -361,26 +502,23 @@ int rulestore_put_if(struct rconn *c, const char *prefix, const struct rule *rul
 		     int *created, int *unchanged)
 {
 	struct keys k;
-	char *text = rule_to_text(rule), epoch[24];
-	const char *hget[3] = { "HGET", k.hash, rule->name };
-	size_t hgetl[3] = { 4, 0, strlen(rule->name) };
+	char *text = rule_to_text(rule);
 	struct rbatch *b = NULL;
-	redisReply *old = NULL, *exec;
-	int rc, execd = 0;
+	redisReply *old = NULL;
+	const redisReply *found;
+	struct marks m;
+	long long st;
+	int rc;
 
 	if (!text)
 		return -ENOMEM;
 	make_keys(prefix, &k);
-	hgetl[1] = strlen(k.hash);
-	/* WATCH before the read, so a change between the check and EXEC aborts EXEC */
-	if (if_match && (rc = watch_rules(c, &k, 1)))
-		goto out;
-	if ((rc = rconn_command(c, 3, hget, hgetl, &old)))
-		goto out;
-	if (old->type == REDIS_REPLY_ERROR) {
-		rc = -EBADMSG;
+	if (!(b = rbatch_new())) {
+		rc = -ENOMEM;
 		goto out;
 	}
+	if ((rc = read_before(c, &k, b, rule->name, &old, &m)))
+		goto out;
 	if (if_match && !precondition_holds(if_match, rule->name,
 					    old->type == REDIS_REPLY_STRING ? old->str : NULL, old->len)) {
 		rc = -ESTALE;
@@ -393,38 +531,31 @@ int rulestore_put_if(struct rconn *c, const char *prefix, const struct rule *rul
 			*unchanged = 1;
 		goto out;
 	}
-	if ((rc = check_version(c, &k)))
-		goto out;
-	if (!(b = rbatch_new())) {
-		rc = -ENOMEM;
+	/* a version that is no number: the bump would fail and no other daemon would reload */
+	if (!m.sane) {
+		rc = -EBADMSG;
 		goto out;
 	}
-	new_epoch(epoch, sizeof(epoch));
 	{
-		const char *hset[4] = { "HSET", k.hash, rule->name, text };
-		const char *incr[2] = { "INCR", k.version };
-		const char *setnx[4] = { "SET", k.epoch, epoch, "NX" };
-		size_t hsetl[4] = { 4, strlen(k.hash), strlen(rule->name), strlen(text) };
-		size_t incrl[2] = { 4, strlen(k.version) };
-		size_t setnxl[4] = { 3, strlen(k.epoch), strlen(epoch), 2 };
+		/* with If-Match, the field must still hold what the precondition held on */
+		const char *args[5] = { "hset", rule->name, if_match ? "equal" : "any",
+					if_match ? old->str : "", text };
+		size_t lens[5] = { 4, strlen(rule->name), if_match ? 5 : 3, if_match ? old->len : 0, strlen(text) };
 
-		if (queue_multi(b, 0) || rbatch_cmd(b, 4, hset, hsetl) || rbatch_cmd(b, 2, incr, incrl) ||
-		    rbatch_cmd(b, 4, setnx, setnxl) || queue_multi(b, 1)) {
-			rc = -ENOMEM;
+		if ((rc = cas(c, b, k.hash, 5, args, lens, &st, &found)))
 			goto out;
-		}
 	}
-	rc = transaction(c, b, 3, &exec);
-	execd = 1; /* EXEC (run or aborted) ended the WATCH */
-	if (rc)
+	if (st == 0) {
+		rc = if_match ? -ESTALE : -EPROTO; /* changed since the read ("any" never answers 0) */
 		goto out;
+	}
 	if (created)
-		*created = old->type == REDIS_REPLY_NIL;
+		*created = st == 1 && found->type == REDIS_REPLY_NIL;
 	if (unchanged)
-		*unchanged = 0;
+		*unchanged = st == 2; /* in place already: another writer's, or this call sent twice */
+	if (st == 1)
+		(void)announce(c, &k, b, !m.has_epoch);
 out:
-	if (if_match && !execd)
-		watch_rules(c, &k, 0); /* EXEC clears the WATCH; every other way out must */
 	if (old)
 		freeReplyObject(old);
 	rbatch_free(b);
@@ -435,41 +566,25 @@ out:
 int rulestore_mark(struct rconn *c, const char *prefix)
 {
 	struct keys k;
-	char epoch[24];
-	struct rbatch *b = NULL;
-	redisReply *r = NULL;
+	struct rbatch *b;
+	struct marks m;
 	int rc;
 
 	make_keys(prefix, &k);
+	if (!(b = rbatch_new()))
+		return -ENOMEM;
 	/* Write only what is missing: Redis at maxmemory refuses even a SET NX that would change nothing. */
-	{
-		const char *argv[3] = { "MGET", k.version, k.epoch };
-		size_t lens[3] = { 4, strlen(k.version), strlen(k.epoch) };
+	if ((rc = read_marks(c, &k, b, &m)))
+		goto out;
+	if (!m.has_epoch && (rc = set_epoch(c, &k, b)))
+		goto out;
+	if (!m.has_version) {
+		const char *argv[4] = { "SET", k.version, "1", "NX" };
+		size_t lens[4] = { 3, strlen(k.version), 1, 2 };
 
-		if ((rc = rconn_command(c, 3, argv, lens, &r)))
-			return rc;
+		rc = write_one(c, b, 4, argv, lens);
 	}
-	if (!is_marks(r)) {
-		rc = r->type == REDIS_REPLY_ERROR ? -EBADMSG : -EPROTO;
-		goto out;
-	}
-	if (r->element[0]->type != REDIS_REPLY_NIL && r->element[1]->type != REDIS_REPLY_NIL)
-		goto out;
-	if (!(b = rbatch_new())) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	new_epoch(epoch, sizeof(epoch));
-	{
-		const char *v[4] = { "SET", k.version, "1", "NX" }, *e[4] = { "SET", k.epoch, epoch, "NX" };
-		size_t vl[4] = { 3, strlen(k.version), 1, 2 }, el[4] = { 3, strlen(k.epoch), strlen(epoch), 2 };
-
-		rc = rbatch_cmd(b, 4, v, vl) || rbatch_cmd(b, 4, e, el) ? -ENOMEM : rbatch_run(c, b);
-	}
-	if (!rc)
-		rc = batch_oom(b);
 out:
-	freeReplyObject(r);
 	rbatch_free(b);
 	return rc;
 }
@@ -483,66 +598,47 @@ int rulestore_delete_if(struct rconn *c, const char *prefix, const char *name, c
 			int *deleted)
 {
 	struct keys k;
-	const char *hexists[3] = { "HEXISTS", k.hash, name };
-	const char *hdel[3] = { "HDEL", k.hash, name };
-	const char *incr[2] = { "INCR", k.version };
-	size_t hel[3] = { 7, 0, strlen(name) }, hdell[3] = { 4, 0, strlen(name) }, incrl[2] = { 4, 0 };
-	struct rbatch *b = NULL;
-	redisReply *r = NULL, *exec;
+	struct rbatch *b;
+	redisReply *old = NULL;
+	const redisReply *found;
+	struct marks m;
+	long long st;
 	int rc;
 
 	make_keys(prefix, &k);
-	hel[1] = hdell[1] = strlen(k.hash);
-	incrl[1] = strlen(k.version);
-	if (if_match) {
-		const char *hget[3] = { "HGET", k.hash, name };
-		size_t hgl[3] = { 4, strlen(k.hash), strlen(name) };
+	if (!(b = rbatch_new()))
+		return -ENOMEM;
+	if ((rc = read_before(c, &k, b, name, &old, &m)))
+		goto out;
+	if (old->type == REDIS_REPLY_NIL) {
+		*deleted = 0; /* nothing to delete: not found, whatever the precondition */
+		goto out;
+	}
+	if (if_match && !precondition_holds(if_match, name, old->str, old->len)) {
+		rc = -ESTALE;
+		goto out;
+	}
+	if (!m.sane) {
+		rc = -EBADMSG;
+		goto out;
+	}
+	{
+		const char *args[4] = { "hdel", name, if_match ? "equal" : "any", if_match ? old->str : "" };
+		size_t lens[4] = { 4, strlen(name), if_match ? 5 : 3, if_match ? old->len : 0 };
 
-		if ((rc = watch_rules(c, &k, 1)))
-			return rc;
-		if ((rc = rconn_command(c, 3, hget, hgl, &r)))
-			return rc;
-		rc = r->type == REDIS_REPLY_ERROR ? -EBADMSG
-		     : r->type == REDIS_REPLY_NIL ? 0
-		     : !precondition_holds(if_match, name, r->type == REDIS_REPLY_STRING ? r->str : NULL, r->len)
-			     ? -ESTALE : 0;
-		if (!rc && r->type == REDIS_REPLY_NIL) {
-			/* nothing to delete: not found, whatever the precondition */
-			freeReplyObject(r);
-			watch_rules(c, &k, 0);
-			*deleted = 0;
-			return 0;
-		}
-		freeReplyObject(r);
-		if (rc || (rc = check_version(c, &k))) {
-			watch_rules(c, &k, 0);
-			return rc;
-		}
-	} else {
-		/* only an existing rule is deleted and bumps the version */
-		if ((rc = rconn_command(c, 3, hexists, hel, &r)))
-			return rc;
-		rc = r->type == REDIS_REPLY_INTEGER ? 0 : r->type == REDIS_REPLY_ERROR ? -EBADMSG : -EPROTO;
-		if (!rc && r->integer == 0) {
-			freeReplyObject(r);
-			*deleted = 0;
-			return 0;
-		}
-		freeReplyObject(r);
-		if (rc || (rc = check_version(c, &k)))
-			return rc;
+		if ((rc = cas(c, b, k.hash, 4, args, lens, &st, &found)))
+			goto out;
 	}
-	if (!(b = rbatch_new()) || queue_multi(b, 0) || rbatch_cmd(b, 3, hdel, hdell) ||
-	    rbatch_cmd(b, 2, incr, incrl) || queue_multi(b, 1)) {
-		rc = -ENOMEM;
-		if (if_match)
-			watch_rules(c, &k, 0); /* nothing was sent: EXEC did not end the WATCH */
+	if (st == 0) {
+		rc = if_match ? -ESTALE : -EPROTO;
 		goto out;
 	}
-	if ((rc = transaction(c, b, 2, &exec)))
-		goto out;
-	*deleted = exec->element[0]->type == REDIS_REPLY_INTEGER && exec->element[0]->integer == 1;
+	*deleted = st == 1; /* 2: gone already (another writer's delete, or this call sent twice) */
+	if (st == 1)
+		(void)announce(c, &k, b, 0);
 out:
+	if (old)
+		freeReplyObject(old);
 	rbatch_free(b);
 	return rc;
 }

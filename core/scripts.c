@@ -24,6 +24,8 @@ static const char *const ids[SCRIPT__COUNT] = {
 	[SCRIPT_SLIDING_COUNTER_PRUNE_SHARD] = "sliding_counter_prune_shard",
 	[SCRIPT_FIXED_WINDOW_REPAIR_SHARD] = "fixed_window_repair_shard",
 	[SCRIPT_TOKEN_BUCKET_RECLAIM_SHARD] = "token_bucket_reclaim_shard",
+	[SCRIPT_RULESTORE_CAS] = "rulestore_cas",
+	[SCRIPT_RULESTORE_READ] = "rulestore_read",
 };
 
 const char *script_name(enum script_id id)

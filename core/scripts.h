@@ -40,6 +40,9 @@ enum script_id {
 	SCRIPT_SLIDING_COUNTER_PRUNE_SHARD,
 	SCRIPT_FIXED_WINDOW_REPAIR_SHARD,
 	SCRIPT_TOKEN_BUCKET_RECLAIM_SHARD,
+	/* the rule store (core/rulestore.c): one key per call */
+	SCRIPT_RULESTORE_CAS,      /* compare-and-set of a rule, or of the version's bump */
+	SCRIPT_RULESTORE_READ,     /* the rules hash and its digest, no writes */
 	SCRIPT__COUNT
 };
 

@@ -2,10 +2,18 @@
  * The rules routes (admin/routes_rules.c) (GET/PUT/DELETE /v1/rules[/{name}]) over
  * the rules store in Redis (core/rulestore.c): create, replace, delete and
  * version, validation of bodies, the store after data loss or with keys of
- * another type, ETags and If-Match, the rules cache of an api with a TTL.
- * The fixture and the conventions are tests/api_fixture.h's.
+ * another type, ETags and If-Match, the rules cache of an api with a TTL;
+ * the store itself (core/rulestore.c): If-Match races between writers, a
+ * change whose version bump was lost, and every command of the store
+ * naming one key (run on a one-node Redis Cluster, where a command on two
+ * slots is refused).  The fixture and the conventions are
+ * tests/api_fixture.h's.
  */
 #include "tests/api_fixture.h"
+
+#include <errno.h>
+
+#include "core/rulestore.h"
 
 /* ---- rules ------------------------------------------------------------------ */
 
@@ -484,6 +492,516 @@ START_TEST(test_rules_cache)
 }
 END_TEST
 
+/* ---- the store's writes under concurrency, one key per command ------------- */
+
+/* Rule `name` of text `json` (compact or not); the test's to free. */
+static struct rule *rule_text(const char *name, const char *json)
+{
+	struct rule *r = NULL;
+
+	ck_assert_msg(rule_from_text(json, strlen(json), name, &r, NULL) == 0, "%s: %s", name, json);
+	return r;
+}
+
+/* A connection of the store's own, connected now (scripts loaded), so a test can pause writes after it. */
+static struct rconn *store_conn(const struct redis_target *t)
+{
+	struct rconn *rc = rconn_new(t, OBJECTS_TIMEOUT_MS);
+
+	ck_assert_ptr_nonnull(rc);
+	ck_assert_int_eq(rconn_ensure(rc), 0);
+	return rc;
+}
+
+/* One writer of a race: a put_if of `r`, or (r NULL) a delete_if of "api", under If-Match `tag`. */
+struct writer {
+	pthread_t th;
+	struct rconn *conn;
+	const struct rule *r;
+	const char *tag;
+	pthread_barrier_t *start; /* NULL: no barrier */
+	int rc, created, unchanged, deleted;
+};
+
+static void *writer_run(void *arg)
+{
+	struct writer *wr = arg;
+
+	if (wr->start)
+		pthread_barrier_wait(wr->start);
+	wr->rc = wr->r ? rulestore_put_if(wr->conn, PFX, wr->r, wr->tag, &wr->created, &wr->unchanged)
+		       : rulestore_delete_if(wr->conn, PFX, "api", wr->tag, &wr->deleted);
+	return NULL;
+}
+
+/* `field` of INFO `section` (an integer), e.g. blocked_clients of clients. */
+static long long info_int(const char *section, const char *field)
+{
+	redisReply *r = test_cmd(c, "INFO %s", section);
+	char key[64];
+	const char *p;
+	long long v;
+
+	ck_assert_int_eq(r->type, REDIS_REPLY_STRING);
+	snprintf(key, sizeof(key), "\r\n%s:", field);
+	ck_assert_msg((p = strstr(r->str, key)) != NULL, "INFO %s has no %s", section, field);
+	v = atoll(p + strlen(key));
+	freeReplyObject(r);
+	return v;
+}
+
+#define API_20 "{\"match\":\"/api/*\",\"algorithm\":\"leaky_bucket\",\"capacity\":20,\"rate\":2}"
+#define API_30 "{\"match\":\"/api/*\",\"algorithm\":\"leaky_bucket\",\"capacity\":30,\"rate\":2}"
+
+/*
+ * Two writers holding the same ETag, both past their precondition before
+ * either writes: Redis holds their writes (CLIENT PAUSE WRITE lets the reads
+ * through and blocks the compare-and-set script) until both wait there, then
+ * runs them one after the other.  Two different changes (a put against a
+ * put, a delete against a put): exactly one wins; the other finds the rule
+ * changed since its read, -ESTALE, and nothing of it is stored.  WATCH did
+ * this before; the compare-and-set does it with one key per command.  The
+ * same change twice (two puts of one body, two deletes): the second finds it
+ * made and is told so (unchanged, not deleted), not -ESTALE.  Either way the
+ * version counts one change.
+ */
+START_TEST(test_if_match_race_one_wins)
+{
+	struct rule *r20 = rule_text("api", API_20), *r30 = rule_text("api", API_30);
+	static const struct {
+		int put[2];  /* 0: delete, 1: put of API_20, 2: put of API_30 */
+		int same;    /* the same change: both succeed */
+	} rounds[] = { { { 1, 2 }, 0 }, { { 0, 1 }, 0 }, { { 1, 1 }, 1 }, { { 0, 0 }, 1 } };
+	char tag[RULESTORE_ETAG_SIZE];
+
+	for (int round = 0; round < TEST_N(rounds); round++) {
+		struct writer wr[2] = { { .rc = 1 }, { .rc = 1 } };
+		char *want[2] = { NULL, NULL };
+		long long v;
+		int wins = 0, made = 0;
+
+		freeReplyObject(test_cmd(c, "FLUSHALL"));
+		put_ok("api", API_BODY);
+		ck_assert_uint_eq(strlen(res.etag), 18); /* "<16 hex digits>" */
+		memcpy(tag, res.etag, 19);
+		v = rules_version();
+		for (int i = 0; i < 2; i++) {
+			wr[i].conn = store_conn(&target);
+			wr[i].tag = tag;
+			wr[i].r = rounds[round].put[i] == 1 ? r20 : rounds[round].put[i] == 2 ? r30 : NULL;
+			want[i] = wr[i].r ? rule_to_text(wr[i].r) : NULL;
+		}
+		freeReplyObject(test_cmd(c, "CLIENT PAUSE 20000 WRITE"));
+		for (int i = 0; i < 2; i++)
+			ck_assert_int_eq(pthread_create(&wr[i].th, NULL, writer_run, &wr[i]), 0);
+		/* both read the rule and passed If-Match: their writes wait on the pause */
+		ck_wait_until(info_int("clients", "blocked_clients") == 2, 10000, "round %d: the two writes did not both wait",
+			      round);
+		freeReplyObject(test_cmd(c, "CLIENT UNPAUSE"));
+		for (int i = 0; i < 2; i++)
+			pthread_join(wr[i].th, NULL);
+		for (int i = 0; i < 2; i++) {
+			ck_assert_msg(wr[i].rc == 0 || wr[i].rc == -ESTALE, "round %d writer %d: %d", round, i, wr[i].rc);
+			wins += wr[i].rc == 0;
+			made += wr[i].rc == 0 && (wr[i].r ? !wr[i].unchanged : wr[i].deleted);
+		}
+		ck_assert_msg(wins == (rounds[round].same ? 2 : 1), "round %d: %d writers won (%d, %d)", round, wins,
+			      wr[0].rc, wr[1].rc);
+		ck_assert_msg(made == 1, "round %d: %d writers made the change", round, made);
+		for (int i = 0; i < 2; i++) {
+			if (wr[i].rc)
+				continue;
+			/* the winner's change is what is stored, and the version counts one change */
+			if (want[i]) {
+				redisReply *got = test_cmd(c, "HGET %s api", RULES_HASH);
+
+				ck_assert_int_eq(got->type, REDIS_REPLY_STRING);
+				ck_assert_str_eq(got->str, want[i]);
+				freeReplyObject(got);
+				ck_assert_int_eq(wr[i].created, 0);
+			} else {
+				ck_assert_int_eq(test_cmd_int(c, "HEXISTS %s api", RULES_HASH), 0);
+			}
+		}
+		ck_assert_int_eq(rules_version(), v + 1);
+		for (int i = 0; i < 2; i++) {
+			free(want[i]);
+			rconn_free(wr[i].conn);
+		}
+	}
+	rule_free(r20);
+	rule_free(r30);
+}
+END_TEST
+
+/* The same race run freely, many times: each round, exactly one of two writers with one ETag wins. */
+START_TEST(test_if_match_race_free)
+{
+	struct rule *base = rule_text("api", API_BODY);
+	struct rconn *conns[2] = { store_conn(&target), store_conn(&target) }, *mine = store_conn(&target);
+	pthread_barrier_t start;
+	char tag[RULESTORE_ETAG_SIZE];
+	int rounds = 200;
+
+	ck_assert_int_eq(rulestore_etag(base, tag), 0);
+	ck_assert_int_eq(pthread_barrier_init(&start, NULL, 2), 0);
+	for (int round = 0; round < rounds; round++) {
+		char json[2][128];
+		struct rule *r[2];
+		struct writer wr[2];
+		int wins = 0;
+
+		ck_assert_int_eq(rulestore_put(mine, PFX, base, NULL, NULL), 0);
+		for (int i = 0; i < 2; i++) {
+			snprintf(json[i], sizeof(json[i]),
+				 "{\"match\":\"/api/*\",\"algorithm\":\"leaky_bucket\",\"capacity\":%d,\"rate\":2}",
+				 100 + 2 * round + i);
+			r[i] = rule_text("api", json[i]);
+			wr[i] = (struct writer){ .conn = conns[i], .r = r[i], .tag = tag, .start = &start };
+			ck_assert_int_eq(pthread_create(&wr[i].th, NULL, writer_run, &wr[i]), 0);
+		}
+		for (int i = 0; i < 2; i++)
+			pthread_join(wr[i].th, NULL);
+		for (int i = 0; i < 2; i++) {
+			ck_assert_msg(wr[i].rc == 0 || wr[i].rc == -ESTALE, "round %d writer %d: %d", round, i, wr[i].rc);
+			wins += wr[i].rc == 0;
+		}
+		ck_assert_msg(wins == 1, "round %d: %d writers won", round, wins);
+		for (int i = 0; i < 2; i++)
+			rule_free(r[i]);
+	}
+	/* every round: the reset, then one change (the loser wrote nothing) */
+	ck_assert_int_eq(rules_version(), 2 * rounds);
+	pthread_barrier_destroy(&start);
+	rconn_free(conns[0]);
+	rconn_free(conns[1]);
+	rconn_free(mine);
+	rule_free(base);
+}
+END_TEST
+
+/*
+ * A change whose version bump was lost (a writer stopped between its write
+ * to the hash and the INCR; here an HSET by hand): the version says nothing
+ * changed, so a refresh keeps its rules until the digest check is due
+ * (RULESTORE_DIGEST_MS, rs.digest_due_ms; 0 here: now).  Then it finds the
+ * hash's digest changed, bumps the version (once, for every daemon) and
+ * reloads; another daemon then reloads by the version, as after any change.
+ * A rule added and one removed by hand are found likewise.
+ */
+START_TEST(test_lost_bump_found_by_digest)
+{
+	struct rconn *rc = store_conn(&target);
+	struct ruleset a = { 0 }, b = { 0 };
+	char epoch[sizeof(a.epoch)];
+	int changed = -1;
+
+	put_ok("api", API_BODY);
+	ck_assert_int_eq(rulestore_refresh(rc, PFX, &a, 0, &changed, NULL), 0);
+	ck_assert_int_eq(changed, 1);
+	ck_assert_int_eq(rulestore_refresh(rc, PFX, &b, 0, &changed, NULL), 0);
+	ck_assert_uint_eq(a.version, 1);
+	ck_assert_int_eq(ruleset_get(&a, "api")->capacity, 10);
+	memcpy(epoch, a.epoch, sizeof(epoch));
+	ck_assert_str_ne(epoch, "");
+
+	freeReplyObject(test_cmd(c, "HSET %s api {\"name\":\"api\",\"match\":\"/api/*\",\"algorithm\":\"leaky_bucket\","
+				    "\"capacity\":20,\"rate\":2}", RULES_HASH));
+	ck_assert_int_eq(rules_version(), 1);
+	/* the version alone: nothing changed (until the digest is due) */
+	ck_assert_int_eq(rulestore_refresh(rc, PFX, &a, 0, &changed, NULL), 0);
+	ck_assert_int_eq(changed, 0);
+	ck_assert_int_eq(ruleset_get(&a, "api")->capacity, 10);
+	/* the digest check: the change is found, the version bumped for it, the rules reloaded */
+	a.digest_due_ms = 0;
+	ck_assert_int_eq(rulestore_refresh(rc, PFX, &a, 0, &changed, NULL), 0);
+	ck_assert_int_eq(changed, 1);
+	ck_assert_int_eq(ruleset_get(&a, "api")->capacity, 20);
+	ck_assert_int_eq(rules_version(), 2);
+	ck_assert_uint_eq(a.version, 2);
+	ck_assert_str_eq(a.epoch, epoch);
+	/* the other daemon: by the version, no second bump */
+	ck_assert_int_eq(rulestore_refresh(rc, PFX, &b, 0, &changed, NULL), 0);
+	ck_assert_int_eq(changed, 1);
+	ck_assert_int_eq(ruleset_get(&b, "api")->capacity, 20);
+	ck_assert_uint_eq(b.version, 2);
+	ck_assert_int_eq(rules_version(), 2);
+	/* the digest agrees now: a due check changes nothing */
+	a.digest_due_ms = 0;
+	ck_assert_int_eq(rulestore_refresh(rc, PFX, &a, 0, &changed, NULL), 0);
+	ck_assert_int_eq(changed, 0);
+	ck_assert_int_eq(rules_version(), 2);
+	/* a rule added by hand, then removed */
+	freeReplyObject(test_cmd(c, "HSET %s extra {\"name\":\"extra\",\"match\":\"/x\",\"algorithm\":\"sliding_log\","
+				    "\"limit\":5,\"window_ms\":1000}", RULES_HASH));
+	a.digest_due_ms = 0;
+	ck_assert_int_eq(rulestore_refresh(rc, PFX, &a, 0, &changed, NULL), 0);
+	ck_assert_int_eq(changed, 1);
+	ck_assert_uint_eq(a.n, 2);
+	ck_assert_int_eq(rules_version(), 3);
+	ck_assert_int_eq(test_cmd_int(c, "HDEL %s extra", RULES_HASH), 1);
+	a.digest_due_ms = 0;
+	ck_assert_int_eq(rulestore_refresh(rc, PFX, &a, 0, &changed, NULL), 0);
+	ck_assert_int_eq(changed, 1);
+	ck_assert_uint_eq(a.n, 1);
+	ck_assert_int_eq(rules_version(), 4);
+	/* the api's own ruleset follows the version */
+	get("/v1/rules");
+	ck_assert_int_eq(jint("version"), 4);
+	ck_assert_int_eq(cJSON_GetArraySize(jat("rules")), 1);
+	ruleset_clear(&a);
+	ruleset_clear(&b);
+	rconn_free(rc);
+}
+END_TEST
+
+struct refresher {
+	pthread_t th;
+	struct rconn *conn;
+	struct ruleset *rs;
+	int rc, changed;
+};
+
+static void *refresher_run(void *arg)
+{
+	struct refresher *f = arg;
+
+	f->rc = rulestore_refresh(f->conn, PFX, f->rs, 0, &f->changed, NULL);
+	return NULL;
+}
+
+/*
+ * Two daemons that find the same lost bump at once bump the version once:
+ * the bump is an INCR only if the version is still the one each read (their
+ * bumps held by CLIENT PAUSE WRITE until both wait, then run in turn).
+ */
+START_TEST(test_lost_bump_bumped_once)
+{
+	struct ruleset rs[2] = { { 0 }, { 0 } };
+	struct refresher f[2];
+
+	put_ok("api", API_BODY);
+	for (int i = 0; i < 2; i++) {
+		f[i] = (struct refresher){ .conn = store_conn(&target), .rs = &rs[i] };
+		ck_assert_int_eq(rulestore_refresh(f[i].conn, PFX, &rs[i], 0, NULL, NULL), 0);
+		rs[i].digest_due_ms = 0;
+	}
+	freeReplyObject(test_cmd(c, "HSET %s api {\"name\":\"api\",\"match\":\"/api/*\",\"algorithm\":\"leaky_bucket\","
+				    "\"capacity\":20,\"rate\":2}", RULES_HASH));
+	freeReplyObject(test_cmd(c, "CLIENT PAUSE 20000 WRITE"));
+	for (int i = 0; i < 2; i++)
+		ck_assert_int_eq(pthread_create(&f[i].th, NULL, refresher_run, &f[i]), 0);
+	ck_wait_until(info_int("clients", "blocked_clients") == 2, 10000, "the two bumps did not both wait");
+	freeReplyObject(test_cmd(c, "CLIENT UNPAUSE"));
+	for (int i = 0; i < 2; i++) {
+		pthread_join(f[i].th, NULL);
+		ck_assert_int_eq(f[i].rc, 0);
+		ck_assert_int_eq(f[i].changed, 1);
+		ck_assert_int_eq(ruleset_get(&rs[i], "api")->capacity, 20);
+		ck_assert_uint_eq(rs[i].version, 2);
+		ruleset_clear(&rs[i]);
+		rconn_free(f[i].conn);
+	}
+	ck_assert_int_eq(rules_version(), 2);
+}
+END_TEST
+
+struct churn {
+	pthread_t th;
+	redisContext *cc;
+	volatile int stop;
+	long long bumps;
+};
+
+static void *churn_run(void *arg)
+{
+	struct churn *ch = arg;
+
+	while (!ch->stop && ch->bumps < 100000) {
+		redisReply *r = redisCommand(ch->cc, "INCR %s", RULES_VER);
+
+		if (!r)
+			break;
+		freeReplyObject(r);
+		ch->bumps++;
+	}
+	return NULL;
+}
+
+/*
+ * A refresh while the version moves all the time (a thread INCRs it without
+ * pause): its reads of the hash keep seeing the marks change, and after
+ * REFRESH_READS tries it takes the last read, with the version read before
+ * it, never a later one (and no MULTI: the store's keys are in three slots
+ * on a cluster).  Once the version is still, the next refresh reloads at the
+ * version stored and the one after finds nothing new.
+ */
+START_TEST(test_refresh_while_version_moves)
+{
+	struct rconn *rc = store_conn(&target);
+	struct churn ch = { .cc = test_redis_connect(&test_srv) };
+	struct ruleset rs = { 0 };
+	int changed = -1;
+
+	put_ok("api", API_BODY);
+	ck_assert_int_eq(pthread_create(&ch.th, NULL, churn_run, &ch), 0);
+	for (int i = 0; i < 50; i++) {
+		long long before = rules_version();
+
+		ck_assert_int_eq(rulestore_refresh(rc, PFX, &rs, 1, &changed, NULL), 0);
+		ck_assert_int_eq(changed, 1);
+		ck_assert_uint_eq(rs.n, 1);
+		ck_assert_int_ge((long long)rs.version, before);
+		ck_assert_int_le((long long)rs.version, rules_version());
+	}
+	ch.stop = 1;
+	pthread_join(ch.th, NULL);
+	ck_assert_int_gt(ch.bumps, 0);
+	ck_assert_int_eq(rulestore_refresh(rc, PFX, &rs, 0, &changed, NULL), 0);
+	ck_assert_uint_eq(rs.version, (uint64_t)rules_version());
+	ck_assert_int_eq(rulestore_refresh(rc, PFX, &rs, 0, &changed, NULL), 0);
+	ck_assert_int_eq(changed, 0);
+	ruleset_clear(&rs);
+	redisFree(ch.cc);
+	rconn_free(rc);
+}
+END_TEST
+
+/* ---- on a Redis Cluster: every command of the store names one key ----------- */
+
+static struct test_redis cluster;
+
+static void cluster_start(void)
+{
+	const struct test_redis_opts o = { .cluster = 1, .all_slots = 1 };
+
+	if (test_redis_start_with(&cluster, &o) != 0)
+		abort();
+}
+
+static void cluster_stop(void)
+{
+	test_redis_stop(&cluster);
+}
+
+/* The value of `field` in INFO `section` of `cc` as text ("" when absent), into out. */
+static const char *info_field(redisContext *cc, const char *section, const char *field, char *out, size_t cap)
+{
+	redisReply *r = test_cmd(cc, "INFO %s", section);
+	char key[80];
+	const char *p;
+
+	snprintf(key, sizeof(key), "\r\n%s:", field);
+	p = r->type == REDIS_REPLY_STRING ? strstr(r->str, key) : NULL;
+	snprintf(out, cap, "%.*s", p ? (int)strcspn(p + strlen(key), "\r\n") : 0, p ? p + strlen(key) : "");
+	freeReplyObject(r);
+	return out;
+}
+
+/*
+ * Every path of the store against one cluster-enabled node that owns all
+ * 16384 slots: the store's three keys are in three slots, so a command (or
+ * a MULTI) naming two of them answers CROSSSLOT there, as the MGET and the
+ * MULTI/EXEC of the store before did (shown first).  Each call must succeed,
+ * and Redis must have answered no error at all (INFO errorstats).
+ */
+START_TEST(test_cluster_one_key_per_command)
+{
+	struct redis_target t = { .host = "127.0.0.1", .port = cluster.port };
+	redisContext *cc = test_redis_connect(&cluster);
+	struct rconn *rc = store_conn(&t);
+	struct rule *api1 = rule_text("api", API_BODY), *api2 = rule_text("api", API_20);
+	struct rule *other = rule_text("other", "{\"match\":\"/o\",\"algorithm\":\"sliding_log\",\"limit\":1,\"window_ms\":1}");
+	struct ruleset rs = { 0 };
+	char tag[RULESTORE_ETAG_SIZE], old_tag[RULESTORE_ETAG_SIZE], buf[256];
+	long long slots[3];
+	int created = -1, unchanged = -1, deleted = -1, changed = -1;
+	uint64_t v = 0;
+	redisReply *r;
+
+	/* three slots */
+	slots[0] = test_cmd_int(cc, "CLUSTER KEYSLOT sluice:rules");
+	slots[1] = test_cmd_int(cc, "CLUSTER KEYSLOT sluice:rules:version");
+	slots[2] = test_cmd_int(cc, "CLUSTER KEYSLOT sluice:rules:epoch");
+	ck_assert(slots[0] != slots[1] && slots[1] != slots[2] && slots[0] != slots[2]);
+	/* what the store sent before is refused here */
+	r = test_cmd(cc, "MGET sluice:rules:version sluice:rules:epoch");
+	ck_assert_msg(r->type == REDIS_REPLY_ERROR && strncmp(r->str, "CROSSSLOT", 9) == 0, "MGET: %s",
+		      r->type == REDIS_REPLY_ERROR ? r->str : "no error");
+	freeReplyObject(r);
+	freeReplyObject(test_cmd(cc, "MULTI"));
+	freeReplyObject(test_cmd(cc, "HSET sluice:rules api x"));
+	freeReplyObject(test_cmd(cc, "INCR sluice:rules:version"));
+	r = test_cmd(cc, "EXEC"); /* Redis 7.0 queues both, and EXEC refuses the transaction */
+	ck_assert_msg(r->type == REDIS_REPLY_ERROR && strncmp(r->str, "CROSSSLOT", 9) == 0, "EXEC: %s",
+		      r->type == REDIS_REPLY_ERROR ? r->str : "ran");
+	freeReplyObject(r);
+	ck_assert_int_eq(test_cmd_int(cc, "EXISTS sluice:rules"), 0);
+	freeReplyObject(test_cmd(cc, "CONFIG RESETSTAT"));
+
+	/* puts: created, replaced, identical */
+	ck_assert_int_eq(rulestore_put(rc, PFX, api1, &created, &unchanged), 0);
+	ck_assert_int_eq(created, 1);
+	ck_assert_int_eq(rulestore_put(rc, PFX, api2, &created, &unchanged), 0);
+	ck_assert_int_eq(created, 0);
+	ck_assert_int_eq(unchanged, 0);
+	ck_assert_int_eq(rulestore_put(rc, PFX, api2, &created, &unchanged), 0);
+	ck_assert_int_eq(unchanged, 1);
+	ck_assert_int_eq(rulestore_version(rc, PFX, &v), 0);
+	ck_assert_uint_eq(v, 2);
+	ck_assert_int_eq(test_cmd_int(cc, "EXISTS sluice:rules:epoch"), 1);
+	/* If-Match: a stale tag, then the current one; a delete with a stale tag, then "*" */
+	ck_assert_int_eq(rulestore_etag(api1, old_tag), 0);
+	ck_assert_int_eq(rulestore_etag(api2, tag), 0);
+	ck_assert_int_eq(rulestore_put_if(rc, PFX, api1, old_tag, &created, &unchanged), -ESTALE);
+	ck_assert_int_eq(rulestore_put_if(rc, PFX, api1, tag, &created, &unchanged), 0);
+	ck_assert_int_eq(rulestore_delete_if(rc, PFX, "api", tag, &deleted), -ESTALE);
+	ck_assert_int_eq(rulestore_put(rc, PFX, other, &created, NULL), 0);
+	ck_assert_int_eq(rulestore_delete_if(rc, PFX, "api", "*", &deleted), 0);
+	ck_assert_int_eq(deleted, 1);
+	ck_assert_int_eq(rulestore_delete(rc, PFX, "api", &deleted), 0);
+	ck_assert_int_eq(deleted, 0);
+	ck_assert_int_eq(rulestore_version(rc, PFX, &v), 0);
+	ck_assert_uint_eq(v, 5);
+	/* refresh: a load, nothing new, forced, a lost bump found by the digest */
+	ck_assert_int_eq(rulestore_refresh(rc, PFX, &rs, 0, &changed, NULL), 0);
+	ck_assert_int_eq(changed, 1);
+	ck_assert_uint_eq(rs.n, 1);
+	ck_assert_uint_eq(rs.version, 5);
+	ck_assert_int_eq(rulestore_refresh(rc, PFX, &rs, 0, &changed, NULL), 0);
+	ck_assert_int_eq(changed, 0);
+	ck_assert_int_eq(rulestore_refresh(rc, PFX, &rs, 1, &changed, NULL), 0);
+	ck_assert_int_eq(changed, 1);
+	freeReplyObject(test_cmd(cc, "HSET sluice:rules api %s", API_ECHO));
+	rs.digest_due_ms = 0;
+	ck_assert_int_eq(rulestore_refresh(rc, PFX, &rs, 0, &changed, NULL), 0);
+	ck_assert_int_eq(changed, 1);
+	ck_assert_uint_eq(rs.n, 2);
+	ck_assert_uint_eq(rs.version, 6);
+	/* mark: a store whose version and epoch were lost */
+	ck_assert_int_eq(test_cmd_int(cc, "DEL sluice:rules:version"), 1);
+	ck_assert_int_eq(test_cmd_int(cc, "DEL sluice:rules:epoch"), 1);
+	ck_assert_int_eq(rulestore_mark(rc, PFX), 0);
+	ck_assert_int_eq(rulestore_version(rc, PFX, &v), 0);
+	ck_assert_uint_eq(v, 1);
+	ck_assert_int_eq(test_cmd_int(cc, "EXISTS sluice:rules:epoch"), 1);
+	ck_assert_int_eq(rulestore_mark(rc, PFX), 0);
+	ck_assert_int_eq(rulestore_refresh(rc, PFX, &rs, 0, &changed, NULL), 0);
+	ck_assert_int_eq(changed, 1);
+	ck_assert_uint_eq(rs.version, 1);
+
+	/* no command of all that was refused, CROSSSLOT or any other */
+	ck_assert_str_eq(info_field(cc, "errorstats", "errorstat_CROSSSLOT", buf, sizeof(buf)), "");
+	ck_assert_str_eq(info_field(cc, "stats", "total_error_replies", buf, sizeof(buf)), "0");
+	ruleset_clear(&rs);
+	rule_free(api1);
+	rule_free(api2);
+	rule_free(other);
+	rconn_free(rc);
+	redisFree(cc);
+}
+END_TEST
+
 static Suite *rules_api_suite(void)
 {
 	Suite *s = suite_create("rules_api");
@@ -507,6 +1025,19 @@ static Suite *rules_api_suite(void)
 	tcase_add_test(tc, test_rule_etags);
 	tcase_add_test(tc, test_rule_mode);
 	tcase_add_test(tc, test_rules_cache);
+
+	tc = test_tcase(s, "store", api_setup, api_teardown, 60);
+	tcase_add_test(tc, test_if_match_race_one_wins);
+	tcase_add_test(tc, test_if_match_race_free);
+	tcase_add_test(tc, test_lost_bump_found_by_digest);
+	tcase_add_test(tc, test_lost_bump_bumped_once);
+	tcase_add_test(tc, test_refresh_while_version_moves);
+
+	tc = tcase_create("cluster");
+	tcase_add_unchecked_fixture(tc, cluster_start, cluster_stop);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_cluster_one_key_per_command);
+	suite_add_tcase(s, tc);
 	return s;
 }
 

@@ -118,6 +118,47 @@ static int answers_or_died(void *arg)
 	return ping(r->port);
 }
 
+/* test_poll condition: CLUSTER INFO of the server at port *arg says cluster_state:ok. */
+static int cluster_ok(void *arg)
+{
+	struct timeval tv = { 0, 200000 };
+	redisContext *c = redisConnectWithTimeout("127.0.0.1", *(int *)arg, tv);
+	redisReply *r;
+	int ok = 0;
+
+	if (!c)
+		return 0;
+	if (!c->err) {
+		r = redisCommand(c, "CLUSTER INFO");
+		ok = r && r->type == REDIS_REPLY_STRING && strstr(r->str, "cluster_state:ok") != NULL;
+		freeReplyObject(r);
+	}
+	redisFree(c);
+	return ok;
+}
+
+/* A cluster node that answers: give it every slot and wait (5 s) until its cluster is up.  0 or -1. */
+static int own_all_slots(const struct test_redis *r)
+{
+	struct timeval tv = { 1, 0 };
+	redisContext *c = redisConnectWithTimeout("127.0.0.1", r->port, tv);
+	redisReply *rep = c && !c->err ? redisCommand(c, "CLUSTER ADDSLOTSRANGE 0 16383") : NULL;
+	int ok = rep && rep->type == REDIS_REPLY_STATUS;
+	int port = r->port;
+
+	if (!ok)
+		fprintf(stderr, "harness: CLUSTER ADDSLOTSRANGE 0 16383: %s\n",
+			rep && rep->type == REDIS_REPLY_ERROR ? rep->str : c && c->err ? c->errstr : "no reply");
+	freeReplyObject(rep);
+	if (c)
+		redisFree(c);
+	if (ok && test_poll(cluster_ok, &port, 5000, 10) < 0) {
+		fprintf(stderr, "harness: cluster_state not ok within 5 s (see %s/redis.log)\n", r->dir);
+		ok = 0;
+	}
+	return ok ? 0 : -1;
+}
+
 /* test_poll condition: the server's process is reaped (then r->pid is 0). */
 static int reaped(void *arg)
 {
@@ -182,6 +223,10 @@ int test_redis_start_with(struct test_redis *r, const struct test_redis_opts *o)
 		/* up to 5 s for PONG; a server that died (port taken, no binary) is tried again */
 		if (test_poll(answers_or_died, r, 5000, 10) >= 0 && r->pid > 0) {
 			snprintf(r->url, sizeof(r->url), "redis://127.0.0.1:%d/0", r->port);
+			if (bus && o->all_slots && own_all_slots(r)) {
+				test_redis_stop(r);
+				return -1;
+			}
 			return 0;
 		}
 		if (r->pid > 0) {

@@ -45,6 +45,13 @@ struct test_redis_opts {
 	 * (EVAL with no KEYS) work; commands on keys answer CLUSTERDOWN.
 	 */
 	int cluster;
+	/*
+	 * With `cluster`: the node owns all 16384 slots (CLUSTER ADDSLOTSRANGE
+	 * 0 16383), and the start waits for cluster_state:ok.  A one-node
+	 * cluster: commands on keys of one slot run, and a command (or MULTI)
+	 * on keys of two slots answers CROSSSLOT, as on any cluster.
+	 */
+	int all_slots;
 };
 
 /* Start redis-server; returns 0, or -1 after printing why on stderr. */
