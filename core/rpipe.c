@@ -345,9 +345,16 @@ int rbatch_run(struct rconn *c, struct rbatch *b)
 		for (size_t i = 0; i < b->n; i++) {
 			struct rbatch_cmd *cmd = &b->v[i];
 
-			if (cmd->reply)
+			if (cmd->reply) {
 				again |= redirect(c, cmd, &wait);
-			else if (cmd->rc == -EIO && cmd->node != RCONN_NO_NODE && up[cmd->node] &&
+			} else if (cmd->rc == -EIO && c->mode == RCONN_CLUSTER && cmd->slot < 0 && cmd->at < 0 &&
+				   !cmd->in_multi && route(c, cmd) != cmd->node && cmd->retries++ < 2) {
+				/* a command without a key (TIME, PING) whose node failed: any other primary */
+				cmd->node = route(c, cmd);
+				cmd->rc = 0;
+				cmd->pending = 1;
+				again = 1;
+			} else if (cmd->rc == -EIO && cmd->node != RCONN_NO_NODE && up[cmd->node] &&
 				 !c->nodes[cmd->node].timed_out && retried[cmd->node] < 2) {
 				/*
 				 * A connection that had been idle died under us (Redis

@@ -165,6 +165,26 @@ struct census *worker_census(struct worker *w)
 	return w->census;
 }
 
+/*
+ * A failure of the step's preparation that need not stop the job: -EIO on a
+ * cluster (some node is down; the job goes on with the nodes that are up).
+ * Names it in last_error and keeps the first one in *later; returns 0 then.
+ * Any other failure: 1 (the step stops).
+ */
+static int note_later(struct worker *w, enum worker_job job, const char *what, int rc, int *later)
+{
+	if (rc != -EIO || !rconn_is_cluster(w->conn))
+		return 1;
+	if (!*later) {
+		char msg[200];
+
+		snprintf(msg, sizeof(msg), "%s: %s", what, rconn_strerror(w->conn, rc));
+		status_error(w, job, "%s", msg);
+		*later = rc;
+	}
+	return 0;
+}
+
 /* Redis TIME in ms, or a negative errno. */
 static int redis_now(struct worker *w, int64_t *now)
 {
@@ -189,37 +209,49 @@ static int redis_now(struct worker *w, int64_t *now)
 
 /*
  * The step's part before the job: the rules, the time (when the due walk or
- * the skew copies need it) and the skew copies.  0 or an rconn error (the
- * job's last_error set).
+ * the skew copies need it) and the skew copies, the rule copies, the stats
+ * and the census.  0 or an rconn error (the job's last_error set).  Only the
+ * time, and rules never loaded, stop the step: a cluster node that is down
+ * (-EIO from the rule store's node, or from some shards' copies) must not
+ * stop the job on the nodes that are up, so those errors go to *later
+ * (the step's result once the job ran) and the step goes on with the rules
+ * it holds.
  */
-static int step_prepare(struct worker *w, enum worker_job job, int64_t now_ms, int full, int64_t *now)
+static int step_prepare(struct worker *w, enum worker_job job, int64_t now_ms, int full, int64_t *now, int *later)
 {
 	const char *what = "rules";
-	int changed, rc;
+	int changed = 0, rc;
 
 	*now = now_ms;
-	if ((rc = refresh_rules(w, &changed)))
-		goto fail;
+	*later = 0;
+	if ((rc = refresh_rules(w, &changed))) {
+		if (rc != -EIO || !w->rules.loaded)
+			goto fail;
+		note_later(w, job, what, rc, later);
+	}
 	what = "redis";
 	if (now_ms < 0 && (w->jobs[job].ndue || w->skew.on || w->copies.on || ((w->stats || w->census) && job == WORKER_PRUNE)) &&
 	    (rc = redis_now(w, now)))
 		goto fail;
 	/* a sweep checks every copy; so does a change of the rules (Redis may have lost its data) */
-	if ((rc = skew_step(w, *now, full || changed)))
+	what = "skew copies";
+	if ((rc = skew_step(w, *now, full || changed)) && note_later(w, job, what, rc, later))
 		goto fail;
 	/* the rule copies: every one at a prune step too (1024 HGETs in 4 round trips) */
 	what = "rule copies";
-	if ((rc = copies_step(w, *now, full || changed || job == WORKER_PRUNE)))
+	if ((rc = copies_step(w, *now, full || changed || job == WORKER_PRUNE)) && note_later(w, job, what, rc, later))
 		goto fail;
 	/* the decision counters, at the prune job's pace and within a budget of their own */
 	what = "stats";
 	if (job == WORKER_PRUNE && w->stats &&
-	    (rc = stats_step(w->stats, w->conn, w->prefix, *now, WORKER_STATS_BUDGET_US, NULL)))
+	    (rc = stats_step(w->stats, w->conn, w->prefix, *now, WORKER_STATS_BUDGET_US, NULL)) &&
+	    note_later(w, job, what, rc, later))
 		goto fail;
 	/* the census of mismatched paths, likewise */
 	what = "census";
 	if (job == WORKER_PRUNE && w->census &&
-	    (rc = census_step(w->census, w->conn, &w->rules, *now, WORKER_CENSUS_BUDGET_US, NULL)))
+	    (rc = census_step(w->census, w->conn, &w->rules, *now, WORKER_CENSUS_BUDGET_US, NULL)) &&
+	    note_later(w, job, what, rc, later))
 		goto fail;
 	return 0;
 fail:
@@ -240,7 +272,7 @@ int worker_step(struct worker *w, enum worker_job job, int64_t budget_us, int64_
 	struct worker_layout_status lr[WORKER_MAX_LAYOUTS] = { 0 };
 	int64_t start = clock_mono_us(), now;
 	char nows[24] = "";
-	int rc, full;
+	int rc, full, later = 0;
 
 	if ((unsigned)job >= WORKER__JOBS)
 		return -EINVAL;
@@ -248,7 +280,7 @@ int worker_step(struct worker *w, enum worker_job job, int64_t budget_us, int64_
 	full = js->full;
 	if (now_ms >= 0)
 		snprintf(nows, sizeof(nows), "%lld", (long long)now_ms);
-	if (!(rc = step_prepare(w, job, now_ms, full, &now))) {
+	if (!(rc = step_prepare(w, job, now_ms, full, &now, &later))) {
 		int due_rc, failed = 0;
 
 		js->full = 0;
@@ -270,6 +302,8 @@ int worker_step(struct worker *w, enum worker_job job, int64_t budget_us, int64_
 			/* a shard, page or path that failed did not stop the others, but the step reports it */
 			if (!rc)
 				rc = failed;
+			if (!rc)
+				rc = later;
 		}
 		/* a sweep ends when both parts ended since it started */
 		r.sweep_done = js->due_swept && (js->walk_swept || js->nlayouts == 0);
