@@ -182,8 +182,10 @@ static void run_round(struct rconn *c, struct rbatch *b)
 		if (any)
 			send_node(c, b, ni, &due[ni]);
 		left += due[ni];
-		last[ni] = clock_mono_ms();
 	}
+	/* every node's wait starts when all were sent (a send that blocked on a hung node is not theirs) */
+	for (unsigned ni = 0; ni < c->nnodes; ni++)
+		last[ni] = clock_mono_ms();
 	while (left) {
 		size_t np = 0;
 		int64_t now = clock_mono_ms(), wait = c->timeout_ms;
