@@ -50,7 +50,8 @@
 # BENCH_DAEMON_DUE (10000 of them due at the daemon's start),
 # BENCH_IDLE_SECS (10), BENCH_PARTS ("ticks sweep prune client daemon copies
 # cluster"), BENCH_PIN (1; 0 = no taskset), BENCH_CLUSTER_PATHS (100000),
-# BENCH_CLUSTER_SETUPS ("single 1 3").
+# BENCH_CLUSTER_SETUPS ("single 1 3"), BENCH_CLUSTER_PIN (apart; spread: the
+# cluster's nodes on every CPU, the client's too).
 set -euo pipefail
 
 : "${SLUICED:?set SLUICED to the sluiced binary}"

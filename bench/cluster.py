@@ -15,7 +15,10 @@ alone), or from the repository root:
    the worker of libsluice: the daemon's one thread) on the last CPU, and the
    Redis nodes round-robin on the others, so with N CPUs and N-1 >= 3 each
    primary has a CPU of its own; with fewer (2 CPUs: every node on CPU 0)
-   the 3 primaries share a CPU, and the run says so.  BENCH_PIN=0: no pinning.
+   the 3 primaries share a CPU, and the run says so.  BENCH_CLUSTER_PIN=spread:
+   the nodes round-robin on every CPU, the client's too (on 2 CPUs, 2
+   primaries get one each: BENCH_CLUSTER_SETUPS="1 2", the check of the
+   model's parallel part).  BENCH_PIN=0: no pinning.
 3. Rounds (BENCH_REPEAT, 3): each round runs `drain_bench cluster` once on
    every set-up in turn (single, 1 primary, 3 primaries), so the machine's
    other load falls on all alike: fill BENCH_CLUSTER_PATHS (100,000) leaky
@@ -55,6 +58,9 @@ REPEAT = int(os.environ.get("BENCH_REPEAT", "3"))
 PATHS = int(os.environ.get("BENCH_CLUSTER_PATHS", "100000"))
 BATCH = int(os.environ.get("BENCH_BATCH", "500"))
 PIN = os.environ.get("BENCH_PIN", "1") != "0"
+# apart: the client alone on the last CPU, the nodes on the others; spread: the nodes round-robin on every CPU
+# (the client's too), so that on a small host each node of a small cluster can have a CPU of its own
+PIN_MODE = os.environ.get("BENCH_CLUSTER_PIN", "apart")
 SETUPS = os.environ.get("BENCH_CLUSTER_SETUPS", "single 1 3").split()
 MODEL_PRIMARIES = 30
 # worker/due.c: commands a round trip, and the due paths' worth of shard calls in one
@@ -182,7 +188,9 @@ def main():
     ncpu = len(os.sched_getaffinity(0))
     pin = PIN and ncpu >= 2
     client_cpu = ncpu - 1
-    redis_cpus = list(range(ncpu - 1)) if pin else []
+    if PIN_MODE not in ("apart", "spread"):
+        die("BENCH_CLUSTER_PIN is apart or spread (got %r)" % PIN_MODE)
+    redis_cpus = (list(range(ncpu)) if PIN_MODE == "spread" else list(range(ncpu - 1))) if pin else []
     with open("/proc/cpuinfo") as f:
         model = next((l.split(":", 1)[1].strip() for l in f if l.startswith("model name")), "?")
     with open("/proc/loadavg") as f:
@@ -207,12 +215,14 @@ def main():
                 for i, pid in enumerate(pids):
                     taskset(redis_cpus[i % len(redis_cpus)], pid)
             client_pin = ["taskset", "-c", str(client_cpu)]
-            shared = len(redis_cpus) < max(int(s) for s in SETUPS if s != "single")
-            print("pinned: the client (drain_bench: the worker's one thread) to CPU %d; the Redis nodes round-robin "
-                  "to CPU%s %s%s" % (client_cpu, "s" if len(redis_cpus) > 1 else "", ",".join(map(str, redis_cpus)),
-                                     "; so the 3 primaries SHARE %s (this host has %d CPUs): their sum of Redis CPU is "
-                                     "real, their parallel speed-up is not measured here" % (
-                                         "CPU 0" if len(redis_cpus) == 1 else "CPUs", ncpu) if shared else
+            most = max([int(s) for s in SETUPS if s != "single"] or [1])
+            shared = len(redis_cpus) < most
+            print("pinned: the client (drain_bench: the worker's one thread) to CPU %d%s; the Redis nodes round-robin "
+                  "to CPU%s %s%s" % (client_cpu, " (beside a node)" if PIN_MODE == "spread" else "",
+                                     "s" if len(redis_cpus) > 1 else "", ",".join(map(str, redis_cpus)),
+                                     "; so the %d primaries SHARE %s (this host has %d CPUs): their sum of Redis CPU "
+                                     "is real, their parallel speed-up is not measured here" % (
+                                         most, "CPU 0" if len(redis_cpus) == 1 else "CPUs", ncpu) if shared else
                                      "; each primary of a cluster has a CPU of its own"))
         else:
             print("pinned: no (BENCH_PIN=0 or one CPU): the nodes and the client share the host's %d CPUs" % ncpu)
@@ -220,6 +230,7 @@ def main():
             ", ".join("a plain Redis" if s == "single" else "%s primar%s" % (s, "y" if s == "1" else "ies")
                       for s in SETUPS), PATHS, BATCH, REPEAT))
         print()
+        own_cpu = {s: pin and (s == "single" or int(s) <= len(redis_cpus)) for s in SETUPS}
         runs = {s: [] for s in SETUPS}
         for r in range(REPEAT):
             for s, c in started.items():
@@ -270,22 +281,25 @@ def main():
                   "trip" % (name, i, n["buckets"], span(n["cpu"], "%.3f"), med(n["cpu"]) * 1e6 / n["buckets"],
                             100 * med(n["cpu"]) / med(wall), med(n["idle"]) if n["idle"] else 0, n["calls"],
                             n["reads"], n["calls"] / max(n["reads"], 1), n["buckets"] / max(n["reads"], 1)))
-    if "1" in summary and "3" in summary:
-        a, b = summary["1"], summary["3"]
+    for s in summary:
+        if s in ("single", "1") or "1" not in summary:
+            continue
+        a, b = summary["1"], summary[s]
         ratio = [y / x for x, y in zip(a["wall"], b["wall"])]
-        print("RESULT cluster 3 primaries / 1 primary, same rounds: wall %.2fx (rounds %s), so %.2fx the buckets/s; "
-              "Redis CPU summed over the nodes %.2fx; the worker's thread CPU %.2fx; round trips %d / %d" % (
-                  med(ratio), ", ".join("%.2f" % x for x in ratio), 1 / med(ratio), med(b["rcpu"]) / med(a["rcpu"]),
-                  med(b["tcpu"]) / med(a["tcpu"]), b["rts"], a["rts"]))
+        print("RESULT cluster %s primaries / 1 primary, same rounds: wall %.2fx (rounds %s), so %.2fx the buckets/s; "
+              "Redis CPU summed over the nodes %.2fx; the worker's thread CPU %.2fx; round trips %d / %d%s" % (
+                  s, med(ratio), ", ".join("%.2f" % x for x in ratio), 1 / med(ratio),
+                  med(b["rcpu"]) / med(a["rcpu"]), med(b["tcpu"]) / med(a["tcpu"]), b["rts"], a["rts"],
+                  "" if own_cpu[s] else " (its nodes shared CPUs)"))
     if "single" in summary and "1" in summary:
         a, b = summary["single"], summary["1"]
         print("RESULT cluster 1 primary / plain Redis: wall %.2fx, Redis CPU %.2fx (the cost of cluster mode on one node)"
               % (med(b["wall"]) / med(a["wall"]), med(b["rcpu"]) / med(a["rcpu"])))
     if "1" in summary:
-        print_model(summary)
+        print_model(summary, own_cpu)
 
 
-def print_model(summary):
+def print_model(summary, own_cpu):
     """The figures of BENCHMARKS.md's 30-primary model, from this run's (1 primary alone on its CPU)."""
     one = summary["1"]
     n = MODEL_PRIMARIES
@@ -297,8 +311,11 @@ def print_model(summary):
     client_rt = {s: med(v["tcpu"]) / v["rts"] for s, v in summary.items()}  # the worker's CPU a round trip, s
     t3, b3 = window_loads(3, calls_rt)
     tn, bn = window_loads(n, calls_rt)
-    # the worker's CPU a round trip: a fixed part and a part per node reached (1 primary: 1 node; 3: t3)
-    c_node = max(0.0, (client_rt["3"] - client_rt["1"]) / (t3 - 1)) if "3" in client_rt else 0.0
+    # the worker's CPU a round trip: a fixed part and a part per node reached (1 primary: 1 node), fitted on
+    # the largest cluster measured
+    big = max([int(s) for s in summary if s not in ("single", "1")] or [1])
+    tb = window_loads(big, calls_rt)[0] if big > 1 else 1
+    c_node = max(0.0, (client_rt[str(big)] - client_rt["1"]) / (tb - 1)) if big > 1 else 0.0
     c_base = client_rt["1"] - c_node
     cn = c_base + c_node * tn
     print("MODEL a round trip carries %d shard calls (worker/due.c: min(DUE_DEPTH %d, DUE_ROUND_PATHS %d / batch "
@@ -314,6 +331,16 @@ def print_model(summary):
     print("MODEL a round trip's %d calls on the real shard->slot map (redis-cli's equal slot ranges): 3 primaries: "
           "%.2f nodes reached, the busiest %.2f calls (mean %.2f); %d primaries: %.2f nodes reached, the busiest "
           "%.2f calls" % (calls_rt, t3, b3, calls_rt / 3, n, tn, bn))
+    # the model against what was measured: every cluster whose nodes each had a CPU of their own
+    for s, v in summary.items():
+        if s in ("single", "1") or not own_cpu.get(s):
+            continue
+        p = int(s)
+        tp, bp = window_loads(p, calls_rt)
+        rtp = med(v["rtt"]) * 1e-6 + bp * per_call + client_rt[s]
+        print("MODEL check, %d primaries with a CPU each: predicted %.3f s a sweep (a round trip: busiest %.2f calls "
+              "x %.0f us + %.0f us + the worker's %.0f us), measured %s s" % (
+                  p, rts * rtp, bp, per_call * 1e6, med(v["rtt"]), client_rt[s] * 1e6, span(v["wall"], "%.3f")))
     for rtt_us in (med(one["rtt"]), 200.0, 500.0):
         rtt = rtt_us * 1e-6
         rt1 = rtt + calls_rt * per_call + client_rt["1"]
