@@ -1266,8 +1266,9 @@ int __wrap_rbatch_run(struct rconn *c, struct rbatch *b)
 }
 
 #define CL_NODES 32
-/* the sweep's now, after the buckets' first leak (rate 0.001/s, 5 entries at t0, due at t0 + 1000 s):
- * at t0 + 2500 s each bucket loses floor(2.5) = 2 entries and keeps 3, with a carry of 0.5 */
+/* the sweep's now, after the buckets' due time (rate 0.001/s, 5 entries at t0: the first leak at
+ * t0 + 1000 s, due 10 s later, the skew horizon): at t0 + 2510 s each bucket leaks up to the horizon,
+ * t0 + 2500 s, so loses floor(2.5) = 2 entries and keeps 3, with a carry of 0.5 */
 #define CL_LATER_MS 1500000
 #define CL_DRAINED 2
 #define CL_LEFT 3
@@ -1461,8 +1462,8 @@ static double thread_cpu_s(void)
 /*
  * cluster: `paths` leaky buckets as leaky_bucket.lua makes them (5 entries
  * at t0, capacity 10, rate 0.001/s), spread over every shard and so over
- * every primary; one full drain sweep (worker_sweep) at t0 + 2500 s, when
- * each loses exactly 2 entries.  Per round: wall time, buckets and entries
+ * every primary; one full drain sweep (worker_sweep) at t0 + 2510 s, when
+ * each loses exactly 2 entries (it leaks up to now less the 10 s horizon).  Per round: wall time, buckets and entries
  * a second, the worker's thread CPU, the Redis layer's round trips and
  * commands in each; per primary: its buckets, Redis CPU (INFO cpu), the
  * commands it ran and the reads it took them in (INFO stats), its shard
