@@ -208,8 +208,10 @@ $(B)/bench/%.o: bench/%.c | check-deps
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(PKG_CFLAGS) -c $< -o $@
 
+# --wrap: drain_bench counts the Redis layer's round trips (rbatch_run) of the
+# worker it drives (bench/drain_bench.c, mode cluster); sluiced is not wrapped.
 $(B)/bench/drain_bench: $(B)/bench/drain_bench.o $(B)/libsluice.a
-	$(CC) $(CFLAGS) $^ $(LDFLAGS) $(LDLIBS) -o $@
+	$(CC) $(CFLAGS) $^ $(LDFLAGS) -Wl,--wrap=rbatch_run $(LDLIBS) -o $@
 
 $(B)/bench/copies_bench: $(B)/bench/copies_bench.o $(B)/libsluice.a
 	$(CC) $(CFLAGS) $^ $(LDFLAGS) $(LDLIBS) -o $@

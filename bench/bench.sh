@@ -24,6 +24,15 @@
 #    time from a rule change to all 1024 shards' rules copies holding it,
 #    as one worker step after rulestore_put (10 and 1000 rules), and from
 #    PUT /v1/rules through the real sluiced at its default intervals.
+# 5. cluster (bench/cluster.py, /usr/bin/python3 with python3-redis): a
+#    private Redis Cluster of 1 primary and one of 3 (tests/cluster.py), and
+#    a plain Redis beside them; one drain sweep of 100,000 leaky buckets
+#    (drain_bench cluster) on each, in turn, BENCH_REPEAT rounds: wall time,
+#    buckets and entries a second, Redis CPU per node, the worker's thread
+#    CPU, round trips and the pipeline depth each node sees; the ratio of 3
+#    primaries to 1; the figures of the 30-primary model.  It pins its own
+#    nodes (the client on the last CPU, the nodes on the others) and needs
+#    no Redis of this script's: BENCH_PARTS=cluster starts none.
 # Figures, not pass/fail: each is printed beside its target and its 0.1
 # figure (the issue's), and ratios are against a baseline of the same run.
 # A part that cannot run yet (a script not on the layout-2 contract, a
@@ -39,8 +48,10 @@
 # sweep and prune), BENCH_DEPTH (128, the baselines' pipeline),
 # BENCH_CALLS (20000 a client run), BENCH_RSS_PATHS ("10000 1000000"),
 # BENCH_DAEMON_DUE (10000 of them due at the daemon's start),
-# BENCH_IDLE_SECS (10), BENCH_PARTS ("ticks sweep prune client daemon copies"),
-# BENCH_PIN (1; 0 = no taskset).
+# BENCH_IDLE_SECS (10), BENCH_PARTS ("ticks sweep prune client daemon copies
+# cluster"), BENCH_PIN (1; 0 = no taskset), BENCH_CLUSTER_PATHS (100000),
+# BENCH_CLUSTER_SETUPS ("single 1 3"), BENCH_CLUSTER_PIN (apart; spread: the
+# cluster's nodes on every CPU, the client's too).
 set -euo pipefail
 
 : "${SLUICED:?set SLUICED to the sluiced binary}"
@@ -56,7 +67,7 @@ CALLS=${BENCH_CALLS:-20000}
 RSS_PATHS=${BENCH_RSS_PATHS:-"10000 1000000"}
 DAEMON_DUE=${BENCH_DAEMON_DUE:-10000}
 IDLE_SECS=${BENCH_IDLE_SECS:-10}
-PARTS=${BENCH_PARTS:-"ticks sweep prune client daemon copies"}
+PARTS=${BENCH_PARTS:-"ticks sweep prune client daemon copies cluster"}
 
 BENCH_NAME=bench
 # shellcheck source=bench/lib.sh
@@ -220,8 +231,15 @@ copies_run() {
 	echo
 }
 
-start_redis
-URL="redis://127.0.0.1:$REDIS_PORT/0"
+# every part but cluster (which starts its own nodes) runs on this script's private Redis
+NEED_REDIS=0
+for p in $PARTS; do
+	[ "$p" = cluster ] || NEED_REDIS=1
+done
+if [ "$NEED_REDIS" = 1 ]; then
+	start_redis
+	URL="redis://127.0.0.1:$REDIS_PORT/0"
+fi
 
 echo "== sluice bench (key layout 2): $(date -u +%Y-%m-%dT%H:%M:%SZ), commit $(git -C "$(dirname "${BASH_SOURCE[0]}")" rev-parse --short HEAD 2>/dev/null || echo '?')"
 print_machine
@@ -243,13 +261,21 @@ for p in $PARTS; do
 		echo
 		;;
 	copies) copies_run ;;
+	cluster)
+		echo "== Redis Cluster: drain on 1 and 3 primaries (bench/cluster.py)"
+		rc=0
+		DRAIN_BENCH="$DRAIN_BENCH" BENCH_REPEAT="$REPEAT" BENCH_BATCH="$BATCH" \
+			/usr/bin/python3 "$(dirname "${BASH_SOURCE[0]}")/cluster.py" | tee "$TMP/cluster.out" || rc=${PIPESTATUS[0]}
+		[ "$rc" -eq 0 ] || FAILED+=("bench/cluster.py exited $rc")
+		echo
+		;;
 	*) die "unknown part \"$p\" in BENCH_PARTS" ;;
 	esac
 done
 
 echo "== summary"
-for p in ticks sweep prune client copies; do
-	[ -f "$TMP/$p.out" ] && sed -n 's/^RESULT //p' "$TMP/$p.out"
+for p in ticks sweep prune client copies cluster; do
+	[ -f "$TMP/$p.out" ] && sed -n -e 's/^RESULT //p' -e 's/^MODEL /model: /p' "$TMP/$p.out"
 done
 if [ "${#D_N[@]}" -gt 0 ]; then
 	last=$((${#D_N[@]} - 1))

@@ -9,6 +9,7 @@
  *   drain_bench prune  --redis URL [--paths 100000] [--repeat R] [--batch-size B] [--depth D]
  *   drain_bench client --redis URL [--calls 20000] [--repeat R]
  *   drain_bench fill   --redis URL --paths N [--due N] [--prefix P] [--due-in-ms MS]
+ *   drain_bench cluster --redis URL[,HOST:PORT...] [--paths 100000] [--repeat R] [--batch-size B]
  *   drain_bench keys   ALGORITHM PATH [--prefix P]
  *
  * ticks: the worker's step (worker_step of libsluice, the due-driven walk of
@@ -35,6 +36,12 @@
  *   capacity 10), `due` of them (default all) due `due-in-ms` from now
  *   (Redis clock), the others 10^5 s later.
  * keys: print the five KEYS of a client call for PATH, one a line.
+ * cluster: one drain sweep (worker_sweep) of 100,000 leaky buckets on a
+ *   Redis Cluster (or a single Redis) through libsluice's Redis layer
+ *   (core/rconn.h), which this mode also fills and checks with: wall time,
+ *   buckets and entries a second, the worker's thread CPU and round trips,
+ *   and per primary its Redis CPU, shard calls and reads (the pipeline
+ *   depth it sees).  bench/cluster.py runs it on 1 and 3 primaries.
  *
  * Filling: a path's state is what the client script writes.  The script
  * itself makes a template path (its calls at chosen, explicit `now`s, none
@@ -67,6 +74,7 @@
 #include "core/algorithm.h"
 #include "core/keys.h"
 #include "core/layout.h"
+#include "core/rconn.h"
 #include "core/redis_target.h"
 #include "core/scripts.h"
 #include "core/shard.h"
@@ -96,6 +104,16 @@ struct bench {
 	struct redis_target target;
 	const char *url;
 	redisContext *c;
+	/*
+	 * mode cluster: the one Redis layer of libsluice (core/rconn.h, which
+	 * routes by slot) instead of `c`; the helpers below (cmdv, pipe_push,
+	 * pipe_flush) go through it, a script's EVALSHA as rbatch_eval of the
+	 * script script_load_id named (rconn loads it on every node).
+	 */
+	struct rconn *k;
+	struct rbatch *kb;
+	struct { char sha[41]; enum script_id id; } ks[4];
+	int nks;
 	size_t batch;    /* the worker's batch_size */
 	int depth;       /* pipeline depth of the per-bucket / per-log baselines */
 	int rounds;
@@ -156,8 +174,16 @@ static void check_ctx(struct bench *b, const char *what)
 /* One command; an error reply is returned to the caller (who frees the reply). */
 static redisReply *cmdv(struct bench *b, int argc, const char **argv, const size_t *lens)
 {
-	redisReply *r = redisCommandArgv(b->c, argc, argv, lens);
+	redisReply *r;
 
+	if (b->k) {
+		int rc = rconn_command(b->k, argc, argv, lens, &r);
+
+		if (rc)
+			die("%s: %s", argv[0], rconn_strerror(b->k, rc));
+		return r;
+	}
+	r = redisCommandArgv(b->c, argc, argv, lens);
 	if (!r)
 		die("%s: %s", argv[0], b->c->errstr);
 	return r;
@@ -169,6 +195,8 @@ static redisReply *cmdf(struct bench *b, const char *fmt, ...)
 	redisReply *r;
 	va_list ap;
 
+	if (b->k)
+		die("%s: not sent through a cluster (no format commands in mode cluster)", fmt);
 	va_start(ap, fmt);
 	r = redisvCommand(b->c, fmt, ap);
 	va_end(ap);
@@ -179,9 +207,29 @@ static redisReply *cmdf(struct bench *b, const char *fmt, ...)
 	return r;
 }
 
+/* Mode cluster: queue a command in b->kb, an EVALSHA of a script loaded by script_load_id as rbatch_eval. */
+static void kpush(struct bench *b, int argc, const char **argv, const size_t *lens)
+{
+	int rc = -EINVAL;
+
+	if (argc >= 3 && !strcmp(argv[0], "EVALSHA")) {
+		for (int i = 0; i < b->nks; i++)
+			if (lens[1] == 40 && !memcmp(argv[1], b->ks[i].sha, 40))
+				rc = rbatch_eval(b->kb, b->ks[i].id, atoi(argv[2]), argc - 3, argv + 3, lens + 3);
+		if (rc == -EINVAL)
+			die("EVALSHA %.40s: not a script of script_load_id (mode cluster)", argv[1]);
+	} else {
+		rc = rbatch_cmd(b->kb, argc, argv, lens);
+	}
+	if (rc)
+		die("%s: %s", argv[0], strerror(-rc));
+}
+
 static void pipe_push(struct bench *b, int argc, const char **argv, const size_t *lens)
 {
-	if (redisAppendCommandArgv(b->c, argc, argv, lens) != REDIS_OK)
+	if (b->k)
+		kpush(b, argc, argv, lens);
+	else if (redisAppendCommandArgv(b->c, argc, argv, lens) != REDIS_OK)
 		die("%s: %s", argv[0], b->c->errstr);
 	b->queued++;
 }
@@ -189,6 +237,17 @@ static void pipe_push(struct bench *b, int argc, const char **argv, const size_t
 /* Read every queued reply, each handed to fn (may be NULL) before it is freed. */
 static void pipe_flush(struct bench *b, void (*fn)(redisReply *r, void *ctx), void *ctx)
 {
+	if (b->k) {
+		int rc = b->queued ? rbatch_run(b->k, b->kb) : 0;
+
+		if (rc)
+			die("pipeline: %s", rconn_strerror(b->k, rc));
+		for (size_t i = 0; fn && i < rbatch_len(b->kb); i++)
+			fn(rbatch_reply(b->kb, i), ctx);
+		rbatch_clear(b->kb);
+		b->queued = 0;
+		return;
+	}
 	while (b->queued > 0) {
 		void *rv = NULL;
 
@@ -209,7 +268,9 @@ static void reply_ok(redisReply *r, void *ctx)
 
 static int64_t redis_time_ms(struct bench *b)
 {
-	redisReply *r = cmdf(b, "TIME");
+	const char *argv[1] = { "TIME" };
+	size_t lens[1] = { 4 };
+	redisReply *r = cmdv(b, 1, argv, lens);
 	int64_t ms;
 
 	if (r->type != REDIS_REPLY_ARRAY || r->elements != 2)
@@ -314,6 +375,11 @@ static void script_load_id(struct bench *b, enum script_id id, char sha[41])
 	if (!s)
 		die("script %s is not embedded", script_name(id));
 	script_load(b, s->body, s->len, sha);
+	if (b->k && b->nks < (int)(sizeof(b->ks) / sizeof(b->ks[0]))) {
+		/* loaded on one node; rconn loads every embedded script on every node itself */
+		memcpy(b->ks[b->nks].sha, sha, 41);
+		b->ks[b->nks++].id = id;
+	}
 }
 
 /* ---- keys of layout 2 ------------------------------------------------------ */
@@ -1168,6 +1234,385 @@ static void mode_sweep(struct bench *b, enum algorithm a, size_t paths)
 	freeReplyObject(cmdf(b, "FLUSHDB"));
 }
 
+/* ---- cluster: one drain sweep on a Redis Cluster, figures per node (issue 10) ------- */
+
+/*
+ * The Redis layer's round trips: drain_bench (alone; sluiced is not) is
+ * linked with -Wl,--wrap=rbatch_run (Makefile), so every rbatch_run of
+ * libsluice, the worker's pipelines among them, comes here first and is
+ * counted while rt.on.  One run is one round trip to each node that has
+ * commands in it (a second only for a reply that asks for one: MOVED, ASK,
+ * TRYAGAIN, NOSCRIPT, which Redis's read counts per node would show).
+ */
+int __real_rbatch_run(struct rconn *c, struct rbatch *b);
+int __wrap_rbatch_run(struct rconn *c, struct rbatch *b);
+
+static struct {
+	int on;
+	uint64_t runs, cmds;
+	size_t max;
+} rt;
+
+int __wrap_rbatch_run(struct rconn *c, struct rbatch *b)
+{
+	if (rt.on) {
+		size_t n = rbatch_len(b);
+
+		rt.runs++;
+		rt.cmds += n;
+		rt.max = n > rt.max ? n : rt.max;
+	}
+	return __real_rbatch_run(c, b);
+}
+
+#define CL_NODES 32
+/* the sweep's now, after the buckets' due time (rate 0.001/s, 5 entries at t0: the first leak at
+ * t0 + 1000 s, due 10 s later, the skew horizon): at t0 + 2510 s each bucket leaks up to the horizon,
+ * t0 + 2500 s, so loses floor(2.5) = 2 entries and keeps 3, with a carry of 0.5 */
+#define CL_LATER_MS 1500000
+#define CL_DRAINED 2
+#define CL_LEFT 3
+
+/* One primary, in rbatch_cmd_at's order: its address, slots, and what the fill put there. */
+struct cl_node {
+	char addr[96], ranges[96];
+	size_t buckets, shards;
+};
+
+/* A node's counters (INFO cpu stats commandstats) at one moment. */
+struct cl_info {
+	double cpu;                /* used_cpu_sys + used_cpu_user, s */
+	long long cmds, reads;     /* total_commands_processed, total_reads_processed */
+	long long evalsha, zrange; /* calls (commandstats) */
+	long long net_in;          /* total_net_input_bytes */
+};
+
+static double info_num(const char *s, const char *field)
+{
+	char want[80];
+	const char *p;
+
+	snprintf(want, sizeof(want), "\n%s", field);
+	if (!(p = strstr(s, want)))
+		return 0; /* a command never called has no commandstats line */
+	return strtod(p + strlen(want), NULL);
+}
+
+/* INFO cpu stats commandstats of every primary, in one pipeline. */
+static void cl_infos(struct bench *b, size_t n, struct cl_info *out)
+{
+	const char *argv[4] = { "INFO", "cpu", "stats", "commandstats" };
+	size_t lens[4] = { 4, 3, 5, 12 };
+	int rc;
+
+	rbatch_clear(b->kb);
+	for (size_t i = 0; i < n; i++)
+		if (rbatch_cmd_at(b->kb, i, 4, argv, lens))
+			die("out of memory");
+	if ((rc = rbatch_run(b->k, b->kb)))
+		die("INFO: %s", rconn_strerror(b->k, rc));
+	for (size_t i = 0; i < n; i++) {
+		const redisReply *r = rbatch_reply(b->kb, i);
+		const char *s;
+
+		if (!r || r->type != REDIS_REPLY_STRING || !strstr(r->str, "used_cpu_user:") ||
+		    !strstr(r->str, "total_reads_processed:"))
+			die("INFO of primary %zu: %s", i, r && r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+		s = r->str;
+		out[i].cpu = info_num(s, "used_cpu_sys:") + info_num(s, "used_cpu_user:");
+		out[i].cmds = (long long)info_num(s, "total_commands_processed:");
+		out[i].reads = (long long)info_num(s, "total_reads_processed:");
+		out[i].net_in = (long long)info_num(s, "total_net_input_bytes:");
+		out[i].evalsha = (long long)info_num(s, "cmdstat_evalsha:calls=");
+		out[i].zrange = (long long)info_num(s, "cmdstat_zrange:calls=");
+	}
+	rbatch_clear(b->kb);
+}
+
+/* One command on every primary; each reply must not be an error. */
+static void cl_each(struct bench *b, size_t n, int argc, const char **argv, const size_t *lens)
+{
+	int rc;
+
+	rbatch_clear(b->kb);
+	for (size_t i = 0; i < n; i++)
+		if (rbatch_cmd_at(b->kb, i, argc, argv, lens))
+			die("out of memory");
+	if ((rc = rbatch_run(b->k, b->kb)))
+		die("%s: %s", argv[0], rconn_strerror(b->k, rc));
+	for (size_t i = 0; i < n; i++) {
+		const redisReply *r = rbatch_reply(b->kb, i);
+
+		if (!r || r->type == REDIS_REPLY_ERROR)
+			die("%s on primary %zu: %s", argv[0], i, r ? r->str : "no reply");
+	}
+	rbatch_clear(b->kb);
+}
+
+/*
+ * The primaries (rconn_node_info: the order of rbatch_cmd_at) and the node
+ * of every slot (CLUSTER SLOTS; a single Redis owns them all).  Returns how
+ * many primaries.
+ */
+static size_t cl_map(struct bench *b, struct cl_node *node, unsigned char *of_slot)
+{
+	struct rconn_node_info info[CL_NODES];
+	const char *argv[2] = { "CLUSTER", "SLOTS" };
+	size_t lens[2] = { 7, 5 }, n, covered = 0;
+	redisReply *r;
+	int rc;
+
+	if ((rc = rconn_ensure(b->k)))
+		die("connect %s: %s", b->url, rconn_strerror(b->k, rc));
+	n = rconn_node_info(b->k, info, CL_NODES);
+	if (n == 0 || n < rconn_primaries(b->k))
+		die("%zu primaries: drain_bench cluster takes 1 to %d", rconn_primaries(b->k), CL_NODES);
+	for (size_t i = 0; i < n; i++) {
+		memset(&node[i], 0, sizeof(node[i]));
+		snprintf(node[i].addr, sizeof(node[i].addr), "%.95s", info[i].addr);
+		snprintf(node[i].ranges, sizeof(node[i].ranges), "%.95s", info[i].ranges);
+	}
+	if (!rconn_is_cluster(b->k)) {
+		memset(of_slot, 0, SHARD_SLOTS);
+		return n;
+	}
+	memset(of_slot, 0xFF, SHARD_SLOTS);
+	r = cmdv(b, 2, argv, lens);
+	if (r->type != REDIS_REPLY_ARRAY)
+		die("CLUSTER SLOTS: %s", r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+	for (size_t e = 0; e < r->elements; e++) {
+		const redisReply *x = r->element[e], *p;
+		char addr[96];
+		size_t i;
+
+		if (x->type != REDIS_REPLY_ARRAY || x->elements < 3 || (p = x->element[2])->type != REDIS_REPLY_ARRAY ||
+		    p->elements < 2 || p->element[0]->type != REDIS_REPLY_STRING)
+			die("CLUSTER SLOTS: unexpected entry");
+		/* a node that knows no address of its own (a one-node cluster met by none) names "" */
+		snprintf(addr, sizeof(addr), "%s:%lld", p->element[0]->str, p->element[1]->integer);
+		for (i = 0; i < n; i++) {
+			const char *colon = strrchr(node[i].addr, ':');
+
+			if (p->element[0]->len ? !strcmp(node[i].addr, addr) : colon && !strcmp(colon, addr))
+				break;
+		}
+		if (i == n)
+			die("CLUSTER SLOTS names %s, which the Redis layer does not know as a primary", addr);
+		for (long long s = x->element[0]->integer; s <= x->element[1]->integer && s < SHARD_SLOTS; s++, covered++)
+			of_slot[s] = (unsigned char)i;
+	}
+	freeReplyObject(r);
+	if (covered != SHARD_SLOTS)
+		die("CLUSTER SLOTS covers %zu slots of %d", covered, SHARD_SLOTS);
+	return n;
+}
+
+/* Every bucket of the fill holds `want` entries (ZCARD of its state). */
+struct zcard_check {
+	long long want;
+	size_t seen, bad;
+	long long first_bad;
+};
+
+static void zcard_reply(redisReply *r, void *ctx)
+{
+	struct zcard_check *z = ctx;
+
+	if (r->type != REDIS_REPLY_INTEGER)
+		die("ZCARD: %s", r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+	if (r->integer != z->want && !z->bad++)
+		z->first_bad = (long long)z->seen;
+	z->seen++;
+}
+
+static void zcard_all(struct bench *b, const char *prefix, size_t paths, long long want)
+{
+	struct zcard_check z = { want, 0, 0, -1 };
+	struct pkeys k = { 0 };
+	char path[64];
+
+	for (size_t i = 0; i < paths; i++) {
+		size_t plen = path_of(i, path, sizeof(path));
+
+		pkeys_make(&k, prefix, "leaky_bucket", path, plen);
+		{
+			const char *argv[2] = { "ZCARD", k.p[K_STATE] };
+			size_t lens[2] = { 5, k.len[K_STATE] };
+
+			pipe_push(b, 2, argv, lens);
+		}
+		if (b->queued >= FILL_PIPELINE)
+			pipe_flush(b, zcard_reply, &z);
+	}
+	pipe_flush(b, zcard_reply, &z);
+	strbuf_free(&k.buf);
+	if (z.bad)
+		die("cluster: %zu of %zu buckets do not hold %lld entries after the sweep (the first: /bench/%lld)", z.bad,
+		    paths, want, z.first_bad);
+}
+
+static double thread_cpu_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/*
+ * cluster: `paths` leaky buckets as leaky_bucket.lua makes them (5 entries
+ * at t0, capacity 10, rate 0.001/s), spread over every shard and so over
+ * every primary; one full drain sweep (worker_sweep) at t0 + 2510 s, when
+ * each loses exactly 2 entries (it leaks up to now less the 10 s horizon).  Per round: wall time, buckets and entries
+ * a second, the worker's thread CPU, the Redis layer's round trips and
+ * commands in each; per primary: its buckets, Redis CPU (INFO cpu), the
+ * commands it ran and the reads it took them in (INFO stats), its shard
+ * calls (commandstats).  Checked: the worker's counts, and every bucket's
+ * ZCARD after the sweep.
+ */
+static void mode_cluster(struct bench *b, size_t paths)
+{
+	const char *prefix = "cl:";
+	const char *flush[1] = { "FLUSHDB" };
+	size_t flushl[1] = { 7 };
+	struct layout *lays;
+	size_t nlays, np, shard_n[SHARD_COUNT] = { 0 };
+	struct cl_node node[CL_NODES];
+	struct cl_info i0[CL_NODES], i1[CL_NODES];
+	unsigned char of_slot[SHARD_SLOTS];
+	struct tmpl t = { 0 };
+	char sha[41], path[64];
+	int64_t t0, at;
+	double secs, rtt;
+
+	np = cl_map(b, node, of_slot);
+	cl_each(b, np, 1, flush, flushl);
+	if (layouts_default(prefix, &lays, &nlays))
+		die("out of memory");
+	script_load_id(b, SCRIPT_LEAKY_BUCKET, sha);
+	t0 = redis_time_ms(b);
+	t.alg = ALG_LEAKY_BUCKET;
+	t.params[0] = "10", t.params[1] = "0.001";
+	t.calls[0] = (struct call){ "5", t0 };
+	t.ncalls = 1;
+	tmpl_make(b, sha, &t);
+	secs = fill_paths(b, prefix, 0, paths, every_path, &t);
+	check_copy(b, sha, prefix, &t, 0);
+	check_copy(b, sha, prefix, &t, paths / 2);
+	check_copy(b, sha, prefix, &t, paths - 1);
+	at = t.due + CL_LATER_MS;
+	/* where the buckets are: shard k's keys are in the slot of "{k}" */
+	for (size_t i = 0; i < paths; i++)
+		shard_n[shard_of(path, path_of(i, path, sizeof(path)))]++;
+	for (unsigned s = 0; s < SHARD_COUNT; s++) {
+		int len = snprintf(path, sizeof(path), "{%u}", s);
+		struct cl_node *nd = &node[of_slot[shard_keyslot(path, (size_t)len)]];
+
+		nd->shards++;
+		nd->buckets += shard_n[s];
+	}
+	/* a round trip's fixed cost through the Redis layer: 200 PINGs, one at a time */
+	{
+		const char *argv[1] = { "PING" };
+		size_t lens[1] = { 4 };
+		double t1 = mono_s();
+
+		for (int i = 0; i < 200; i++)
+			freeReplyObject(cmdv(b, 1, argv, lens));
+		rtt = (mono_s() - t1) / 200;
+	}
+	printf("== leaky_bucket drain sweep on %s of %zu primar%s: %zu buckets as leaky_bucket.lua makes them "
+	       "(n=5 at t0; params %s %s), due at t0 + %lld ms, swept at t0 + %lld ms (%d entries each); filled in %.1f s, "
+	       "3 samples checked against leaky_bucket.lua; batch %zu; a PING round trip %.0f us\n",
+	       rconn_is_cluster(b->k) ? "a Redis Cluster" : "a single Redis", np, np == 1 ? "y" : "ies", paths,
+	       t.params[0], t.params[1], (long long)(t.due - t0), (long long)(at - t0), CL_DRAINED, secs, b->batch, rtt * 1e6);
+	for (size_t i = 0; i < np; i++)
+		printf("   primary %zu %s, slots %s: %zu buckets in %zu shards\n", i, node[i].addr, node[i].ranges,
+		       node[i].buckets, node[i].shards);
+	printf("SETUP primaries=%zu cluster=%d paths=%zu batch=%zu rtt_us=%.1f fill_s=%.2f\n", np, rconn_is_cluster(b->k),
+	       paths, b->batch, rtt * 1e6, secs);
+	fflush(stdout);
+	for (int r = 0; r < b->rounds; r++) {
+		struct worker_result res = { 0 };
+		struct worker *w;
+		double wall, cpu;
+
+		if (r > 0)
+			fill_paths(b, prefix, 0, paths, every_path, &t);
+		w = worker_for(b, layouts_find(lays, nlays, ALG_LEAKY_BUCKET));
+		/* connect, load the scripts, learn every shard's head outside the timing: nothing is due yet */
+		step_or_die(w, WORKER_DRAIN, t.due - 1, &res, 0);
+		if (res.entries)
+			die("cluster: the step before the due time drained %llu entries", (unsigned long long)res.entries);
+		cl_infos(b, np, i0);
+		memset(&rt, 0, sizeof(rt));
+		rt.on = 1;
+		cpu = thread_cpu_s();
+		wall = mono_s();
+		step_or_die(w, WORKER_DRAIN, at, &res, 1);
+		wall = mono_s() - wall;
+		cpu = thread_cpu_s() - cpu;
+		rt.on = 0;
+		cl_infos(b, np, i1);
+		worker_free(w);
+		if (res.entries != CL_DRAINED * paths || res.paths != paths || res.emptied || res.skipped || res.failed ||
+		    !res.sweep_done)
+			die("cluster: the sweep drained %llu entries from %llu buckets (%llu emptied, %llu skipped, %llu failed, "
+			    "done %d), expected %llu from %zu, 0, 0, 0, 1",
+			    (unsigned long long)res.entries, (unsigned long long)res.paths, (unsigned long long)res.emptied,
+			    (unsigned long long)res.skipped, (unsigned long long)res.failed, res.sweep_done,
+			    (unsigned long long)CL_DRAINED * paths, paths);
+		zcard_all(b, prefix, paths, CL_LEFT);
+		printf("   round %d: sweep %.3f s, %.0f buckets/s, %.0f entries/s; the worker's thread %.3f s CPU "
+		       "(%.2f us a bucket, %.0f %% of the wall); %llu shard calls in %llu round trips of %.1f commands "
+		       "(at most %zu); every bucket holds %d entries after it\n",
+		       r + 1, wall, (double)paths / wall, (double)res.entries / wall, cpu, cpu * 1e6 / (double)paths,
+		       100 * cpu / wall, (unsigned long long)res.batches, (unsigned long long)rt.runs,
+		       rt.runs ? (double)rt.cmds / (double)rt.runs : 0.0, rt.max, CL_LEFT);
+		printf("FIG primaries=%zu round=%d wall=%.6f thread_cpu=%.6f buckets=%llu entries=%llu batches=%llu "
+		       "polls=%llu runs=%llu cmds=%llu max=%zu\n",
+		       np, r + 1, wall, cpu, (unsigned long long)res.paths, (unsigned long long)res.entries,
+		       (unsigned long long)res.batches, (unsigned long long)res.polls, (unsigned long long)rt.runs,
+		       (unsigned long long)rt.cmds, rt.max);
+		for (size_t i = 0; i < np; i++) {
+			/* less the INFO that opened the interval (a command) and the one that closed it (a read);
+			 * total_commands_processed counts the commands scripts call too */
+			long long cmds = i1[i].cmds - i0[i].cmds - 1, reads = i1[i].reads - i0[i].reads - 1;
+			long long calls = i1[i].evalsha - i0[i].evalsha;
+			double c = i1[i].cpu - i0[i].cpu;
+
+			printf("      primary %zu %s: Redis CPU %.3f s (%.2f us a bucket, busy %.0f %% of the sweep); "
+			       "%lld shard calls in %lld reads: %.2f a read, %.0f buckets a read\n",
+			       i, node[i].addr, c, node[i].buckets ? c * 1e6 / (double)node[i].buckets : 0.0, 100 * c / wall,
+			       calls, reads, reads > 0 ? (double)calls / (double)reads : 0.0,
+			       reads > 0 ? (double)node[i].buckets / (double)reads : 0.0);
+			printf("NODE primaries=%zu round=%d node=%zu cpu=%.6f cmds=%lld reads=%lld evalsha=%lld zrange=%lld "
+			       "net_in=%lld buckets=%zu shards=%zu\n",
+			       np, r + 1, i, c, cmds, reads, calls, i1[i].zrange - i0[i].zrange, i1[i].net_in - i0[i].net_in,
+			       node[i].buckets, node[i].shards);
+		}
+		fflush(stdout);
+	}
+	/* what the nodes spend with nothing to do (cron, the cluster bus), on the same data */
+	cl_infos(b, np, i0);
+	{
+		struct timespec ts = { 1, 0 };
+
+		nanosleep(&ts, NULL);
+	}
+	cl_infos(b, np, i1);
+	printf("   idle, after the rounds, Redis CPU in a second:");
+	for (size_t i = 0; i < np; i++) {
+		printf("%s primary %zu %.1f ms", i ? "," : "", i, (i1[i].cpu - i0[i].cpu) * 1e3);
+	}
+	printf("\n");
+	for (size_t i = 0; i < np; i++)
+		printf("IDLE node=%zu cpu_ms=%.2f\n", i, (i1[i].cpu - i0[i].cpu) * 1e3);
+	tmpl_free(&t);
+	layouts_free(lays, nlays);
+	cl_each(b, np, 1, flush, flushl);
+}
+
 /* ---- client: Redis time per call of the client scripts ------------------------ */
 
 enum { V_SCRIPT, V_SEED, V_FLOOR };
@@ -1387,6 +1832,7 @@ static void usage(FILE *f)
 	      "       drain_bench prune  --redis URL [--paths N] [--repeat R] [--batch-size B] [--depth D]\n"
 	      "       drain_bench client --redis URL [--calls N] [--repeat R]\n"
 	      "       drain_bench fill   --redis URL --paths N [--due N] [--prefix P] [--due-in-ms MS]\n"
+	      "       drain_bench cluster --redis URL[,HOST:PORT...] [--paths N] [--repeat R] [--batch-size B]\n"
 	      "       drain_bench keys   ALGORITHM PATH [--prefix P]\n",
 	      f);
 }
@@ -1430,7 +1876,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (strcmp(mode, "ticks") && strcmp(mode, "sweep") && strcmp(mode, "prune") && strcmp(mode, "client") &&
-	    strcmp(mode, "fill")) {
+	    strcmp(mode, "fill") && strcmp(mode, "cluster")) {
 		usage(stderr);
 		return 2;
 	}
@@ -1507,6 +1953,16 @@ int main(int argc, char **argv)
 	if (redis_url_parse(b.url, &b.target, &err)) {
 		fprintf(stderr, "drain_bench: %s: %s\n", err.field, err.message);
 		return 2;
+	}
+	if (!strcmp(mode, "cluster")) {
+		/* the one Redis layer of libsluice, which routes by slot; no plain connection */
+		if (!(b.k = rconn_new(&b.target, 120000)) || !(b.kb = rbatch_new()))
+			die("out of memory");
+		mode_cluster(&b, paths);
+		rbatch_free(b.kb);
+		rconn_free(b.k);
+		redis_target_clear(&b.target);
+		return 0;
 	}
 	{
 		struct timeval tv = { 120, 0 };

@@ -117,6 +117,10 @@ print_machine() {
 	echo "machine: $(nproc) CPUs, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)," \
 		"$(awk '/MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo), Linux $(uname -r);" \
 		"load average $(cut -d' ' -f1-3 /proc/loadavg)"
+	if [ -z "$REDIS_PORT" ]; then
+		echo "redis: $(redis-server --version | sed 's/^Redis server //') (no private Redis of this script's)"
+		return 0
+	fi
 	echo "redis: $(redis-server --version | sed 's/^Redis server //') on 127.0.0.1:$REDIS_PORT (private, no persistence)"
 	if [ "${#PIN_REDIS[@]}" -gt 0 ]; then
 		echo "pinned: redis-server to CPU 0, the clients to CPU 1 (taskset)"

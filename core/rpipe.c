@@ -264,6 +264,8 @@ static int redirect(struct rconn *c, struct rbatch_cmd *cmd, int *wait, int last
 			snprintf(host, sizeof(host), "%s", from->host);
 		if ((ni = rconn_node_at(c, host, port, NULL)) == RCONN_NO_NODE)
 			return 0;
+		/* a node not known yet was added: c->nodes may have moved (realloc) */
+		from = &c->nodes[cmd->node];
 		if (ask && cmd->script >= 0 && !script_declares_keys((enum script_id)cmd->script)) {
 			/* the slot is being migrated: a shard script waits until it is moved (MOVED) */
 			from->ask++;
