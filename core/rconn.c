@@ -269,6 +269,18 @@ size_t rconn_primaries(const struct rconn *c)
 	return c->nprimary;
 }
 
+size_t rconn_shard_primary(const struct rconn *c, unsigned shard)
+{
+	char tag[16];
+	int n = snprintf(tag, sizeof(tag), "{%u}", shard);
+	uint16_t ni = c->owner[shard_keyslot(tag, (size_t)n)];
+
+	for (size_t i = 0; i < c->nprimary && ni != RCONN_NO_NODE; i++)
+		if (c->primary[i] == ni)
+			return i;
+	return 0;
+}
+
 uint64_t rconn_map_epoch(const struct rconn *c)
 {
 	return c->epoch;

@@ -59,6 +59,8 @@ uint64_t rconn_connects(const struct rconn *c);
 int rconn_is_cluster(const struct rconn *c);
 /* Primaries of the current map (1 for a single Redis; 0 before first contact). */
 size_t rconn_primaries(const struct rconn *c);
+/* The ordinal (rbatch_cmd_at's) of the primary that owns shard k's slot now; 0 before first contact or for a slot without a node. */
+size_t rconn_shard_primary(const struct rconn *c, unsigned shard);
 /* A counter bumped whenever the slot map changes (a walk of every node's keys starts again then). */
 uint64_t rconn_map_epoch(const struct rconn *c);
 

@@ -785,7 +785,7 @@ END_TEST
 START_TEST(sighup_reloads_config)
 {
 	struct daemon_proc d;
-	char log[4096] = "";
+	static char log[65536]; /* the whole log: its first 4 kB may not reach the reload_failed line */
 	FILE *f;
 	cJSON *j = NULL;
 

@@ -520,7 +520,7 @@ START_TEST(test_paths_list_big_shard)
 		s = shard_of(p, strlen(p));
 		if ((s == k && nb < NBIG) || (s == k + 1 && nn < NNEXT)) {
 			freeReplyObject(test_cmd(c, "ZADD %s %d %s", test_registry("leaky_bucket", p), 1000 + j, p));
-			snprintf(wbuf[nb + nn], sizeof(wbuf[0]), "leaky_bucket|%s", p);
+			snprintf(wbuf[nb + nn], sizeof(wbuf[0]), "leaky_bucket|%.18s", p);
 			want[nb + nn] = wbuf[nb + nn];
 			if (s == k)
 				nb++;

@@ -21,8 +21,10 @@
  * client decision waits for the worker.
  *
  * A pass is the set of shards chosen at its start; it runs in pipelines of
- * DUE_DEPTH commands (shard calls and polls; the calls at most
- * DUE_ROUND_PATHS / batch_size of them), stops when the step's budget
+ * DUE_DEPTH commands per primary (shard calls and polls; the calls at most
+ * DUE_ROUND_PATHS / batch_size of them on each primary: a Redis Cluster's
+ * primaries work in parallel, and what bounds one call's wait is the one
+ * node's time; a single Redis is one primary), stops when the step's budget
  * is spent and resumes at the next shard in the next step.  A shard that
  * had more due than one call takes (its backlog) is called again before the
  * pass ends.  A shard whose call or poll fails (its registry has another
@@ -40,8 +42,10 @@
 
 /* ms in which the rolling poll passes over every shard */
 #define DUE_POLL_MS 1000
-/* commands (shard calls and polls) per round trip */
+/* commands (shard calls and polls) per round trip and primary */
 #define DUE_DEPTH 64
+/* primaries a round trip fills at most (DUE_DEPTH each) */
+#define DUE_NODES 8
 /*
  * Paths one round trip's shard calls may take at most, as calls x
  * batch_size (at least one call): Redis spends some 20 us a drained bucket,
@@ -223,27 +227,34 @@ static int pass_run(struct worker *w, enum worker_job job, struct due_state *d, 
 {
 	const struct alg_ops *alg = algorithm_get(d->layout->algorithm);
 	struct cmdargs *a = &w->jb.keys;
-	size_t shard[DUE_DEPTH];
+	size_t shard[DUE_DEPTH * DUE_NODES];
 	char why[224];
 	int rc;
 
 	while (d->in_pass) {
-		unsigned char kind[DUE_DEPTH];
-		size_t n = 0, calls = 0, max_calls = DUE_ROUND_PATHS / w->batch_size;
+		unsigned char kind[DUE_DEPTH * DUE_NODES];
+		size_t n = 0, max_calls = DUE_ROUND_PATHS / w->batch_size, np = rconn_primaries(w->conn);
+		size_t calls[DUE_NODES] = { 0 }, depth;
 
 		if (max_calls < 1)
 			max_calls = 1;
+		depth = DUE_DEPTH * (np < 1 ? 1 : np > DUE_NODES ? DUE_NODES : np);
 		rbatch_clear(w->batch);
-		for (; d->cursor < SHARD_COUNT && n < DUE_DEPTH; d->cursor++) {
+		for (; d->cursor < SHARD_COUNT && n < depth; d->cursor++) {
 			const char *const *argv;
 			const size_t *lens;
 			int argc, poll = d->pending[d->cursor] == DUE_POLL;
+			size_t node;
 
 			if (d->pending[d->cursor] == DUE_NONE)
 				continue;
-			if (!poll && calls == max_calls)
-				break; /* this round trip has its share of work: the shard goes in the next one */
-			calls += !poll;
+			node = (size_t)rconn_shard_primary(w->conn, (unsigned)d->cursor) % DUE_NODES;
+			if (!poll && calls[node] == max_calls) {
+				if (np <= 1)
+					break; /* this round trip has its share of work: the shard goes in the next one */
+				continue;  /* its node has its share: it stays pending for this pass's next round */
+			}
+			calls[node] += !poll;
 			cmdargs_reset(a);
 			if ((poll && cmdargs_str(a, "ZRANGE")) ||
 			    cmdargs_end(a, layout_shard_registry(d->layout, (unsigned)d->cursor, cmdargs_begin(a))) ||
