@@ -63,6 +63,7 @@ struct daemon {
 	size_t nlayouts;
 	struct worker *worker;
 	struct rconn *seed_conn; /* until the config's rules are stored */
+	int seed_mark_only;      /* ... or only a version given to a store that kept its rules */
 	atomic_int rules_ready;  /* 1 once they were stored (read by the admin thread) */
 	int seed_failing;        /* the last attempt failed: log only the transitions */
 	char seed_why[200];      /* ... and when the reason changes */
@@ -86,11 +87,11 @@ static int64_t mono_us(void *arg)
  * when Redis refused, -EPROTO, -ENOMEM) with a reason in `why` (`cap` bytes).
  * Rules stored before an error stay stored; running it again is safe.
  */
-static int seed_rules(struct rconn *c, const struct config *cfg, char *why, size_t cap)
+static int seed_rules(struct rconn *c, const struct config *cfg, int mark_only, char *why, size_t cap)
 {
 	int rc = 0, created = 0, unchanged = 0;
 
-	for (size_t i = 0; i < cfg->nrules && !rc; i++) {
+	for (size_t i = 0; i < cfg->nrules && !rc && !mark_only; i++) {
 		rc = rulestore_put(c, cfg->prefix, cfg->rules[i], &created, &unchanged);
 		if (!rc)
 			log_event(LOG_INFO, "rule_loaded", "rule=%s algorithm=%s change=%s", cfg->rules[i]->name,
@@ -127,7 +128,7 @@ static int seed_step(struct daemon *d)
 		return 0;
 	if (!d->seed_started_us)
 		d->seed_started_us = clock_mono_us();
-	if ((rc = seed_rules(d->seed_conn, &d->cfg, why, sizeof(why)))) {
+	if ((rc = seed_rules(d->seed_conn, &d->cfg, d->seed_mark_only, why, sizeof(why)))) {
 		if (!d->seed_failing || strcmp(why, d->seed_why))
 			log_event(LOG_WARN, "rules_seed_failed", "reason=%s rules=%zu retry=next_tick%s",
 				  log_quote(q, sizeof(q), why, strlen(why)), d->cfg.nrules,
@@ -255,12 +256,21 @@ static int run_job(void *arg)
 		struct worker_status ws;
 
 		/* The store has no version at all: Redis lost its data (a restart
-		 * without persistence, FLUSHALL).  Store the config's rules again, as
-		 * at start; a store that was only edited keeps its version >= 1. */
+		 * without persistence, FLUSHALL).  With no rules either, store the
+		 * config's rules again, as at start.  With its rules kept (on a
+		 * cluster the version is on another node than the rules hash, and
+		 * that node alone came back empty) only give it a version again: the
+		 * rules edited through the API stay.  A store that was only edited
+		 * keeps its version >= 1. */
 		worker_status(d->worker, &ws);
 		if (ws.rules_version == 0) {
-			log_event(LOG_WARN, "rules_lost", "reason=\"the rules store is empty\" action=reseed rules=%zu",
-				  d->cfg.nrules);
+			d->seed_mark_only = ws.rules > 0;
+			if (d->seed_mark_only)
+				log_event(LOG_WARN, "rules_version_lost",
+					  "reason=\"the rules store has rules but no version\" action=mark rules=%zu", ws.rules);
+			else
+				log_event(LOG_WARN, "rules_lost", "reason=\"the rules store is empty\" action=reseed rules=%zu",
+					  d->cfg.nrules);
 			d->seed_conn = rconn_new(&d->cfg.redis, d->cfg.redis_timeout_ms);
 		}
 	}
@@ -354,8 +364,10 @@ static void reload(struct daemon *d, int argc, char **argv)
 	d->cfg.nrules = next.nrules;
 	next.rules = NULL;
 	next.nrules = 0;
-	if (d->cfg.nrules && !d->seed_conn)
+	if (d->cfg.nrules && !d->seed_conn) {
+		d->seed_mark_only = 0;
 		d->seed_conn = rconn_new(&d->cfg.redis, d->cfg.redis_timeout_ms);
+	}
 	log_event(LOG_INFO, "reloaded", "drain_interval_ms=%lld prune_interval_ms=%lld rules=%zu max_clock_skew_ms=%lld",
 		  (long long)d->cfg.drain_interval_ms, (long long)d->cfg.prune_interval_ms, d->cfg.nrules,
 		  (long long)d->cfg.max_clock_skew_ms);
