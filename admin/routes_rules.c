@@ -13,7 +13,8 @@
 
 /*
  * Checked against Redis at most once per rules_ttl: a round trip per request
- * would cost the admin thread most of its time under load.
+ * would cost the admin thread most of its time under load.  On a cluster,
+ * rules once loaded are used while a node of the store does not answer.
  */
 int route_rules_fresh(struct api *a, struct api_response *res)
 {
@@ -23,6 +24,14 @@ int route_rules_fresh(struct api *a, struct api_response *res)
 	if (a->rules.loaded && a->rules_checked_us && now - a->rules_checked_us < a->rules_ttl_us)
 		return 0;
 	rc = rulestore_refresh(a->conn, a->prefix, &a->rules, 0, &changed, NULL);
+	if (rc && (rc == -EIO || rc == -EAGAIN) && a->rules.loaded && rconn_is_cluster(a->conn)) {
+		/*
+		 * A cluster node of the rule store is down (its three keys are in three
+		 * slots): reads go on with the rules held, checked again next time, so
+		 * a path on a node that is up still answers.
+		 */
+		return 0;
+	}
 	if (rc) {
 		reply_redis_error(res, a->conn, rc);
 		return rc;

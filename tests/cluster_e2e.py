@@ -333,6 +333,7 @@ def run_hang(c, cl, sluiced, tmp):
             cl.fill(p)
     time.sleep(0.3)
     before = {p: cl.r.zcard(client_keys("leaky_bucket", p)[0]) for p in others}
+    http(port, "GET", "/v1/rules")  # the admin API holds the rules from here on
     c.kill(victim, signal.SIGSTOP)
     try:
         time.sleep(1.2)
@@ -342,6 +343,13 @@ def run_hang(c, cl, sluiced, tmp):
         drained = min(before[p] - after[p] for p in others)
         check("a hung primary (SIGSTOP) stalls only its own shards: the others' buckets lose >= 15 in 1.2 s (least %d)"
               % drained, drained >= 15)
+        # the admin API on a path of a node that is up, while the one holding the rule store's version hangs
+        up_path = [p for port_, ps in per.items() if port_ != victim for p in ps][0]
+        t = time.monotonic()
+        st, body = http(port, "GET", "/v1/paths/" + up_path.decode().replace("/", "%2F"))
+        check("... GET /v1/paths/{path} of a node that is up answers 200 meanwhile (%.2f s; the rule store's "
+              "version is on the hung node: %s)" % (time.monotonic() - t, victim == c.node_for_key(b"sluice:rules:version")),
+              st == 200, "%d %r" % (st, body))
         t = time.monotonic()
         d.send_signal(signal.SIGTERM)
         try:
