@@ -24,11 +24,13 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# A loopback port nobody listens on, not one of "$@".
+# A loopback port nobody listens on, not one of "$@": below Linux's range of
+# ports for outgoing connections (32768 and up), which a connection may hold
+# without anybody listening on it (then bind fails: "Address already in use").
 free_port() {
 	local port
 	for _ in $(seq 1 100); do
-		port=$((20000 + RANDOM % 20000))
+		port=$((10000 + RANDOM % 22000))
 		case " $* " in *" $port "*) continue ;; esac
 		(exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null || { echo "$port"; return 0; }
 	done
@@ -36,6 +38,7 @@ free_port() {
 	return 1
 }
 
+case "${CLUSTER:-}" in 0|no|false) CLUSTER= ;; esac
 if [ -n "$CLUSTER" ] && [ -z "${REDIS_URL:-}" ]; then
 	for tool in redis-server redis-cli; do
 		command -v "$tool" >/dev/null || { echo "run: $tool is missing: apt-get install -y redis-server" >&2; exit 1; }
@@ -59,7 +62,7 @@ if [ -n "$CLUSTER" ] && [ -z "${REDIS_URL:-}" ]; then
 			sleep 0.05
 		done
 		redis-cli -p "${ports[$i]}" ping >/dev/null 2>&1 ||
-			{ echo "run: cluster node ${ports[$i]} did not start (see $dir/node-$i/redis.log)" >&2; exit 1; }
+			{ echo "run: cluster node ${ports[$i]} did not start; its log:" >&2; tail -5 "$dir/node-$i/redis.log" >&2; exit 1; }
 	done
 	redis-cli --cluster create "127.0.0.1:${ports[0]}" "127.0.0.1:${ports[1]}" "127.0.0.1:${ports[2]}" \
 		--cluster-replicas 0 --cluster-yes >"$dir/create.log" 2>&1 ||
@@ -87,10 +90,7 @@ fi
 if [ -z "${REDIS_URL:-}" ]; then
 	command -v redis-server >/dev/null || { echo "run: redis-server is missing: apt-get install -y redis-server" >&2; exit 1; }
 	dir=$(mktemp -d /tmp/sluice-run-XXXXXX)
-	for _ in $(seq 1 50); do
-		port=$((20000 + RANDOM % 20000))
-		(exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null || break
-	done
+	port=$(free_port) || exit 1
 	redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --dir "$dir" \
 		--logfile redis.log --daemonize no &
 	redis_pid=$!
@@ -98,7 +98,7 @@ if [ -z "${REDIS_URL:-}" ]; then
 		redis-cli -p "$port" ping >/dev/null 2>&1 && break
 		sleep 0.05
 	done
-	redis-cli -p "$port" ping >/dev/null || { echo "run: redis-server did not start (see $dir/redis.log)" >&2; exit 1; }
+	redis-cli -p "$port" ping >/dev/null || { echo "run: redis-server did not start; its log:" >&2; tail -5 "$dir/redis.log" >&2; exit 1; }
 	REDIS_URL="redis://127.0.0.1:$port/0"
 	echo "run: private redis-server at $REDIS_URL (stopped when sluiced exits)" >&2
 fi
