@@ -64,7 +64,7 @@ PIN_MODE = os.environ.get("BENCH_CLUSTER_PIN", "apart")
 SETUPS = os.environ.get("BENCH_CLUSTER_SETUPS", "single 1 3").split()
 MODEL_PRIMARIES = 30
 # worker/due.c: commands a round trip, and the due paths' worth of shard calls in one
-DUE_DEPTH, DUE_ROUND_PATHS = 64, 4096
+DUE_DEPTH, DUE_ROUND_PATHS, DUE_NODES = 64, 4096, 8
 SHARDS = 1024
 
 
@@ -162,21 +162,36 @@ def run_bench(url, client_pin):
     return setup, fig, nodes, idle
 
 
-def window_loads(primaries, calls):
-    """For `primaries` equal slot ranges (redis-cli's split): over the sweep's round trips (`calls`
-    consecutive shards each, as worker/due.c takes them), the mean number of nodes a round trip
-    reaches and the mean of its busiest node's calls."""
+def sweep_rounds(primaries, calls):
+    """worker/due.c's round trips over the 1024 shards, all due, on `primaries` equal slot ranges: at most
+    `calls` shard calls per primary and DUE_DEPTH commands per primary (DUE_NODES primaries at most) a
+    round trip, a shard whose primary has its share waiting for the next one.  Returns, per round trip,
+    (nodes reached, its busiest node's calls)."""
     ranges = cluster._ranges(primaries)
     owner = []
     for k in range(SHARDS):
         s = cluster.keyslot("{%d}" % k)
         owner.append(next(i for i, (a, b) in enumerate(ranges) if a <= s <= b))
-    touched, busiest = [], []
-    for w in range(0, SHARDS, calls):
-        win = owner[w:w + calls]
-        touched.append(len(set(win)))
-        busiest.append(max(win.count(n) for n in set(win)))
-    return statistics.mean(touched), statistics.mean(busiest)
+    pending = [True] * SHARDS
+    depth = DUE_DEPTH * min(max(primaries, 1), DUE_NODES)
+    cursor, rounds = 0, []
+    while any(pending):
+        if cursor >= SHARDS:
+            cursor = 0
+        taken, per = 0, {}
+        while cursor < SHARDS and taken < depth:
+            if pending[cursor]:
+                node = owner[cursor]
+                if per.get(node, 0) == calls:
+                    if primaries <= 1:
+                        break
+                else:
+                    per[node] = per.get(node, 0) + 1
+                    pending[cursor] = False
+                    taken += 1
+            cursor += 1
+        rounds.append((len(per), max(per.values())))
+    return rounds
 
 
 def main():
@@ -303,24 +318,27 @@ def print_model(summary, own_cpu):
     """The figures of BENCHMARKS.md's 30-primary model, from this run's (1 primary alone on its CPU)."""
     one = summary["1"]
     n = MODEL_PRIMARIES
-    calls_rt = min(DUE_DEPTH, max(1, DUE_ROUND_PATHS // BATCH))
-    rts = -(-SHARDS // calls_rt)
+    calls_rt = min(DUE_DEPTH, max(1, DUE_ROUND_PATHS // BATCH))  # per primary, a round trip
+    rounds1, roundsn = sweep_rounds(1, calls_rt), sweep_rounds(n, calls_rt)
+    rts = len(rounds1)
     per_bucket = med(one["rcpu"]) / PATHS
     per_call = med(one["rcpu"]) / one["batches"]     # Redis CPU a shard call of PATHS/1024 buckets, s
     ceiling = 1 / per_bucket                         # one primary's thread, buckets/s
     client_rt = {s: med(v["tcpu"]) / v["rts"] for s, v in summary.items()}  # the worker's CPU a round trip, s
-    t3, b3 = window_loads(3, calls_rt)
-    tn, bn = window_loads(n, calls_rt)
+    r3 = sweep_rounds(3, calls_rt)
+    t3, b3 = statistics.mean(x for x, _ in r3), statistics.mean(y for _, y in r3)
+    tn, bn = statistics.mean(x for x, _ in roundsn), statistics.mean(y for _, y in roundsn)
     # the worker's CPU a round trip: a fixed part and a part per node reached (1 primary: 1 node), fitted on
     # the largest cluster measured
     big = max([int(s) for s in summary if s not in ("single", "1")] or [1])
-    tb = window_loads(big, calls_rt)[0] if big > 1 else 1
+    tb = statistics.mean(x for x, _ in sweep_rounds(big, calls_rt)) if big > 1 else 1
     c_node = max(0.0, (client_rt[str(big)] - client_rt["1"]) / (tb - 1)) if big > 1 else 0.0
     c_base = client_rt["1"] - c_node
     cn = c_base + c_node * tn
-    print("MODEL a round trip carries %d shard calls (worker/due.c: min(DUE_DEPTH %d, DUE_ROUND_PATHS %d / batch "
-          "%d)), whatever the number of primaries: a sweep of the 1024 shards is %d round trips, one after "
-          "another" % (calls_rt, DUE_DEPTH, DUE_ROUND_PATHS, BATCH, rts))
+    print("MODEL a round trip carries up to %d shard calls per primary (worker/due.c: min(DUE_DEPTH %d, "
+          "DUE_ROUND_PATHS %d / batch %d) a primary, %d primaries at most): a sweep of the 1024 shards is %d round "
+          "trips on 1 primary, %d on 3, %d on %d" % (calls_rt, DUE_DEPTH, DUE_ROUND_PATHS, BATCH, DUE_NODES, rts,
+                                                    len(r3), len(roundsn), n))
     print("MODEL per primary (1 primary, alone on its CPU): %.2f us of Redis CPU a bucket, %.0f us a shard call of "
           "%.0f buckets: a ceiling of %.0f buckets/s; x %d primaries on %d machines = %.2f M buckets/s" % (
               per_bucket * 1e6, per_call * 1e6, PATHS / SHARDS, ceiling, n, n, ceiling * n / 1e6))
@@ -328,24 +346,26 @@ def print_model(summary, own_cpu):
           "bucket on 1 primary: alone it could drive %.2f M buckets/s" % (
               ", ".join("%s %.0f" % ("plain" if s == "single" else s + "p", v * 1e6) for s, v in client_rt.items()),
               c_base * 1e6, c_node * 1e6, med(one["tcpu"]) * 1e6 / PATHS, PATHS / med(one["tcpu"]) / 1e6))
-    print("MODEL a round trip's %d calls on the real shard->slot map (redis-cli's equal slot ranges): 3 primaries: "
-          "%.2f nodes reached, the busiest %.2f calls (mean %.2f); %d primaries: %.2f nodes reached, the busiest "
-          "%.2f calls" % (calls_rt, t3, b3, calls_rt / 3, n, tn, bn))
+    print("MODEL a round trip on the real shard->slot map (redis-cli's equal slot ranges): 3 primaries: "
+          "%.2f nodes reached, the busiest %.2f calls; %d primaries: %.2f nodes reached, the busiest "
+          "%.2f calls" % (t3, b3, n, tn, bn))
     # the model against what was measured: every cluster whose nodes each had a CPU of their own
     for s, v in summary.items():
         if s in ("single", "1") or not own_cpu.get(s):
             continue
         p = int(s)
-        tp, bp = window_loads(p, calls_rt)
+        rp = sweep_rounds(p, calls_rt)
+        bp = statistics.mean(y for _, y in rp)
         rtp = med(v["rtt"]) * 1e-6 + bp * per_call + client_rt[s]
-        print("MODEL check, %d primaries with a CPU each: predicted %.3f s a sweep (a round trip: busiest %.2f calls "
+        print("MODEL check, %d primaries with a CPU each: predicted %.3f s a sweep (%d round trips: busiest %.2f calls "
               "x %.0f us + %.0f us + the worker's %.0f us), measured %s s" % (
-                  p, rts * rtp, bp, per_call * 1e6, med(v["rtt"]), client_rt[s] * 1e6, span(v["wall"], "%.3f")))
+                  p, len(rp) * rtp, len(rp), bp, per_call * 1e6, med(v["rtt"]), client_rt[s] * 1e6,
+                  span(v["wall"], "%.3f")))
     for rtt_us in (med(one["rtt"]), 200.0, 500.0):
         rtt = rtt_us * 1e-6
         rt1 = rtt + calls_rt * per_call + client_rt["1"]
         rtn = rtt + bn * per_call + cn
-        sw1, swn = rts * rt1, rts * rtn
+        sw1, swn = rts * rt1, len(roundsn) * rtn
         print("MODEL %d primaries, network round trip %.0f us: a round trip %.2f ms (%.0f us + busiest %.2f calls x "
               "%.0f us + the worker's %.0f us; 1 primary: %.2f ms); a sweep of %d buckets %.3f s, %.0f buckets/s "
               "(1 primary: %.0f, so %.1fx; %.0f %% of the %d primaries' ceiling); the worker's thread busy %.0f %%; "

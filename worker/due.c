@@ -44,8 +44,10 @@
 #define DUE_POLL_MS 1000
 /* commands (shard calls and polls) per round trip and primary */
 #define DUE_DEPTH 64
-/* primaries a round trip fills at most (DUE_DEPTH each) */
+/* a round trip's commands at most: DUE_DEPTH for each of this many primaries */
 #define DUE_NODES 8
+/* primaries whose shard calls are counted apart (more share their counts) */
+#define DUE_NODES_COUNTED 128
 /*
  * Paths one round trip's shard calls may take at most, as calls x
  * batch_size (at least one call): Redis spends some 20 us a drained bucket,
@@ -234,7 +236,7 @@ static int pass_run(struct worker *w, enum worker_job job, struct due_state *d, 
 	while (d->in_pass) {
 		unsigned char kind[DUE_DEPTH * DUE_NODES];
 		size_t n = 0, max_calls = DUE_ROUND_PATHS / w->batch_size, np = rconn_primaries(w->conn);
-		size_t calls[DUE_NODES] = { 0 }, depth;
+		size_t calls[DUE_NODES_COUNTED] = { 0 }, depth;
 
 		if (max_calls < 1)
 			max_calls = 1;
@@ -248,7 +250,7 @@ static int pass_run(struct worker *w, enum worker_job job, struct due_state *d, 
 
 			if (d->pending[d->cursor] == DUE_NONE)
 				continue;
-			node = (size_t)rconn_shard_primary(w->conn, (unsigned)d->cursor) % DUE_NODES;
+			node = rconn_shard_primary(w->conn, (unsigned)d->cursor) % DUE_NODES_COUNTED;
 			if (!poll && calls[node] == max_calls) {
 				if (np <= 1)
 					break; /* this round trip has its share of work: the shard goes in the next one */
