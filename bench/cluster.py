@@ -73,14 +73,6 @@ def die(msg):
     sys.exit(1)
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
 def taskset(cpu, pid):
     subprocess.run(["taskset", "-a", "-p", "-c", str(cpu), str(pid)], check=True, stdout=subprocess.DEVNULL)
 
@@ -92,7 +84,7 @@ class Single:
         self.dir = os.path.join(tmpdir, "single")
         os.makedirs(self.dir)
         for _ in range(10):
-            self.port = free_port()
+            self.port = cluster.free_port()
             self.proc = subprocess.Popen(
                 ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
                  "--dir", self.dir, "--logfile", os.path.join(self.dir, "redis.log"), "--databases", "1"],
