@@ -350,8 +350,8 @@ size_t rconn_node_info(const struct rconn *c, struct rconn_node_info *out, size_
 int rconn_coverage(struct rconn *c, char *why, size_t cap)
 {
 	struct rbatch *b = rbatch_new();
-	const char *argv[1] = { "PING" };
-	size_t lens[1] = { 4 }, missing = 0;
+	const char *argv[1] = { "PING" }, *info[2] = { "CLUSTER", "INFO" };
+	size_t lens[1] = { 4 }, infol[2] = { 7, 4 }, missing = 0;
 	int rc;
 
 	why[0] = '\0';
@@ -371,14 +371,25 @@ int rconn_coverage(struct rconn *c, char *why, size_t cap)
 		rc = -EIO;
 		goto out;
 	}
+	/* a cluster's primaries: CLUSTER INFO, whose cluster_state says whether it serves keys */
 	for (size_t i = 0; i < c->nprimary; i++)
-		if ((rc = rbatch_cmd_at(b, i, 1, argv, lens)))
+		if ((rc = c->mode == RCONN_CLUSTER ? rbatch_cmd_at(b, i, 2, info, infol) : rbatch_cmd_at(b, i, 1, argv, lens)))
 			goto out;
 	if ((rc = rbatch_run(c, b)))
 		goto out;
 	for (size_t i = 0; i < c->nprimary; i++) {
 		const redisReply *r = rbatch_reply(b, i);
 
+		if (r && c->mode == RCONN_CLUSTER && r->type == REDIS_REPLY_STRING && !strstr(r->str, "cluster_state:ok")) {
+			char ranges[64];
+
+			slot_ranges(c, c->primary[i], ranges, sizeof(ranges));
+			snprintf(why, cap, "slots %s (%s): cluster_state:fail (the cluster lacks a node's slots)", ranges,
+				 c->nodes[c->primary[i]].addr);
+			c->stale = 1;
+			rc = -EIO;
+			goto out;
+		}
 		if (!r || r->type == REDIS_REPLY_ERROR) {
 			char ranges[64];
 			const struct rnode *n = &c->nodes[c->primary[i]];

@@ -237,7 +237,7 @@ static void run_round(struct rconn *c, struct rbatch *b)
 /*
  * What a reply asks of the layer: MOVED (the slot lives elsewhere now:
  * update the map, send there), ASK (this once, there, after ASKING),
- * TRYAGAIN and CLUSTERDOWN (wait and send again), NOSCRIPT (load the script
+ * TRYAGAIN (wait and send again), CLUSTERDOWN (fail as a node down), NOSCRIPT (load the script
  * on that node, send again).  Returns 1 when the command is pending again,
  * *wait set when the next round should wait first.
  */
@@ -280,7 +280,23 @@ static int redirect(struct rconn *c, struct rbatch_cmd *cmd, int *wait, int last
 		}
 		cmd->node = ni;
 		cmd->asking = cmd->asked = ask;
-	} else if (is_error(r, "TRYAGAIN") || is_error(r, "CLUSTERDOWN")) {
+	} else if (is_error(r, "CLUSTERDOWN")) {
+		/*
+		 * The node is up but its cluster lacks slots (a primary failed and is
+		 * not replaced yet, slots unassigned): it serves no key until the
+		 * cluster heals, which takes seconds, not a retry's wait.  The command
+		 * fails as if its node were down, at once (NODEDOWN or -EIO: callers
+		 * take it for Redis unavailable, not for a refusal), and the map is
+		 * asked again.
+		 */
+		from->tryagain++;
+		snprintf(from->err, sizeof(from->err), "%.200s", r->str);
+		freeReplyObject(r);
+		cmd->reply = NULL;
+		cmd->rc = -EIO;
+		c->stale = 1;
+		return 0;
+	} else if (is_error(r, "TRYAGAIN")) {
 		if (cmd->retries++ >= MAX_ROUNDS - 2)
 			return 0;
 		from->tryagain++;
@@ -391,6 +407,10 @@ int rbatch_run(struct rconn *c, struct rbatch *b)
 		struct rbatch_cmd *cmd = &b->v[i];
 
 		if (cmd->reply) {
+			/* a node that answers again is no longer down for its cluster */
+			if (cmd->node != RCONN_NO_NODE && !strncmp(c->nodes[cmd->node].err, "CLUSTERDOWN", 11) &&
+			    !is_error(cmd->reply, "CLUSTERDOWN"))
+				c->nodes[cmd->node].err[0] = '\0';
 			ok++;
 			continue;
 		}
