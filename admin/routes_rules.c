@@ -24,6 +24,14 @@ int route_rules_fresh(struct api *a, struct api_response *res)
 	if (a->rules.loaded && a->rules_checked_us && now - a->rules_checked_us < a->rules_ttl_us)
 		return 0;
 	rc = rulestore_refresh(a->conn, a->prefix, &a->rules, 0, &changed, NULL);
+	if (rc == -ENODATA && a->rules.loaded)
+		return 0; /* the rules hash lost: the rules held until the daemon stores them again */
+	if (rc == -ENODATA) {
+		reply_fail(res, 503, "redis_unavailable",
+			   "the rules hash is gone while its version is not (its data was lost); the daemon stores "
+			   "its config's rules again", NULL);
+		return rc;
+	}
 	if (rc && (rc == -EIO || rc == -EAGAIN) && a->rules.loaded && rconn_is_cluster(a->conn)) {
 		/*
 		 * A cluster node of the rule store is down (its three keys are in three

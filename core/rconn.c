@@ -357,6 +357,9 @@ int rconn_coverage(struct rconn *c, char *why, size_t cap)
 	why[0] = '\0';
 	if (!b)
 		return -ENOMEM;
+	/* the map as the cluster has it now (slots unassigned or moved show in no reply of ours) */
+	if (c->mode == RCONN_CLUSTER)
+		c->stale = 1;
 	if ((rc = rconn_topology(c)))
 		goto out;
 	for (size_t s = 0; s < SHARD_SLOTS; s++)

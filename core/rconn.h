@@ -77,8 +77,9 @@ struct rconn_node_info {
 /* Fill out[0..cap) with the primaries, in rbatch_cmd_at's order; returns how many were filled. */
 size_t rconn_node_info(const struct rconn *c, struct rconn_node_info *out, size_t cap);
 /*
- * Is every slot served?  Asks for the map when it is stale, then PINGs every
- * primary.  0 when every slot has a primary that answers; else a negative
+ * Is every slot served?  Asks a cluster for its map (at most every 100 ms),
+ * then every primary for CLUSTER INFO (a single Redis: PING).  0 when every
+ * slot has a primary that answers with cluster_state:ok; else a negative
  * errno with `why` (cap bytes) naming the slots and the node missing, e.g.
  * "slots 5461-10922 (127.0.0.1:7001): connect: Connection refused".
  */

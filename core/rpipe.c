@@ -440,10 +440,11 @@ int rbatch_run(struct rconn *c, struct rbatch *b)
 
 		if (cmd->reply)
 			continue;
-		snprintf(text, sizeof(text), "%s %s: %s", RCONN_NODEDOWN,
-			 cmd->node != RCONN_NO_NODE ? c->nodes[cmd->node].addr : "-",
-			 cmd->node != RCONN_NO_NODE && c->nodes[cmd->node].err[0] ? c->nodes[cmd->node].err
-										 : "not connected");
+		if (cmd->node == RCONN_NO_NODE)
+			snprintf(text, sizeof(text), "%s -: no node serves slot %d", RCONN_NODEDOWN, cmd->slot);
+		else
+			snprintf(text, sizeof(text), "%s %s: %s", RCONN_NODEDOWN, c->nodes[cmd->node].addr,
+				 c->nodes[cmd->node].err[0] ? c->nodes[cmd->node].err : "not connected");
 		if (!(cmd->reply = error_reply(text))) {
 			rbatch_drop_replies(b);
 			return -ENOMEM;

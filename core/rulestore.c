@@ -372,6 +372,10 @@ int rulestore_refresh(struct rconn *c, const char *prefix, struct ruleset *rs, i
 			rs->digest_due_ms = now + RULESTORE_DIGEST_MS;
 			goto out; /* nothing changed */
 		}
+		if (m.version > 0 && strncmp(digest, "0:", 2) == 0) {
+			rc = -ENODATA; /* the hash is gone, not emptied: lost with its node's data */
+			goto out;
+		}
 		/*
 		 * The hash changed and the version did not: a writer stopped
 		 * between the two, or a hand edit.  Bump it, so every daemon
@@ -383,10 +387,16 @@ int rulestore_refresh(struct rconn *c, const char *prefix, struct ruleset *rs, i
 	}
 	if ((rc = read_store(c, &k, b, &m, &hash)) || (rc = take_digest(hash, digest, sizeof(digest))))
 		goto out;
+	if (m.sane && m.version > 0 && hash->elements <= 1) {
+		rc = -ENODATA; /* the hash is gone, not emptied (a delete leaves ':empty'): lost with its node's data */
+		goto out;
+	}
 	for (size_t i = 1; i + 1 < hash->elements; i += 2) {
 		const redisReply *name = hash->element[i], *body = hash->element[i + 1];
 		struct rule *rule;
 
+		if (name->type == REDIS_REPLY_STRING && name->len && name->str[0] == ':')
+			continue; /* the store's own field (':empty'), no rule */
 		if (name->type != REDIS_REPLY_STRING || body->type != REDIS_REPLY_STRING ||
 		    strlen(name->str) != name->len ||
 		    rule_from_text(body->str, body->len, name->str, &rule, NULL)) {

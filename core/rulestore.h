@@ -84,6 +84,11 @@ int rulestore_version(struct rconn *c, const char *prefix, uint64_t *out);
  * which cannot span slots), so it works when Redis is out of memory.
  * A version key of another type reads as a version that is no number (every
  * refresh reloads); a rules key of another type is -EBADMSG.
+ * -ENODATA (`rs` unchanged) when the rules hash is gone while the version is
+ * >= 1: a delete of the last rule leaves the field ':empty' (skipped by every
+ * reader), so the hash goes only with its data (a FLUSHALL, or on a cluster
+ * its node back empty while the version's node is not); the caller stores
+ * its config's rules again (the daemon does: `rules_lost`).
  * Entries that fail validation are skipped and counted in *invalid (may be NULL).
  * *changed (may be NULL) is set to 1 when `rs` was reloaded.  On error `rs` is unchanged.
  */

@@ -263,7 +263,13 @@ static int run_job(void *arg)
 		 * rules edited through the API stay.  A store that was only edited
 		 * keeps its version >= 1. */
 		worker_status(d->worker, &ws);
-		if (ws.rules_version == 0) {
+		if (ws.rules_lost) {
+			/* the rules hash is gone, its version not (on a cluster: two nodes, one back empty) */
+			log_event(LOG_WARN, "rules_lost", "reason=\"the rules hash is gone, its version is not\" action=reseed rules=%zu",
+				  d->cfg.nrules);
+			d->seed_mark_only = 0;
+			d->seed_conn = rconn_new(&d->cfg.redis, d->cfg.redis_timeout_ms);
+		} else if (ws.rules_version == 0) {
 			d->seed_mark_only = ws.rules > 0;
 			if (d->seed_mark_only)
 				log_event(LOG_WARN, "rules_version_lost",

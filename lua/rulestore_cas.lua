@@ -73,5 +73,11 @@ if op == 'hset' then
   redis.call('HSET', key, field, ARGV[5])
 else
   redis.call('HDEL', key, field)
+  -- The last rule deleted leaves a field no rule can be named (':empty'), so
+  -- the hash never goes away by a delete: a rules hash that is gone while
+  -- its version (another key, on a cluster another node) says it existed was
+  -- lost with its node's data, and the daemons store their config's rules
+  -- again (rulestore.h, -ENODATA).
+  if redis.call('HLEN', key) == 0 then redis.call('HSET', key, ':empty', '1') end
 end
 return { 1, found }

@@ -173,6 +173,7 @@ struct worker {
 	size_t batch_size;
 	struct ruleset rules;
 	size_t rules_invalid;
+	int rules_lost;          /* the last refresh found the rules hash gone (rulestore_refresh -ENODATA) */
 	struct job_state jobs[WORKER__JOBS];
 	struct rbatch *batch;
 	struct job_batch jb;

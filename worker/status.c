@@ -85,6 +85,7 @@ void status_fold(struct worker *w, enum worker_job job, int rc, int64_t start_us
 	w->st.rules_version = w->rules.version;
 	w->st.rules = w->rules.n;
 	w->st.rules_invalid = w->rules_invalid;
+	w->st.rules_lost = w->rules_lost;
 	w->st.skew_ms = w->skew.on ? w->skew.ms : -1;
 	w->st.skew_pending = w->skew.on ? w->skew.pending : 0;
 	w->st.skew_written = w->skew.written;

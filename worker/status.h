@@ -87,6 +87,7 @@ struct worker_status {
 	uint64_t rules_version;
 	size_t rules;            /* rules loaded */
 	size_t rules_invalid;    /* rules in Redis that failed validation (skipped) */
+	int rules_lost;          /* the rules hash is gone while its version is not: stored again by the daemon */
 	int64_t skew_ms;         /* max_clock_skew_ms kept in every shard's rules copy; -1: none kept */
 	size_t skew_pending;     /* shards whose copy is not known to hold it (0: all do) */
 	uint64_t skew_written;   /* copies written since start */

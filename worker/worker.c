@@ -145,6 +145,10 @@ static int refresh_rules(struct worker *w, int *changed)
 
 	*changed = 0;
 	rc = rulestore_refresh(w->conn, w->prefix, &w->rules, 0, changed, &invalid);
+	/* the rules hash lost with its data: keep the rules held until the daemon stored them again */
+	w->rules_lost = rc == -ENODATA;
+	if (rc == -ENODATA)
+		return 0;
 	if (!rc && *changed) {
 		w->rules_invalid = invalid;
 		/* rules new or changed get their decisions' baseline at the next aggregation; one
