@@ -417,12 +417,32 @@ def run_admin(c, cl, sluiced, tmp):
     check("the rule store's version lost alone: a version again, the API's edit kept (capacity %s)"
           % rule.get("capacity"), cl.r.get("sluice:rules:version") is not None and rule.get("capacity") == 20,
           "%d %r" % (st, body))
-    rc = stop_daemon(d, log)
-    check("sluiced exits 0", rc == 0, repr(rc))
     with open(os.path.join(tmp, "admin.log")) as f:
         text = f.read()
     check("... and logged rules_version_lost, not rules_lost", "event=rules_version_lost" in text
           and "event=rules_lost" not in text)
+    # the rules hash's node comes back empty (the version's did not): the config's rules are stored again
+    cl.r.delete("sluice:rules")
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and cl.r.hget("sluice:rules", "api") is None:
+        time.sleep(0.05)
+    st, body = http(port, "GET", "/v1/rules/api")
+    check("the rules hash lost alone: the config's rules stored again (api, capacity %s)"
+          % (json.loads(body).get("capacity") if st == 200 else st), st == 200 and json.loads(body)["capacity"] == 1000,
+          "%d %r" % (st, body))
+    # every rule deleted through the API is no loss: nothing comes back
+    for name in [x["name"] for x in json.loads(http(port, "GET", "/v1/rules")[1])["rules"]]:
+        http(port, "DELETE", "/v1/rules/" + name)
+    time.sleep(1.5)
+    st, body = http(port, "GET", "/v1/rules")
+    check("deleting every rule through the API leaves none, and none comes back",
+          st == 200 and json.loads(body)["rules"] == [] and cl.r.hkeys("sluice:rules") == [b":empty"],
+          "%d %r %r" % (st, body, cl.r.hkeys("sluice:rules")))
+    rc = stop_daemon(d, log)
+    check("sluiced exits 0", rc == 0, repr(rc))
+    with open(os.path.join(tmp, "admin.log")) as f:
+        text = f.read()
+    check("... and logged rules_lost once", text.count("event=rules_lost") == 1, str(text.count("event=rules_lost")))
 
 
 def run_foreign(c, cl, sluiced, tmp):
