@@ -33,11 +33,35 @@ unsigned rconn_node_at(struct rconn *c, const char *host, int port, const char *
 		const struct rnode *n = &c->nodes[i];
 
 		if (socket ? n->socket && !strcmp(n->socket, socket)
-			   : !n->socket && n->port == port && !strcmp(n->host, host))
+			   : !n->socket && n->port == port && !strcmp(n->host, host)) {
+			c->nodes[i].gen = c->gen;
 			return (unsigned)i;
+		}
 	}
-	if (c->nnodes >= RCONN_NODES_MAX)
+	if (c->nnodes >= RCONN_NODES_MAX) {
+		/*
+		 * Full: reuse the entry of an address that serves no slot now and
+		 * has no connection (a node that moved to another address, as pods
+		 * do), not a seed's; so a daemon follows its nodes however often
+		 * their addresses change.
+		 */
+		for (size_t i = c->nseeds; i < c->nnodes; i++) {
+			int serves = 0;
+
+			for (size_t j = 0; j < c->nprimary && !serves; j++)
+				serves = c->primary[j] == i;
+			for (size_t s = 0; s < SHARD_SLOTS && !serves; s++)
+				serves = c->owner[s] == i;
+			if (serves || c->nodes[i].ctx || c->nodes[i].gen == c->gen)
+				continue;
+			rnode_clear(&c->nodes[i]);
+			if (rnode_init(&c->nodes[i], host, port, socket, c->t.user, c->t.password, c->t.db, c->timeout_ms))
+				return RCONN_NO_NODE;
+			c->nodes[i].gen = c->gen;
+			return (unsigned)i;
+		}
 		return RCONN_NO_NODE;
+	}
 	if (c->nnodes == c->capnodes) {
 		size_t cap = c->capnodes ? c->capnodes * 2 : 8;
 
@@ -49,6 +73,7 @@ unsigned rconn_node_at(struct rconn *c, const char *host, int port, const char *
 	if (rnode_init(&c->nodes[c->nnodes], host, port, socket, c->t.user, c->t.password, c->t.db,
 		       c->timeout_ms))
 		return RCONN_NO_NODE;
+	c->nodes[c->nnodes].gen = c->gen;
 	return (unsigned)c->nnodes++;
 }
 
@@ -116,6 +141,7 @@ static int install_map(struct rconn *c, const struct slotmap *m)
 
 	for (size_t s = 0; s < SHARD_SLOTS; s++)
 		owner[s] = RCONN_NO_NODE;
+	c->gen++; /* the nodes this map names are not reused for one another */
 	for (size_t i = 0; i < m->n; i++) {
 		unsigned ni = rconn_node_at(c, m->v[i].primary.host, m->v[i].primary.port, NULL);
 		size_t j;

@@ -27,6 +27,7 @@ struct rconn {
 	int stale;                  /* the map is to be asked again */
 	int64_t refreshed_ms;       /* CLOCK_MONOTONIC of the last ask */
 	uint64_t epoch;             /* bumped when the map changed */
+	uint64_t gen;               /* bumped at each map install: the nodes it names are not reused */
 	char err[600];
 };
 

@@ -40,6 +40,7 @@ struct rnode {
 	uint64_t moved, ask, tryagain; /* redirections and retries its replies asked for */
 	char err[256];             /* the last connection error, "" when none */
 	char addr[RNODE_HOST_MAX + 16]; /* "host:port" or the socket path, for messages */
+	uint64_t gen;              /* the owner's bookkeeping: the map install that last named it */
 };
 
 /*

@@ -64,7 +64,7 @@ int rulestore_version(struct rconn *c, const char *prefix, uint64_t *out)
 	if ((rc = rconn_command(c, 2, argv, lens, &r)))
 		return rc;
 	if (r->type == REDIS_REPLY_ERROR)
-		rc = -EBADMSG;
+		rc = reply_errno(r); /* -EIO for a node down (NODEDOWN), else -ENOSPC or -EBADMSG */
 	else
 		parse_version(r, &v);
 	freeReplyObject(r);
@@ -497,7 +497,7 @@ static int read_before(struct rconn *c, const struct keys *k, struct rbatch *b, 
 		return rc;
 	r = rbatch_reply(b, 0);
 	if (!r || (r->type != REDIS_REPLY_STRING && r->type != REDIS_REPLY_NIL))
-		return r && r->type == REDIS_REPLY_ERROR ? -EBADMSG : -EPROTO;
+		return r && r->type == REDIS_REPLY_ERROR ? reply_errno(r) : -EPROTO;
 	if ((rc = take_marks(b, 1, m)))
 		return rc;
 	*old = rbatch_take(b, 0);

@@ -14,13 +14,37 @@ void slotmap_clear(struct slotmap *m)
 	m->n = 0;
 }
 
+/*
+ * A node [endpoint, port, id, {metadata}]: the endpoint is an ip, a hostname
+ * (cluster-preferred-endpoint-type), "" or NULL (the node does not know it,
+ * or its type is unknown-endpoint: the address we asked), or "?" (a hostname
+ * not set: the ip in the metadata, else the address we asked).
+ */
 static int parse_node(const redisReply *r, const char *default_host, struct slotmap_node *out)
 {
-	if (r->type != REDIS_REPLY_ARRAY || r->elements < 2 || r->element[0]->type != REDIS_REPLY_STRING ||
+	const redisReply *ep;
+	const char *host = default_host;
+
+	if (r->type != REDIS_REPLY_ARRAY || r->elements < 2 ||
+	    (r->element[0]->type != REDIS_REPLY_STRING && r->element[0]->type != REDIS_REPLY_NIL) ||
 	    r->element[1]->type != REDIS_REPLY_INTEGER || r->element[1]->integer < 0 ||
-	    r->element[1]->integer > 65535 || r->element[0]->len >= sizeof(out->host))
+	    r->element[1]->integer > 65535)
 		return -EPROTO;
-	snprintf(out->host, sizeof(out->host), "%s", r->element[0]->len ? r->element[0]->str : default_host);
+	ep = r->element[0];
+	if (ep->type == REDIS_REPLY_STRING && ep->len && strcmp(ep->str, "?") != 0)
+		host = ep->str;
+	else if (ep->type == REDIS_REPLY_STRING && !strcmp(ep->str, "?") && r->elements >= 4 &&
+		 r->element[3]->type == REDIS_REPLY_ARRAY) {
+		const redisReply *md = r->element[3];
+
+		for (size_t i = 0; i + 1 < md->elements; i += 2)
+			if (md->element[i]->type == REDIS_REPLY_STRING && !strcmp(md->element[i]->str, "ip") &&
+			    md->element[i + 1]->type == REDIS_REPLY_STRING)
+				host = md->element[i + 1]->str;
+	}
+	if (strlen(host) >= sizeof(out->host))
+		return -EPROTO;
+	snprintf(out->host, sizeof(out->host), "%s", host);
 	out->port = (int)r->element[1]->integer;
 	return 0;
 }

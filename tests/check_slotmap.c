@@ -66,6 +66,27 @@ START_TEST(test_three_primaries_with_replicas)
 }
 END_TEST
 
+/* Endpoints of cluster-preferred-endpoint-type: NULL (unknown-endpoint), "?" with the ip in the metadata */
+START_TEST(test_endpoints)
+{
+	const char *wire = "*2\r\n"
+			   "*3\r\n:0\r\n:100\r\n*4\r\n$-1\r\n:7001\r\n$1\r\na\r\n*0\r\n"
+			   "*3\r\n:101\r\n:16383\r\n*4\r\n$1\r\n?\r\n:7002\r\n$1\r\nb\r\n"
+			   "*2\r\n$2\r\nip\r\n$8\r\n10.0.0.2\r\n";
+	redisReply *r = parse(wire);
+	struct slotmap m = { 0 };
+
+	ck_assert_int_eq(slotmap_parse(r, "asked", &m), 0);
+	ck_assert_uint_eq(m.n, 2);
+	ck_assert_str_eq(m.v[0].primary.host, "asked");
+	ck_assert_int_eq(m.v[0].primary.port, 7001);
+	ck_assert_str_eq(m.v[1].primary.host, "10.0.0.2");
+	ck_assert_int_eq(m.v[1].primary.port, 7002);
+	slotmap_clear(&m);
+	freeReplyObject(r);
+}
+END_TEST
+
 START_TEST(test_holes_are_uncovered)
 {
 	/* slots 0-99 and 200-299 only; a single slot range 5000-5000 */
@@ -124,6 +145,7 @@ int main(void)
 
 	tcase_add_test(tc, test_three_primaries_with_replicas);
 	tcase_add_test(tc, test_holes_are_uncovered);
+	tcase_add_test(tc, test_endpoints);
 	tcase_add_loop_test(tc, test_bad_maps, 0, sizeof(bad) / sizeof(bad[0]));
 	tcase_add_test(tc, test_no_reply);
 	suite_add_tcase(s, tc);
