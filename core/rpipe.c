@@ -398,10 +398,28 @@ int rbatch_run(struct rconn *c, struct rbatch *b)
 		for (unsigned ni = 0; ni < c->nnodes; ni++)
 			if (retried[ni] == 1)
 				retried[ni] = 2;
+		for (size_t i = 0; i < b->n && c->mode == RCONN_CLUSTER; i++)
+			if (!b->v[i].reply && b->v[i].rc == -EIO)
+				c->stale = 1; /* a node lost: its replica may have taken over */
+		if (c->stale && c->mode == RCONN_CLUSTER && round + 1 < MAX_ROUNDS) {
+			(void)rconn_topology(c);
+			/* a node lost, and the map asked again names another owner (a failover
+			 * that happened while nothing was sent): there, once */
+			for (size_t i = 0; i < b->n; i++) {
+				struct rbatch_cmd *cmd = &b->v[i];
+
+				if (cmd->reply || cmd->rc != -EIO || cmd->slot < 0 || cmd->at >= 0 || cmd->in_multi ||
+				    c->owner[cmd->slot] == RCONN_NO_NODE || c->owner[cmd->slot] == cmd->node ||
+				    cmd->redirects++ >= MAX_ROUNDS - 1)
+					continue;
+				cmd->node = c->owner[cmd->slot];
+				cmd->rc = 0;
+				cmd->pending = 1;
+				again = 1;
+			}
+		}
 		if (!again)
 			break;
-		if (c->stale)
-			(void)rconn_topology(c);
 	}
 	for (size_t i = 0; i < b->n; i++) {
 		struct rbatch_cmd *cmd = &b->v[i];
