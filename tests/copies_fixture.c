@@ -123,7 +123,13 @@ static int copy_exact(const redisReply *copy, const redisReply *store, const cha
 			return 0;
 		rules++;
 	}
-	return has_ver && rules == store->elements / 2 && has_skew == want_skew;
+	{
+		size_t store_rules = 0; /* the store's own fields (':empty' after the last delete) are no rules */
+
+		for (size_t j = 0; j + 1 < store->elements; j += 2)
+			store_rules += !(store->element[j]->len && store->element[j]->str[0] == ':');
+		return has_ver && rules == store_rules && has_skew == want_skew;
+	}
 }
 
 /* How many of the 1024 copies hold exactly the store's rules and version (and the skew field iff `skew`). */
