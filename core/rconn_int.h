@@ -60,6 +60,17 @@ unsigned rconn_node_at(struct rconn *c, const char *host, int port, const char *
  * when no node answers), or -EIO/-EAGAIN before any first contact.
  */
 int rconn_topology(struct rconn *c);
+/* Rounds of one pipeline's run: the first send, then redirections and retries */
+#define MAX_ROUNDS 6
+/* 1 when `r` is an error reply whose code (first word) is `code`. */
+int rconn_is_error(const redisReply *r, const char *code);
+/*
+ * Act on what command `cmd`'s reply asks (core/rredirect.c): 1 when the
+ * command is pending again (sent in the next round; *wait set when that
+ * round should wait first), 0 when its reply stays (or it failed: cmd->rc).
+ * `last`: the run's last round, whose replies stay.
+ */
+int rconn_redirect(struct rconn *c, struct rbatch_cmd *cmd, int *wait, int last);
 /* Free every reply of the batch (commands stay queued). */
 void rbatch_drop_replies(struct rbatch *b);
 /* One command run on its own; *out is its reply for the caller. */

@@ -13,20 +13,10 @@
 #include "core/clock.h"
 #include "core/rconn_int.h"
 
-/* Rounds of one pipeline: the first send, then redirections and retries */
-#define MAX_ROUNDS 6
-/* TRYAGAIN / CLUSTERDOWN: first wait (ms), doubled each round */
+/* TRYAGAIN: first wait (ms), doubled each round */
 #define RETRY_WAIT_MS 20
 
 /* ---- pipelines ----------------------------------------------------------------- */
-
-static int is_error(const redisReply *r, const char *code)
-{
-	size_t n = strlen(code);
-
-	return r && r->type == REDIS_REPLY_ERROR && r->len >= n && strncmp(r->str, code, n) == 0 &&
-	       (r->str[n] == ' ' || r->str[n] == '\0');
-}
 
 /* Append one command (script calls become EVALSHA sha nkeys ...) to node `n`'s output buffer. */
 static int append(struct rconn *c, struct rnode *n, const struct rbatch_cmd *cmd)
@@ -234,91 +224,6 @@ static void run_round(struct rconn *c, struct rbatch *b)
 	}
 }
 
-/*
- * What a reply asks of the layer: MOVED (the slot lives elsewhere now:
- * update the map, send there), ASK (this once, there, after ASKING),
- * TRYAGAIN (wait and send again), CLUSTERDOWN (fail as a node down), NOSCRIPT (load the script
- * on that node, send again).  Returns 1 when the command is pending again,
- * *wait set when the next round should wait first.
- */
-static int redirect(struct rconn *c, struct rbatch_cmd *cmd, int *wait, int last)
-{
-	redisReply *r = cmd->reply;
-	struct rnode *from = &c->nodes[cmd->node];
-	int moved = is_error(r, "MOVED"), ask = is_error(r, "ASK");
-
-	if (cmd->in_multi || last)
-		return 0; /* a transaction's commands go or fail together; the last round's replies stay */
-	if (moved || ask) {
-		unsigned slot, ni;
-		char host[RNODE_HOST_MAX];
-		int port, k = 0;
-		const char *colon;
-
-		if (cmd->redirects++ >= MAX_ROUNDS - 1 || sscanf(r->str + (moved ? 6 : 4), "%u %n", &slot, &k) != 1 ||
-		    slot >= SHARD_SLOTS || !(colon = strrchr(r->str, ':')) || sscanf(colon + 1, "%d", &port) != 1)
-			return 0;
-		snprintf(host, sizeof(host), "%.*s", (int)(colon - (r->str + (moved ? 6 : 4) + k)),
-			 r->str + (moved ? 6 : 4) + k);
-		if (!host[0])
-			snprintf(host, sizeof(host), "%s", from->host);
-		if ((ni = rconn_node_at(c, host, port, NULL)) == RCONN_NO_NODE)
-			return 0;
-		/* a node not known yet was added: c->nodes may have moved (realloc) */
-		from = &c->nodes[cmd->node];
-		if (ask && cmd->script >= 0 && !script_declares_keys((enum script_id)cmd->script)) {
-			/* the slot is being migrated: a shard script waits until it is moved (MOVED) */
-			from->ask++;
-			return 0;
-		}
-		if (moved) {
-			from->moved++;
-			c->owner[slot] = (uint16_t)ni;
-			c->stale = 1;
-		} else {
-			from->ask++;
-		}
-		cmd->node = ni;
-		cmd->asking = cmd->asked = ask;
-	} else if (is_error(r, "CLUSTERDOWN")) {
-		/*
-		 * The node is up but its cluster lacks slots (a primary failed and is
-		 * not replaced yet, slots unassigned): it serves no key until the
-		 * cluster heals, which takes seconds, not a retry's wait.  The command
-		 * fails as if its node were down, at once (NODEDOWN or -EIO: callers
-		 * take it for Redis unavailable, not for a refusal), and the map is
-		 * asked again.
-		 */
-		from->tryagain++;
-		snprintf(from->err, sizeof(from->err), "%.200s", r->str);
-		freeReplyObject(r);
-		cmd->reply = NULL;
-		cmd->rc = -EIO;
-		c->stale = 1;
-		return 0;
-	} else if (is_error(r, "TRYAGAIN")) {
-		if (cmd->retries++ >= MAX_ROUNDS - 2)
-			return 0;
-		from->tryagain++;
-		cmd->asking = cmd->asked; /* a TRYAGAIN of the importing node: again with ASKING */
-		*wait = 1;
-	} else if (is_error(r, "NOSCRIPT") && cmd->script >= 0 && !cmd->reloaded) {
-		cmd->reloaded = 1;
-		if (!from->ctx || rnode_load_script(from, (enum script_id)cmd->script, c->sha[cmd->script])) {
-			freeReplyObject(r);
-			cmd->reply = NULL;
-			cmd->rc = -EIO;
-			return 0;
-		}
-	} else {
-		return 0;
-	}
-	freeReplyObject(r);
-	cmd->reply = NULL;
-	cmd->pending = 1;
-	return 1;
-}
-
 /* A reply of type error whose text is `text`, made as hiredis makes its own (freeReplyObject frees it). */
 static redisReply *error_reply(const char *text)
 {
@@ -367,7 +272,7 @@ int rbatch_run(struct rconn *c, struct rbatch *b)
 			struct rbatch_cmd *cmd = &b->v[i];
 
 			if (cmd->reply) {
-				again |= redirect(c, cmd, &wait, round == MAX_ROUNDS - 1);
+				again |= rconn_redirect(c, cmd, &wait, round == MAX_ROUNDS - 1);
 			} else if (cmd->rc == -EIO && c->mode == RCONN_CLUSTER && cmd->slot < 0 && cmd->at < 0 &&
 				   !cmd->in_multi && route(c, cmd) != cmd->node && cmd->retries++ < 2) {
 				/* a command without a key (TIME, PING) whose node failed: any other primary */
@@ -427,7 +332,7 @@ int rbatch_run(struct rconn *c, struct rbatch *b)
 		if (cmd->reply) {
 			/* a node that answers again is no longer down for its cluster */
 			if (cmd->node != RCONN_NO_NODE && !strncmp(c->nodes[cmd->node].err, "CLUSTERDOWN", 11) &&
-			    !is_error(cmd->reply, "CLUSTERDOWN"))
+			    !rconn_is_error(cmd->reply, "CLUSTERDOWN"))
 				c->nodes[cmd->node].err[0] = '\0';
 			ok++;
 			continue;
