@@ -298,8 +298,13 @@ size_t rconn_primaries(const struct rconn *c)
 size_t rconn_shard_primary(const struct rconn *c, unsigned shard)
 {
 	char tag[16];
-	int n = snprintf(tag, sizeof(tag), "{%u}", shard);
-	uint16_t ni = c->owner[shard_keyslot(tag, (size_t)n)];
+	int n;
+	uint16_t ni;
+
+	if (c->nprimary <= 1)
+		return 0; /* a single Redis (the due walk asks this for every shard it calls) */
+	n = snprintf(tag, sizeof(tag), "{%u}", shard);
+	ni = c->owner[shard_keyslot(tag, (size_t)n)];
 
 	for (size_t i = 0; i < c->nprimary && ni != RCONN_NO_NODE; i++)
 		if (c->primary[i] == ni)
@@ -425,7 +430,7 @@ int rconn_coverage(struct rconn *c, char *why, size_t cap)
 
 			slot_ranges(c, c->primary[i], ranges, sizeof(ranges));
 			snprintf(why, cap, "slots %s (%s): %s", ranges, n->addr,
-				 r && !rconn_reply_is_nodedown(r) ? r->str : n->err[0] ? n->err : "not connected");
+				 r && !reply_is_nodedown(r) ? r->str : n->err[0] ? n->err : "not connected");
 			rc = -EIO;
 			goto out;
 		}
@@ -437,8 +442,4 @@ out:
 	return rc;
 }
 
-int rconn_reply_is_nodedown(const redisReply *r)
-{
-	return reply_is_nodedown(r);
-}
 

@@ -88,11 +88,10 @@ int rconn_coverage(struct rconn *c, char *why, size_t cap);
 /*
  * On a cluster, a pipeline some of whose nodes failed while others answered
  * succeeds: the failed nodes' commands get an error reply that starts with
- * RCONN_NODEDOWN and names the node and the cause.  (A single Redis that
- * fails fails the whole pipeline with -EIO, as one that all nodes failed.)
+ * REPLY_NODEDOWN and names the node and the cause (reply_is_nodedown,
+ * core/reply.h; reply_errno makes it -EIO).  (A single Redis that fails
+ * fails the whole pipeline with -EIO, as one that all nodes failed.)
  */
-#define RCONN_NODEDOWN REPLY_NODEDOWN
-int rconn_reply_is_nodedown(const redisReply *r); /* = reply_is_nodedown */
 
 /*
  * One line naming error `rc` of an rconn call or of a module on top of it:

@@ -43,7 +43,7 @@ struct rbatch_cmd {
 	int in_multi;     /* MULTI, EXEC and what is between */
 	/* state of one run */
 	unsigned node;
-	int pending, waiting, asking, asked, redirects, retries, reloaded, rc;
+	int pending, waiting, asking, asked, redirects, retries, reloaded, rerouted, rc;
 };
 
 struct rbatch {

@@ -224,6 +224,41 @@ static void run_round(struct rconn *c, struct rbatch *b)
 	}
 }
 
+/*
+ * On a cluster, after a round: the commands whose node failed go, once, to
+ * where routing sends them now.  A node lost marks the map stale, and the
+ * map asked again (at most every 100 ms) may name another owner for a slot
+ * (a failover that happened while nothing was sent); a command without a
+ * key goes to another primary that is up.  1 when some command is pending
+ * again.
+ */
+static int reroute(struct rconn *c, struct rbatch *b)
+{
+	int again = 0;
+
+	for (size_t i = 0; i < b->n; i++)
+		if (!b->v[i].reply && b->v[i].rc == -EIO)
+			c->stale = 1; /* a node lost: its replica may have taken over */
+	if (!c->stale)
+		return 0;
+	(void)rconn_topology(c);
+	for (size_t i = 0; i < b->n; i++) {
+		struct rbatch_cmd *cmd = &b->v[i];
+		unsigned to;
+
+		if (cmd->reply || cmd->rc != -EIO || cmd->at >= 0 || cmd->in_multi || cmd->rerouted)
+			continue;
+		if ((to = route(c, cmd)) == RCONN_NO_NODE || to == cmd->node)
+			continue;
+		cmd->rerouted = 1;
+		cmd->node = to;
+		cmd->rc = 0;
+		cmd->pending = 1;
+		again = 1;
+	}
+	return again;
+}
+
 /* A reply of type error whose text is `text`, made as hiredis makes its own (freeReplyObject frees it). */
 static redisReply *error_reply(const char *text)
 {
@@ -255,7 +290,7 @@ int rbatch_run(struct rconn *c, struct rbatch *b)
 
 		cmd->node = route(c, cmd);
 		cmd->pending = 1;
-		cmd->waiting = cmd->asking = cmd->asked = cmd->redirects = cmd->retries = cmd->reloaded = 0;
+		cmd->waiting = cmd->asking = cmd->asked = cmd->redirects = cmd->retries = cmd->reloaded = cmd->rerouted = 0;
 		cmd->rc = 0;
 	}
 	for (int round = 0; round < MAX_ROUNDS; round++) {
@@ -273,13 +308,6 @@ int rbatch_run(struct rconn *c, struct rbatch *b)
 
 			if (cmd->reply) {
 				again |= rconn_redirect(c, cmd, &wait, round == MAX_ROUNDS - 1);
-			} else if (cmd->rc == -EIO && c->mode == RCONN_CLUSTER && cmd->slot < 0 && cmd->at < 0 &&
-				   !cmd->in_multi && route(c, cmd) != cmd->node && cmd->retries++ < 2) {
-				/* a command without a key (TIME, PING) whose node failed: any other primary */
-				cmd->node = route(c, cmd);
-				cmd->rc = 0;
-				cmd->pending = 1;
-				again = 1;
 			} else if (cmd->rc == -EIO && cmd->node != RCONN_NO_NODE && up[cmd->node] &&
 				 !c->nodes[cmd->node].timed_out && retried[cmd->node] < 2) {
 				/*
@@ -303,26 +331,8 @@ int rbatch_run(struct rconn *c, struct rbatch *b)
 		for (unsigned ni = 0; ni < c->nnodes; ni++)
 			if (retried[ni] == 1)
 				retried[ni] = 2;
-		for (size_t i = 0; i < b->n && c->mode == RCONN_CLUSTER; i++)
-			if (!b->v[i].reply && b->v[i].rc == -EIO)
-				c->stale = 1; /* a node lost: its replica may have taken over */
-		if (c->stale && c->mode == RCONN_CLUSTER && round + 1 < MAX_ROUNDS) {
-			(void)rconn_topology(c);
-			/* a node lost, and the map asked again names another owner (a failover
-			 * that happened while nothing was sent): there, once */
-			for (size_t i = 0; i < b->n; i++) {
-				struct rbatch_cmd *cmd = &b->v[i];
-
-				if (cmd->reply || cmd->rc != -EIO || cmd->slot < 0 || cmd->at >= 0 || cmd->in_multi ||
-				    c->owner[cmd->slot] == RCONN_NO_NODE || c->owner[cmd->slot] == cmd->node ||
-				    cmd->redirects++ >= MAX_ROUNDS - 1)
-					continue;
-				cmd->node = c->owner[cmd->slot];
-				cmd->rc = 0;
-				cmd->pending = 1;
-				again = 1;
-			}
-		}
+		if (c->mode == RCONN_CLUSTER && round + 1 < MAX_ROUNDS)
+			again |= reroute(c, b);
 		if (!again)
 			break;
 	}
@@ -347,7 +357,7 @@ int rbatch_run(struct rconn *c, struct rbatch *b)
 		else if (cmd->node == RCONN_NO_NODE)
 			snprintf(c->err, sizeof(c->err), "no node serves slot %d", cmd->slot);
 		if (c->mode == RCONN_CLUSTER)
-			c->stale = 1; /* a node lost: its replica may have taken over */
+			c->stale = 1; /* a node lost (the last round's): its replica may have taken over */
 		failed++;
 	}
 	if (!failed)
@@ -364,9 +374,9 @@ int rbatch_run(struct rconn *c, struct rbatch *b)
 		if (cmd->reply)
 			continue;
 		if (cmd->node == RCONN_NO_NODE)
-			snprintf(text, sizeof(text), "%s -: no node serves slot %d", RCONN_NODEDOWN, cmd->slot);
+			snprintf(text, sizeof(text), "%s -: no node serves slot %d", REPLY_NODEDOWN, cmd->slot);
 		else
-			snprintf(text, sizeof(text), "%s %s: %s", RCONN_NODEDOWN, c->nodes[cmd->node].addr,
+			snprintf(text, sizeof(text), "%s %s: %s", REPLY_NODEDOWN, c->nodes[cmd->node].addr,
 				 c->nodes[cmd->node].err[0] ? c->nodes[cmd->node].err : "not connected");
 		if (!(cmd->reply = error_reply(text))) {
 			rbatch_drop_replies(b);

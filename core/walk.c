@@ -212,7 +212,7 @@ int walk_read(struct rconn *c, const struct layout *layouts, size_t nlayouts, co
 		pg->layout = at->layout;
 		pg->shard = l->foreign && !l->scan ? 0 : at->shard + (unsigned)i;
 		pg->nodes = rconn_primaries(c);
-		if (rconn_reply_is_nodedown(r))
+		if (reply_is_nodedown(r))
 			return -EIO; /* a cluster node that does not answer: the walk cannot go past its shards */
 		if (reply_error(r)) {
 			/* the caller's cursor, refused; else a registry of another type: skipped, reported */

@@ -320,7 +320,7 @@ START_TEST(test_hung_node)
 	for (size_t i = 0; i < rbatch_len(b); i++) {
 		const redisReply *r = rbatch_reply(b, i);
 
-		if (rconn_reply_is_nodedown(r)) {
+		if (reply_is_nodedown(r)) {
 			ck_assert_msg(strstr(r->str, "timed out") != NULL, "%s", r->str);
 			down++;
 		} else {
@@ -353,7 +353,7 @@ START_TEST(test_killed_node)
 	test_cluster_kill(&C, 1, SIGKILL);
 	ck_assert_int_eq(rbatch_run(c, b), 0);
 	for (size_t i = 0; i < rbatch_len(b); i++)
-		if (rconn_reply_is_nodedown(rbatch_reply(b, i))) {
+		if (reply_is_nodedown(rbatch_reply(b, i))) {
 			snprintf(want, sizeof(want), "NODEDOWN 127.0.0.1:%d: ", C.node[1].srv.port);
 			ck_assert_msg(strncmp(rbatch_reply(b, i)->str, want, strlen(want)) == 0, "%s",
 				      rbatch_reply(b, i)->str);
