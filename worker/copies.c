@@ -61,9 +61,9 @@ int copies_init(struct copies_state *c)
 	if (!(c->wbatch = rbatch_new()))
 		return -ENOMEM;
 	c->on = 1;
-	c->pending = SHARD_COUNT; /* none known to hold the rules before they are loaded */
-	roll_init(&c->check);
-	c->retry_ms = INT64_MIN;
+	c->keep.pending = SHARD_COUNT; /* none known to hold the rules before they are loaded */
+	roll_init(&c->keep.check);
+	c->keep.retry_ms = INT64_MIN;
 	return 0;
 }
 
@@ -84,16 +84,14 @@ static int build_target(struct copies_state *c, const struct ruleset *rs)
 		return rc;
 	/* a new version: every copy is checked, and written unless it holds it already */
 	memset(c->state, COPY_UNKNOWN, sizeof(c->state));
-	c->pending = SHARD_COUNT;
-	c->check_all = 1;
-	c->retry_ms = INT64_MIN;
+	keep_reset(&c->keep);
 	return 0;
 }
 
 void copies_fail(struct copies_state *c, unsigned k, const char *what, const redisReply *e, int *failed)
 {
 	if (!*failed)
-		snprintf(c->error, sizeof(c->error), "%s of shard %u's rules copy: %s", what, k, reply_describe(e));
+		snprintf(c->keep.error, sizeof(c->keep.error), "%s of shard %u's rules copy: %s", what, k, reply_describe(e));
 	*failed = 1;
 }
 
@@ -237,7 +235,7 @@ static int write_chunk(struct worker *w, const unsigned *shard, size_t m, int *f
 		if (!ncmds[j]) { /* the target's rules: the ':' fields are learnt */
 			c->colons[shard[j]] = colons[j];
 			*st = COPY_OK;
-			c->pending--;
+			c->keep.pending--;
 		}
 		q += ncmds[j];
 	}
@@ -260,7 +258,7 @@ static int write_chunk(struct worker *w, const unsigned *shard, size_t m, int *f
 			continue;
 		c->state[shard[j]] = COPY_OK;
 		c->colons[shard[j]] = colons[j];
-		c->pending--;
+		c->keep.pending--;
 		c->written++;
 	}
 	rbatch_clear(c->wbatch);
@@ -316,36 +314,27 @@ static int settle_newer(struct worker *w)
 	return 0;
 }
 
+/* The writes of a step: the newer copies settled first, then those pending. */
+static int write_step(struct worker *w, int *failed)
+{
+	int rc = settle_newer(w);
+
+	return rc ? rc : write_pending(w, failed);
+}
+
 int copies_step(struct worker *w, int64_t now, int all)
 {
+	static const struct keep_ops ops = { COPIES_CHECK_MS, COPIES_RETRY_MS, copies_check, write_step };
 	struct copies_state *c = &w->copies;
-	uint64_t connects = rconn_connects(w->conn);
-	size_t from, n;
-	int rc = 0, failed = 0;
+	int rc;
 
 	if (!c->on || !w->rules.loaded)
 		return 0;
-	if (!c->have || c->version != w->rules.version || strcmp(c->epoch, w->rules.epoch)) {
-		if ((rc = build_target(c, &w->rules)))
-			goto out;
+	if ((!c->have || c->version != w->rules.version || strcmp(c->epoch, w->rules.epoch)) &&
+	    (rc = build_target(c, &w->rules))) {
+		c->keep.check_all = 1;
+		rbatch_clear(w->batch);
+		return rc;
 	}
-	if (connects != c->connects || c->check_all)
-		all = 1; /* a new connection may be a new (empty) Redis */
-	n = roll_slice(&c->check, now, COPIES_CHECK_MS, all, &from);
-	if ((rc = copies_check(w, from, n, &failed)))
-		goto out;
-	c->connects = connects;
-	c->check_all = 0;
-	if (c->pending && now >= c->retry_ms) {
-		if ((rc = settle_newer(w)) || (rc = write_pending(w, &failed)))
-			goto out;
-		c->retry_ms = failed ? now + COPIES_RETRY_MS : INT64_MIN;
-	}
-	if (!failed && !c->pending)
-		c->error[0] = '\0';
-out:
-	if (rc)
-		c->check_all = 1; /* part of it may not have been seen: all of it next time */
-	rbatch_clear(w->batch);
-	return rc;
+	return keep_step(w, &c->keep, &ops, now, all);
 }

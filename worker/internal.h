@@ -42,6 +42,37 @@ void roll_init(struct roll *r);
  */
 size_t roll_slice(struct roll *r, int64_t now, int64_t period_ms, int all, size_t *from);
 
+struct worker;
+
+/*
+ * What the worker keeps in every shard's rules copy (skew.c: the horizon;
+ * copies.c: the rules), checked and written the same way (keep.c): a
+ * rolling check of a slice of the shards every step (all of them after a
+ * reconnect: a new connection may be a new, empty Redis), then the writes
+ * of those pending, again after a refused one no sooner than the retry.
+ */
+struct keep {
+	size_t pending;                  /* shards not known to hold it */
+	struct roll check;               /* the rolling check */
+	int check_all;                   /* the next step checks every shard */
+	int64_t retry_ms;                /* after a refused write: not again before (steps' clock) */
+	uint64_t connects;               /* the connection's count at the last step */
+	char error[160];                 /* why the last write or check failed; "" */
+};
+struct keep_ops {
+	int64_t check_ms, retry_ms;      /* a whole check's period; the wait after a refused write */
+	/* check shards [from, from + n) (wrapping); write the pending ones; *failed set on a refusal */
+	int (*check)(struct worker *w, size_t from, size_t n, int *failed);
+	int (*write)(struct worker *w, int *failed);
+};
+/* Reset `k` for a new value to keep: every shard pending, checked whole at the next step. */
+void keep_reset(struct keep *k);
+/*
+ * One step of keeping `k` (`all`: check every shard).  0 or the first rconn
+ * error (then every shard is checked at the next step).
+ */
+int keep_step(struct worker *w, struct keep *k, const struct keep_ops *ops, int64_t now, int all);
+
 enum { DUE_NONE = 0, DUE_POLL, DUE_CALL };
 
 /* Where the due-driven walk of one of sluice's own layouts stands (due.c). */
@@ -72,16 +103,11 @@ struct skew_state {
 	char text[24];                   /* ms in decimal, as written */
 	unsigned char state[SHARD_COUNT]; /* SKEW_UNKNOWN, SKEW_OK (seen or written holding it),
 					  * SKEW_MISSING (seen without it: to be written) */
-	size_t pending;                  /* shards not SKEW_OK */
-	struct roll check;               /* the rolling check of the copies */
-	int check_all;                   /* the next step checks every shard */
-	int64_t retry_ms;                /* after a refused write: not again before (steps' clock) */
-	uint64_t connects;               /* the connection's count at the last step */
+	struct keep keep;                /* the check and the writes (pending: shards not SKEW_OK) */
 	uint64_t written;                /* copies written since start */
 	uint64_t conflicts;              /* copies found holding another value after holding this
 					  * one (another daemon configured otherwise rewrites them) */
 	long long conflict_ms;           /* the other value the last conflict found */
-	char error[160];                 /* why the last write or check failed; "" */
 };
 
 enum { COPY_UNKNOWN = 0, COPY_OK, COPY_STALE, COPY_NEWER, COPY_PREV, COPY_DRIFT };
@@ -123,15 +149,11 @@ struct copies_state {
 					  * rule names are the target's) */
 	uint32_t colons[SHARD_COUNT];    /* ':' fields each copy held after its last whole write
 					  * or HKEYS, 0 when never seen (copies_check.c) */
-	size_t pending;                  /* shards not COPY_OK */
-	struct roll check;               /* the rolling check of the copies' ":version" and HLEN */
-	int check_all;                   /* the next step checks every shard */
-	int64_t retry_ms;                /* after a refused write: not again before (steps' clock) */
-	uint64_t connects;               /* the connection's count at the last step */
+	struct keep keep;                /* the rolling check of the copies' ":version" and HLEN, and
+					  * the writes (pending: shards not COPY_OK) */
 	uint64_t written;                /* copies written since start */
 	struct rbatch *wbatch;           /* the writes of one round trip (w->batch holds the reads) */
 	struct cmdargs cmd;              /* one command being built */
-	char error[160];                 /* why the last write or check failed; "" */
 };
 
 /* Where one job's walk stands: the layouts it maintains and the cursor in them. */

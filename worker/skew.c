@@ -37,15 +37,15 @@ void skew_init(struct skew_state *s, int64_t ms)
 		/* the first time, what the copies hold is checked before anything is written (a
 		 * restart writes nothing, at maxmemory too); a new value is written everywhere */
 		memset(s->state, s->on ? SKEW_MISSING : SKEW_UNKNOWN, sizeof(s->state));
-		s->pending = SHARD_COUNT;
+		s->keep.pending = SHARD_COUNT;
 	}
 	if (!s->on)
-		roll_init(&s->check);
+		roll_init(&s->keep.check);
 	s->on = 1;
 	s->ms = ms;
 	snprintf(s->text, sizeof(s->text), "%lld", (long long)ms);
-	s->check_all = 1;
-	s->retry_ms = INT64_MIN;
+	s->keep.check_all = 1;
+	s->keep.retry_ms = INT64_MIN;
 }
 
 /* Queue HGET (write 0) or HSET (write 1) of shard k's copy.  0 or -ENOMEM. */
@@ -68,7 +68,7 @@ static int queue(struct worker *w, unsigned k, int write)
 static void skew_fail(struct skew_state *s, unsigned k, const char *what, const redisReply *e, int *failed)
 {
 	if (!*failed)
-		snprintf(s->error, sizeof(s->error), "%s of shard %u's rules copy: %s", what, k, reply_describe(e));
+		snprintf(s->keep.error, sizeof(s->keep.error), "%s of shard %u's rules copy: %s", what, k, reply_describe(e));
 	*failed = 1;
 }
 
@@ -104,9 +104,9 @@ static int check(struct worker *w, size_t from, size_t n, int *failed)
 			if (e && e->type == REDIS_REPLY_ERROR)
 				skew_fail(s, shard[j], "HGET", e, failed);
 			if (holds && *st == SKEW_UNKNOWN)
-				s->pending--;
+				s->keep.pending--;
 			else if (!holds && *st == SKEW_OK) {
-				s->pending++;
+				s->keep.pending++;
 				/* another number where this worker saw or wrote its own: someone
 				 * else writes the copies (a daemon with another max_clock_skew_ms) */
 				if (!reply_str(e, &v, &len) && len && len < 20) {
@@ -159,7 +159,7 @@ static int write_pending(struct worker *w, int *failed)
 				continue;
 			}
 			s->state[shard[j]] = SKEW_OK;
-			s->pending--;
+			s->keep.pending--;
 			s->written++;
 		}
 	}
@@ -168,30 +168,7 @@ static int write_pending(struct worker *w, int *failed)
 
 int skew_step(struct worker *w, int64_t now, int all)
 {
-	struct skew_state *s = &w->skew;
-	uint64_t connects = rconn_connects(w->conn);
-	size_t from, n;
-	int rc, failed = 0;
+	static const struct keep_ops ops = { SKEW_CHECK_MS, SKEW_RETRY_MS, check, write_pending };
 
-	if (!s->on)
-		return 0;
-	if (connects != s->connects || s->check_all)
-		all = 1; /* a new connection may be a new (empty) Redis */
-	n = roll_slice(&s->check, now, SKEW_CHECK_MS, all, &from);
-	if ((rc = check(w, from, n, &failed)))
-		goto out;
-	s->connects = connects;
-	s->check_all = 0;
-	if (s->pending && now >= s->retry_ms) {
-		if ((rc = write_pending(w, &failed)))
-			goto out;
-		s->retry_ms = failed ? now + SKEW_RETRY_MS : INT64_MIN;
-	}
-	if (!failed && !s->pending)
-		s->error[0] = '\0';
-out:
-	if (rc)
-		s->check_all = 1; /* part of it may not have been seen: all of it next time */
-	rbatch_clear(w->batch);
-	return rc;
+	return w->skew.on ? keep_step(w, &w->skew.keep, &ops, now, all) : 0;
 }

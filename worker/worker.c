@@ -81,7 +81,7 @@ struct worker *worker_new(const struct worker_config *cfg)
 		w->st.job[j].oldest_due_age_ms = w->jobs[j].ndue ? 0 : -1;
 	}
 	w->st.skew_ms = w->skew.on ? w->skew.ms : -1;
-	w->st.skew_pending = w->skew.on ? w->skew.pending : 0;
+	w->st.skew_pending = w->skew.on ? w->skew.keep.pending : 0;
 	w->st.copies_on = w->copies.on;
 	w->st.copies_pending = w->copies.on ? SHARD_COUNT : 0;
 	if (cfg->sum_stats && !(w->stats = stats_new())) {
@@ -133,7 +133,7 @@ void worker_set_skew(struct worker *w, int64_t ms)
 	skew_init(&w->skew, ms);
 	pthread_mutex_lock(&w->lock);
 	w->st.skew_ms = ms;
-	w->st.skew_pending = w->skew.pending;
+	w->st.skew_pending = w->skew.keep.pending;
 	pthread_mutex_unlock(&w->lock);
 }
 
