@@ -62,7 +62,8 @@ void options_usage(FILE *out)
 	      "  -V, --version                print the version\n"
 	      "\n"
 	      "The admin token (Authorization: Bearer) is read from the file named by\n"
-	      "admin.token_file in the config, else from $SLUICE_ADMIN_TOKEN; never from a flag.\n"
+	      "admin.token_file in the config, else from $SLUICE_ADMIN_TOKEN (admin.token_env\n"
+	      "names another variable); never from a flag.\n"
 	      "\n"
 	      "Exit status: 0 after SIGTERM/SIGINT, 1 on a start-up failure, 2 on a bad\n"
 	      "flag or config.\n",
