@@ -59,6 +59,8 @@ static int append(struct rconn *c, struct rnode *n, const struct rbatch_cmd *cmd
 /* The node of a command by its slot (or its explicit primary), or RCONN_NO_NODE. */
 static unsigned route(const struct rconn *c, const struct rbatch_cmd *cmd)
 {
+	if (c->mode == RCONN_SINGLE)
+		return c->primary[0];
 	if (cmd->at >= 0)
 		return (size_t)cmd->at < c->nprimary ? c->primary[cmd->at] : RCONN_NO_NODE;
 	if (cmd->slot >= 0)
