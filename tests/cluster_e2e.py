@@ -275,9 +275,9 @@ def run_failover(c, cl, sluiced, tmp):
                 saw_503, why = True, e["message"]
             if e["code"] != "redis_unavailable" or not any(re.match(x, e["message"]) for x in (
                     r"redis unavailable: \d+ slots have no node \(slot \d+ among them\)$",
-                    r"redis unavailable: slots \S+ \(127\.0\.0\.1:\d+\): cluster_state:fail \(the cluster lacks "
+                    r"redis unavailable: slots [\d -]+ \(127\.0\.0\.1:\d+\): cluster_state:fail \(the cluster lacks "
                     r"a node's slots\)$",
-                    r"redis unavailable: slots \S+ \(127\.0\.0\.1:%d\): \S" % victim)):
+                    r"redis unavailable: slots [\d -]+ \(127\.0\.0\.1:%d\): \S" % victim)):
                 odd_503.append(e)
         if new is None:
             try:

@@ -290,7 +290,7 @@ def run_admin(r, sluiced, lua_dir, tmp, url=None):
               and all("due_backlog" in j for j in w.get("jobs", {}).values()), "%d %r" % (st, body))
         rn = w.get("redis", {})
         nodes = rn.get("nodes", [])
-        addr = "127.0.0.1:%d" % r.connection_pool.connection_kwargs["port"]
+        addr = "127.0.0.1:%d" % r.connection_pool.connection_kwargs["port"] if url is None else None
         check("GET /v1/worker's redis: one Redis is mode single, 1 primary owning 0-16383, up, no redirects",
               url is not None or (rn.get("mode") == "single" and rn.get("primaries") == 1 and len(nodes) == 1
                                   and nodes[0].get("address") == addr and nodes[0].get("slots") == 16384
