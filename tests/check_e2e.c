@@ -637,6 +637,57 @@ START_TEST(bad_config_exits_2_and_touches_nothing)
 }
 END_TEST
 
+/*
+ * A bad node list (redis_url_parse), in --redis or in the config file's
+ * "redis", whose first node is the test's live Redis: refused naming the
+ * field, exit 2, and nothing written there.
+ */
+static const struct {
+	const char *nodes; /* after "redis://127.0.0.1:<port>", before "/0" */
+	const char *why;
+} bad_node_lists[] = {
+	{ ",127.0.0.1:0", "port must be 1..65535" },
+	{ ",,127.0.0.1:7001", "host is missing" },
+	{ ",", "host is missing" },
+	{ ",a,b,c,d,e,f,g,h,i", "at most 8 more nodes after a comma" },
+};
+
+START_TEST(bad_redis_node_list_exits_2)
+{
+	char url[256], cmd[1024], line[512] = "", want[256];
+	char path[] = "/tmp/sluice-e2e-nodes-XXXXXX";
+	int fd;
+	FILE *p;
+
+	snprintf(url, sizeof(url), "redis://127.0.0.1:%d%s/0", R.port, bad_node_lists[_i].nodes);
+	for (int in_file = 0; in_file < 2; in_file++) {
+		if (in_file) {
+			char text[400];
+
+			fd = mkstemp(path);
+			ck_assert_int_ge(fd, 0);
+			snprintf(text, sizeof(text), "{\"redis\":\"%s\"}", url);
+			ck_assert_int_eq(write(fd, text, strlen(text)), (int)strlen(text));
+			close(fd);
+			snprintf(cmd, sizeof(cmd), "%s --config %s 2>&1; echo \"exit=$?\"", binary(), path);
+		} else {
+			snprintf(cmd, sizeof(cmd), "%s '--redis=%s' 2>&1; echo \"exit=$?\"", binary(), url);
+		}
+		p = popen(cmd, "r");
+		ck_assert_ptr_nonnull(p);
+		ck_assert_ptr_nonnull(fgets(line, sizeof(line), p));
+		snprintf(want, sizeof(want), "sluiced: %s: %s\n", in_file ? "redis" : "--redis", bad_node_lists[_i].why);
+		ck_assert_str_eq(line, want);
+		ck_assert_ptr_nonnull(fgets(line, sizeof(line), p));
+		ck_assert_str_eq(line, "exit=2\n");
+		ck_assert_int_eq(pclose(p), 0);
+		ck_assert_int_eq(test_dbsize(C), 0);
+		if (in_file)
+			unlink(path);
+	}
+}
+END_TEST
+
 START_TEST(two_daemons_share_rules)
 {
 	struct daemon_proc a, b;
@@ -969,6 +1020,7 @@ static Suite *e2e_suite(void)
 	tcase_add_test(tc, first_rules_answer_lists_config_rules);
 	tcase_add_test(tc, redis_down_at_start);
 	tcase_add_test(tc, bad_config_exits_2_and_touches_nothing);
+	tcase_add_loop_test(tc, bad_redis_node_list_exits_2, 0, TEST_N(bad_node_lists));
 	tcase_add_test(tc, two_daemons_share_rules);
 	tcase_add_test(tc, two_daemons_keep_rule_copies);
 	tcase_add_test(tc, two_daemons_skew_conflict);

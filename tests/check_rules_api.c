@@ -393,6 +393,51 @@ START_TEST(test_rules_store_corrupt)
 }
 END_TEST
 
+/*
+ * The rules hash lost while its version is not (a node's data gone): an api
+ * that holds no rules yet answers 503 naming it, on the rule and path routes;
+ * an api that holds them serves them; and the answer writes nothing.
+ */
+START_TEST(test_rules_hash_gone)
+{
+	struct api_config ac = { .redis = &target, .timeout_ms = 5000, .prefix = PFX, .layouts = layouts,
+				 .nlayouts = nlayouts, .worker = w };
+	struct api *held, *fresh;
+	const char *gone = "the rules hash is gone while its version is not (its data was lost); the daemon "
+			   "stores its config's rules again";
+	char before[512], after[512];
+
+	put_ok("api", API_BODY);
+	held = api_new(&ac);
+	ck_assert_ptr_nonnull(held);
+	call_on(held, "GET", "/v1/rules", NULL, 0, NULL, NULL, NULL);
+	ck_res(200, "{\"rules\":[" API_ECHO "],\"version\":1}");
+	ck_assert_int_eq(test_cmd_int(c, "DEL %s", RULES_HASH), 1);
+	rules_snapshot(before, sizeof(before));
+	ck_assert_str_eq(before, "0/1/nil");
+
+	fresh = api_new(&ac);
+	ck_assert_ptr_nonnull(fresh);
+	call_on(fresh, "GET", "/v1/rules", NULL, 0, NULL, NULL, NULL);
+	ck_err(503, "redis_unavailable", NULL);
+	ck_assert_str_eq(jstr("error.message"), gone);
+	call_on(fresh, "GET", "/v1/rules/api", NULL, 0, NULL, NULL, NULL);
+	ck_err(503, "redis_unavailable", NULL);
+	ck_assert_str_eq(jstr("error.message"), gone);
+	call_on(fresh, "GET", "/v1/paths/%2Fapi%2Fx", NULL, 0, NULL, NULL, NULL);
+	ck_err(503, "redis_unavailable", NULL);
+	ck_assert_str_eq(jstr("error.message"), gone);
+	/* the api that loaded them goes on with the rules it holds */
+	call_on(held, "GET", "/v1/rules", NULL, 0, NULL, NULL, NULL);
+	ck_res(200, "{\"rules\":[" API_ECHO "],\"version\":1}");
+	rules_snapshot(after, sizeof(after));
+	ck_assert_str_eq(before, after);
+	ck_assert_int_eq(test_cmd_int(c, "EXISTS %s", RULES_HASH), 0);
+	api_free(fresh);
+	api_free(held);
+}
+END_TEST
+
 /* ---- ETag / If-Match ------------------------------------------------------------ */
 
 /* mode: "shadow" round-trips through PUT and GET; "enforce" is stored as a rule without mode (same ETag). */
@@ -1020,6 +1065,7 @@ static Suite *rules_api_suite(void)
 	tcase_add_test(tc, test_string_with_nul_escape);
 	tcase_add_test(tc, test_rules_epoch_after_flush);
 	tcase_add_test(tc, test_rules_store_corrupt);
+	tcase_add_test(tc, test_rules_hash_gone);
 
 	tc = test_tcase(s, "etags", api_setup, api_teardown, 60);
 	tcase_add_test(tc, test_rule_etags);

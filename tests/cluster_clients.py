@@ -536,6 +536,13 @@ def main():
         check("its map covers the 16384 slots, one replica per primary",
               sum(e - s + 1 for s, e, _, _ in smap) == cluster.SLOTS and all(len(r) == 1 for _, _, _, r in smap),
               repr(smap))
+        # DESIGN: shard(path) = keyslot(path) mod 1024, keyslot as CLUSTER KEYSLOT answers it
+        odd = [b"/api/users", b"}x", b"{a}b", b"{}x", b"{", b"a{b}c{d}", b"a\0b", b"\xff\xfe", b"x" * 1000]
+        with c.conn(c.primaries[0]) as r:
+            bad = [(q, cf.shard(q), r.execute_command("CLUSTER", "KEYSLOT", q)) for q in odd]
+        bad = [x for x in bad if x[1] != x[2] % 1024]
+        check("shard(path) is CLUSTER KEYSLOT(path) mod 1024 on the cluster, for %d awkward paths" % len(odd),
+              not bad, repr(bad[:3]))
         rc = c.client()
         caller = Caller(rc, lua_dir)
         with c.conn(c.primaries[0]) as r:

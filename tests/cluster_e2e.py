@@ -30,6 +30,7 @@ The last line is "cluster_e2e: N passed, M failed"; exit status 1 when one faile
 import json
 import math
 import os
+import re
 import shutil
 import signal
 import sys
@@ -262,13 +263,22 @@ def run_failover(c, cl, sluiced, tmp):
     t_kill = time.monotonic()
     c.kill(victim)
     saw_503, why = False, ""
+    odd_503 = []
     new = None
     resumed = None
     level0 = None
     while time.monotonic() - t_kill < 15:
         st, body = http(port, "GET", "/readyz")
-        if st == 503 and not saw_503:
-            saw_503, why = True, json.loads(body)["error"]["message"]
+        if st == 503:
+            e = json.loads(body)["error"]
+            if not saw_503:
+                saw_503, why = True, e["message"]
+            if e["code"] != "redis_unavailable" or not any(re.match(x, e["message"]) for x in (
+                    r"redis unavailable: \d+ slots have no node \(slot \d+ among them\)$",
+                    r"redis unavailable: slots [\d -]+ \(127\.0\.0\.1:\d+\): cluster_state:fail \(the cluster lacks "
+                    r"a node's slots\)$",
+                    r"redis unavailable: slots [\d -]+ \(127\.0\.0\.1:%d\): \S" % victim)):
+                odd_503.append(e)
         if new is None:
             try:
                 smap = c.slot_map()
@@ -297,6 +307,8 @@ def run_failover(c, cl, sluiced, tmp):
         time.sleep(0.02)
     check("failover: /readyz is 503 while the dead primary's slots are uncovered, naming them",
           saw_503 and "slots" in why, why)
+    check("... every such 503 is redis_unavailable with a message DESIGN's routes give: slots with no node, "
+          "cluster_state:fail, or the dead primary's slots and address", saw_503 and not odd_503, repr(odd_503[:2]))
     check("... its replica is promoted", new is not None)
     if new is not None:
         # until the cluster marks the dead primary FAIL (about the node timeout) the other primaries'

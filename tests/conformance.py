@@ -179,6 +179,34 @@ def is_error(body, code=None):
     return isinstance(e.get("code"), str) and isinstance(e.get("message"), str) and (code is None or e["code"] == code)
 
 
+def rules_state(r):
+    """The rule store's three keys and the 1024 shards' copies, as DUMP: what a refused change must leave."""
+    keys = [b"sluice:rules", b"sluice:rules:version", b"sluice:rules:epoch"] + \
+        [b"sluice:{%d}:rules" % k for k in range(1024)]
+    return {k: r.dump(k) for k in keys}
+
+
+def wait_copies(r, timeout=5.0):
+    """Until every shard's rules copy holds the store's "<epoch>:<version>" (the daemon writes them after a change)."""
+    end = time.monotonic() + timeout
+    while True:
+        v, e = r.get(b"sluice:rules:version"), r.get(b"sluice:rules:epoch")
+        want = (e or b"") + b":" + (v or b"0")
+        p = r.pipeline(transaction=False)
+        for k in range(1024):
+            p.hget(b"sluice:{%d}:rules" % k, ":version")
+        if all(x == want for x in p.execute()) or time.monotonic() > end:
+            return
+        time.sleep(0.02)
+
+
+def error_of(body):
+    try:
+        return json.loads(body)["error"]
+    except (ValueError, KeyError, TypeError):
+        return {}
+
+
 def run_admin(r, sluiced, lua_dir, tmp, url=None):
     """The admin API's checks, on the Redis `r` talks to (url: sluiced's --redis, e.g. a cluster node's)."""
     port = free_port()
@@ -194,6 +222,9 @@ def run_admin(r, sluiced, lua_dir, tmp, url=None):
         check("GET /healthz answers 200", st == 200, "%d %r" % (st, body))
         st, body = http(port, "GET", "/readyz")
         check("GET /readyz answers 200 with Redis up and rules loaded", st == 200, "%d %r" % (st, body))
+        rd = json.loads(body) if st == 200 else {}
+        check("... {status ready, redis up, mode single, 1 primary} on one Redis",
+              url is not None or rd == {"status": "ready", "redis": "up", "mode": "single", "primaries": 1}, repr(rd))
 
         st, body = http(port, "GET", "/v1/rules")
         names = [x.get("name") for x in json.loads(body).get("rules", [])] if st == 200 else []
@@ -204,14 +235,30 @@ def run_admin(r, sluiced, lua_dir, tmp, url=None):
               st == 200 and rule.get("capacity") == 10 and rule.get("rate") == 2 and rule.get("match") == "/api/*",
               "%d %r" % (st, body))
         st, body = http(port, "GET", "/v1/rules/nope")
-        check("GET /v1/rules/{unknown} is 404 with error JSON", st == 404 and is_error(body), "%d %r" % (st, body))
+        check("GET /v1/rules/{unknown} is 404 not_found, naming the rule",
+              st == 404 and is_error(body, "not_found") and error_of(body)["message"] == 'no rule named "nope"',
+              "%d %r" % (st, body))
         st, body = http(port, "PUT", "/v1/rules/win",
                         '{"match":"/win/*","algorithm":"fixed_window","limit":5,"window_ms":1000}')
         check("PUT /v1/rules/{name} creates (201)", st == 201, "%d %r" % (st, body))
+        wait_copies(r)
+        before = rules_state(r)
         st, body = http(port, "PUT", "/v1/rules/bad", '{"match":"/b","algorithm":"leaky_bucket","capacity":0,"rate":1}')
-        check("PUT of an invalid rule is 400 with error JSON", st == 400 and is_error(body), "%d %r" % (st, body))
+        check("PUT of an invalid rule (capacity 0) is 400 invalid_rule naming the field capacity",
+              st == 400 and is_error(body, "invalid_rule") and error_of(body).get("field") == "capacity",
+              "%d %r" % (st, body))
+        st, body = http(port, "PUT", "/v1/rules/bad", '{"match":"/b","algorithm":"leaky_bucket","capacity":10,'
+                        '"rate":1,"mode":"loud"}')
+        check("PUT with mode neither enforce nor shadow is 400 invalid_rule naming the field mode",
+              st == 400 and is_error(body, "invalid_rule") and error_of(body).get("field") == "mode",
+              "%d %r" % (st, body))
+        st, body = http(port, "PUT", "/v1/rules/x", "{nope")
+        check("a body that is not JSON is 400 invalid_json", st == 400 and is_error(body, "invalid_json"),
+              "%d %r" % (st, body))
         st, body = http(port, "GET", "/v1/rules/bad")
-        check("... and stores nothing", st == 404, "%d %r" % (st, body))
+        check("... and stores nothing (GET 404; the store and the 1024 copies unchanged)",
+              st == 404 and rules_state(r) == before, "%d %r; changed: %r" % (
+                  st, body, [k for k, v in rules_state(r).items() if before.get(k) != v][:5]))
         st, body = http(port, "DELETE", "/v1/rules/win")
         check("DELETE /v1/rules/{name} deletes", st == 200 and http(port, "GET", "/v1/rules/win")[0] == 404,
               "%d %r" % (st, body))
@@ -241,6 +288,15 @@ def run_admin(r, sluiced, lua_dir, tmp, url=None):
         check("GET /v1/worker answers ticks, drained, pruned, errors and the due backlog",
               st == 200 and all(k in w for k in ("ticks", "drained", "pruned", "errors"))
               and all("due_backlog" in j for j in w.get("jobs", {}).values()), "%d %r" % (st, body))
+        rn = w.get("redis", {})
+        nodes = rn.get("nodes", [])
+        addr = "127.0.0.1:%d" % r.connection_pool.connection_kwargs["port"] if url is None else None
+        check("GET /v1/worker's redis: one Redis is mode single, 1 primary owning 0-16383, up, no redirects",
+              url is not None or (rn.get("mode") == "single" and rn.get("primaries") == 1 and len(nodes) == 1
+                                  and nodes[0].get("address") == addr and nodes[0].get("slots") == 16384
+                                  and nodes[0].get("ranges") == "0-16383" and nodes[0].get("up") is True
+                                  and nodes[0].get("moved") == 0 and nodes[0].get("ask") == 0
+                                  and nodes[0].get("last_error") is None), repr(rn))
         st, body = http(port, "POST", "/v1/worker/sweep")
         check("POST /v1/worker/sweep runs a sweep (200)", st == 200, "%d %r" % (st, body))
         st, body = http(port, "POST", "/v1/reset", '{"match":"/api/*","dry_run":true}')
@@ -255,12 +311,17 @@ def run_admin(r, sluiced, lua_dir, tmp, url=None):
               st == 200 and json.loads(body).get("keys_removed") == 2 and gone, "%d %r" % (st, body))
         st, body = http(port, "GET", "/metrics")
         check("GET /metrics is Prometheus text", st == 200 and b"# TYPE sluice_" in body, "%d" % st)
+        lines = body.decode(errors="replace").splitlines() if st == 200 else []
+        check("/metrics: sluice_redis_node_up 1 and sluice_redis_node_slots 16384 for the one Redis",
+              url is not None or ('sluice_redis_node_up{node="%s"} 1' % addr in lines
+                                  and 'sluice_redis_node_slots{node="%s"} 16384' % addr in lines
+                                  and "# TYPE sluice_redis_node_errors_total counter" in lines),
+              "\n".join(x for x in lines if x.startswith("sluice_redis_node")))
         st, body = http(port, "DELETE", "/healthz")
-        check("a method a route lacks is 405 with error JSON", st == 405 and is_error(body), "%d %r" % (st, body))
+        check("a method a route lacks is 405 method_not_allowed", st == 405 and is_error(body, "method_not_allowed"),
+              "%d %r" % (st, body))
         st, body = http(port, "GET", "/v1/nowhere")
-        check("an unknown route is 404 with error JSON", st == 404 and is_error(body), "%d %r" % (st, body))
-        st, body = http(port, "PUT", "/v1/rules/x", "{nope")
-        check("a body that is not JSON is 400 with error JSON", st == 400 and is_error(body), "%d %r" % (st, body))
+        check("an unknown route is 404 not_found", st == 404 and is_error(body, "not_found"), "%d %r" % (st, body))
         # GET / (the operator page) is issue 12's: README.md lists it as not built yet.
     finally:
         rc = stop_daemon(d, log)
