@@ -436,7 +436,8 @@ def run_admin(c, cl, sluiced, tmp):
     # the rules hash's node comes back empty (the version's did not): the config's rules are stored again
     cl.r.delete("sluice:rules")
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and cl.r.hget("sluice:rules", "api") is None:
+    # the reseed stores the config's three rules one after another: wait for all of them
+    while time.monotonic() < deadline and any(cl.r.hget("sluice:rules", n) is None for n in ("api", "fapi", "slog")):
         time.sleep(0.05)
     st, body = http(port, "GET", "/v1/rules/api")
     check("the rules hash lost alone: the config's rules stored again (api, capacity %s)"
