@@ -71,6 +71,7 @@ def daemon(sluiced, tmp, name, url, extra=None):
                       "window_ms": 1000}]}
     cfg.update(extra or {})
     d, log = spawn_sluiced(sluiced, tmp, name, cfg)
+    DAEMONS.append(d)
     ok = wait_http_ready(port)
     # and the rules and the skew horizon in every shard's copy, where the client scripts read them
     deadline = time.monotonic() + 10
@@ -505,6 +506,7 @@ def run_conformance_admin(c, cl, sluiced, tmp):
 
 
 LUA_DIR = None
+DAEMONS = []  # every sluiced started: a phase that raised is not left running
 PHASES = [globals()[n] for n in os.environ.get('PHASES', '').split(',') if n]
 
 
@@ -526,6 +528,10 @@ def main():
                 check("%s ran to its end" % phase.__name__, False, repr(e))
                 cl = Client(c.client(), LUA_DIR)
     finally:
+        for d in DAEMONS:
+            if d.poll() is None:
+                d.kill()
+                d.wait()
         if c:
             c.stop()
         if not os.environ.get('KEEP'):
