@@ -156,7 +156,8 @@ check-includes:
 
 # Runs the include rules and the README's rule examples check
 # (tools/check_readme_rules.py), then every suite even when one fails, then
-# prints one closing line for all (the first two count in it).
+# prints one closing line for all (the first two count in it) and, when one
+# failed, every failing check's line again.
 check-run: all $(TEST_BIN) check-lua $(LUA) $(LUA_TEST)
 	@fail=0; log=$$(mktemp); \
 	tools/check_includes.sh | tee -a $$log; [ $${PIPESTATUS[0]} -eq 0 ] || fail=1; \
@@ -185,6 +186,8 @@ check-run: all $(TEST_BIN) check-lua $(LUA) $(LUA_TEST)
 	  /^cluster_clients: [0-9]+ passed, [0-9]+ failed$$/{ n += $$2 + $$3; f += $$3 } \
 	  /^cluster_e2e: [0-9]+ passed, [0-9]+ failed$$/{ n += $$2 + $$3; f += $$3 } \
 	  END { printf "tests ($(FLAVOUR)): %d passed, %d failed\n", n - f, f }' $$log; \
+	if [ $$fail -ne 0 ]; then echo "failures ($(FLAVOUR)), again here so the end of the output names them:"; \
+	  grep -E '^FAIL |:[FE]:|: FAILED$$' $$log | cut -c1-400; fi; \
 	rm -f $$log; exit $$fail
 
 asan: deps

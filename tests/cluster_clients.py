@@ -456,12 +456,18 @@ def run_failover(c, caller, path, ref, now):
           bad == 0, "%s; errors %r" % (first_bad, caller.errors[-2:]))
     t = time.monotonic()
     c.restart(old)
-    try:
-        smap = c.wait_ok(timeout=15)
-        rejoined = any(old in reps for _, _, _, reps in smap)
-        err = "" if rejoined else repr(smap)
-    except cluster.ClusterError as e:
-        rejoined, err = False, str(e)
+    # cluster_state is ok before the restarted node has heard who took its slots: wait until the
+    # map lists it as a replica (it learns so by gossip, usually within a node timeout).
+    rejoined, err, deadline = False, "", time.monotonic() + 15
+    while not rejoined and time.monotonic() < deadline:
+        try:
+            smap = c.wait_ok(timeout=max(0.1, deadline - time.monotonic()))
+            rejoined = any(old in reps for _, _, _, reps in smap)
+            err = "" if rejoined else "not a replica in the map after 15 s: " + repr(smap)
+        except cluster.ClusterError as e:
+            err = str(e)
+        if not rejoined:
+            time.sleep(0.05)
     check("failover: the old primary, restarted, rejoins as a replica (%.1f s)" % (time.monotonic() - t), rejoined,
           err[:600])
 
