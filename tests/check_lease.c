@@ -380,6 +380,34 @@ START_TEST(fence_refuses_a_lost_lease)
 }
 END_TEST
 
+/*
+ * A heartbeat Redis refuses (the daemons key of another type; on a cluster,
+ * its node down) fails the step, but the leases held are renewed all the
+ * same: the shards stay maintained; none is taken or given back.
+ */
+START_TEST(renewed_without_heartbeat)
+{
+	struct daemon d;
+	struct worker_lease_status s;
+	int64_t t = clock_mono_us();
+
+	daemon_up(&d, "solo", 1200);
+	step_all(&d, 1, t);
+	ck_assert_uint_eq(owned(&d), SHARD_COUNT);
+	freeReplyObject(test_cmd(C, "DEL sluice:daemons"));
+	freeReplyObject(test_cmd(C, "SET sluice:daemons not-a-zset"));
+	test_sleep_ms(500);
+	ck_assert_int_eq(lease_step(d.l, d.c, d.b, t + 500000), -EBADMSG);
+	s = status(&d);
+	ck_assert_msg(strstr(s.last_error, "heartbeat") != NULL, "last_error: %s", s.last_error);
+	ck_assert_uint_eq(owned(&d), SHARD_COUNT);
+	ck_assert_int_gt(test_cmd_int(C, "PTTL sluice:{100}:lease"), 1100); /* renewed */
+	ck_assert_uint_eq(s.lost, 0);
+	ck_assert_uint_eq(s.acquired, SHARD_COUNT);
+	daemon_down(&d);
+}
+END_TEST
+
 /* Shutdown gives every lease back and leaves the set of daemons. */
 START_TEST(release_all_at_shutdown)
 {
@@ -428,6 +456,7 @@ static Suite *lease_suite(void)
 	tcase_add_test(tc, dead_daemon_taken_over);
 	tcase_add_test(tc, lease_script_contract);
 	tcase_add_test(tc, fence_refuses_a_lost_lease);
+	tcase_add_test(tc, renewed_without_heartbeat);
 	tcase_add_test(tc, release_all_at_shutdown);
 	tcase_add_test(tc, ids_and_ttls);
 	suite_add_tcase(s, tc);

@@ -381,29 +381,44 @@ static void fold_lease(struct lease *l, unsigned k, const redisReply *e, int64_t
 
 int lease_step(struct lease *l, struct rconn *c, struct rbatch *b, int64_t now_us)
 {
-	int renew, rc;
+	int renew, rc, beat_rc = 0;
 	size_t n = 0;
 	unsigned shard[SHARD_COUNT];
 
 	expire_local(l, now_us);
 	rbatch_clear(b);
-	if ((rc = queue_daemons(l, b, 0)) || (rc = rbatch_run(c, b))) {
-		if (rc == -EIO || rc == -EAGAIN)
-			set_error(l, "redis", rconn_errstr(c));
+	if ((rc = queue_daemons(l, b, 0)))
+		goto out;
+	if ((beat_rc = rbatch_run(c, b))) {
+		if (beat_rc == -EIO || beat_rc == -EAGAIN)
+			set_error(l, "heartbeat: redis", rconn_errstr(c));
+	} else if ((beat_rc = read_members(l, rbatch_reply(b, 0)))) {
+		/* read_members named it */
+	} else {
+		l->st.heartbeats++;
+		compute_owners(l);
+	}
+	/* a single Redis that did not answer the heartbeat answers no renewal either */
+	if (beat_rc == -ENOMEM || ((beat_rc == -EIO || beat_rc == -EAGAIN) && !rconn_is_cluster(c))) {
+		rc = beat_rc;
 		goto out;
 	}
-	if ((rc = read_members(l, rbatch_reply(b, 0))))
-		goto out;
-	l->st.heartbeats++;
-	compute_owners(l);
 
+	/*
+	 * Without a heartbeat (on a cluster, the node that holds <prefix>daemons
+	 * may be down while the shards' nodes are up) the leases held are still
+	 * renewed, so the shards stay maintained, but none is taken or given
+	 * back: the members are not known.
+	 */
 	renew = !l->renewed_us || now_us - l->renewed_us >= l->ttl_ms * 1000 / 3;
 	rbatch_clear(b);
 	for (unsigned k = 0; k < SHARD_COUNT; k++) {
 		const char *op = NULL;
 
 		l->op[k] = OP_NONE;
-		if (l->held[k] && !l->want[k]) {
+		if (beat_rc && !(l->held[k] && renew))
+			continue;
+		if (l->held[k] && !l->want[k] && !beat_rc) {
 			l->op[k] = OP_RELEASE;
 			op = "release";
 		} else if (l->held[k] && renew) {
@@ -421,15 +436,17 @@ int lease_step(struct lease *l, struct rconn *c, struct rbatch *b, int64_t now_u
 		shard[n++] = k;
 	}
 	if (n && (rc = rbatch_run(c, b))) {
-		if (rc == -EIO || rc == -EAGAIN)
+		if ((rc == -EIO || rc == -EAGAIN) && !beat_rc)
 			set_error(l, "redis", rconn_errstr(c));
 		goto out;
 	}
-	l->st.last_error[0] = '\0';
+	if (!beat_rc)
+		l->st.last_error[0] = '\0';
 	for (size_t i = 0; i < n; i++)
 		fold_lease(l, shard[i], rbatch_reply(b, i), now_us);
 	if (renew)
 		l->renewed_us = now_us;
+	rc = beat_rc;
 out:
 	if (rc == -ENOMEM)
 		set_error(l, "lease", "out of memory");
