@@ -35,7 +35,7 @@
 #include "daemon/options.h"
 #include "daemon/report.h"
 #include "daemon/seed.h"
-#include "worker/lease.h"
+#include "worker/members.h"
 #include "worker/worker.h"
 
 struct daemon;
@@ -302,7 +302,7 @@ int main(int argc, char **argv)
 	}
 	if (d.cfg.id) {
 		snprintf(d.id, sizeof(d.id), "%s", d.cfg.id);
-	} else if (lease_default_id(d.id, sizeof(d.id))) {
+	} else if (members_default_id(d.id, sizeof(d.id))) {
 		fprintf(stderr, "sluiced: id: no random bytes for a default id (%s); set \"id\" in the config\n",
 			strerror(errno));
 		goto out;

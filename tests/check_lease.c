@@ -19,6 +19,7 @@
 #include "core/shard.h"
 #include "tests/harness.h"
 #include "worker/lease.h"
+#include "worker/members.h"
 #include "worker/worker.h"
 
 static struct test_redis R;
@@ -434,7 +435,7 @@ START_TEST(ids_and_ttls)
 	ck_assert_ptr_null(lease_new("ok", "sluice:", CONFIG_LEASE_TTL_MIN_MS - 1));
 	ck_assert_ptr_null(lease_new("ok", "sluice:", CONFIG_LEASE_TTL_MAX_MS + 1));
 	ck_assert_int_eq(config_id_check("a\tb", &why), -EINVAL);
-	ck_assert_int_eq(lease_default_id(id, sizeof(id)), 0);
+	ck_assert_int_eq(members_default_id(id, sizeof(id)), 0);
 	ck_assert_int_eq(config_id_check(id, &why), 0);
 	snprintf(pid, sizeof(pid), ":%ld:", (long)getpid());
 	ck_assert_ptr_nonnull(strstr(id, pid));
