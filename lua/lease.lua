@@ -1,51 +1,78 @@
 #!lua flags=allow-oom
--- sluice: one shard's lease (DESIGN.md, "Several daemons"), for the daemon.
--- Contract: lua/README.md.
+-- sluice: shard leases (DESIGN.md, "Several daemons"), for the daemon.
+-- Contract: lua/README.md, "lease.lua".
 --
--- KEYS[1] <prefix>{k}:lease
--- ARGV[1] op: "acquire" (SET NX PX), "renew" (PEXPIRE while it is ours),
---         "release" (DEL while it is ours)
--- ARGV[2] owner, "<daemon id>:<token>"
--- ARGV[3] ttl (ms, an integer >= 1; ignored by release)
--- Reply {1} done, or {0, holder ("" when none), pttl (ms; -2 when none)}
--- when the lease is not (or could not become) the owner's.
+-- KEYS[1..N] <prefix>{k}:lease of each shard (on a Redis Cluster N = 1:
+-- every shard is a slot of its own)
+-- ARGV[1] ttl (ms, an integer >= 1; ignored by release)
+-- ARGV[2i], ARGV[2i+1] for KEYS[i]: op, owner
+--   op "acquire" (SET NX PX), "renew" (PEXPIRE while it is the owner's),
+--      "release" (DEL while it is the owner's)
+--   owner "<daemon id>:<token>"
+-- Reply: one entry per key, {1} done, or {0, holder ("" when none), pttl
+-- (ms; -2 when none)} when the lease is not (or could not become) the
+-- owner's.
 --
--- The lease key holds the owner's string and nothing else; the worker's
--- shard scripts compare it with the owner they are given (lib/due.lua) and
--- change nothing when they differ, so a daemon that lost the lease cannot
--- act on the shard, even with a call it sent before it knew.  allow-oom: a
--- daemon at maxmemory must still take and keep the shards it drains (the
--- drain is what frees memory); a SET refused for memory is an error reply.
+-- A lease key holds its owner's string and nothing else; the worker's shard
+-- scripts compare it with the owner they are given (lib/due.lua: the fence)
+-- and change nothing when they differ, so a daemon that lost the lease
+-- cannot act on the shard, even with a call it sent before it knew.  One
+-- call for many shards costs Redis one script's set-up, not one per shard
+-- (a daemon renews all it holds every ttl / 3).  allow-oom: a daemon at
+-- maxmemory must still take and keep the shards it drains (the drain is
+-- what frees memory); a SET refused for memory is an error reply.
 
-if #KEYS ~= 1 or #ARGV ~= 3 then
-  return redis.error_reply('ERR sluice: lease takes KEYS <prefix>{k}:lease, ARGV op, owner, ttl_ms')
+local n = #KEYS
+if n < 1 or #ARGV ~= 1 + 2 * n then
+  return redis.error_reply('ERR sluice: lease takes KEYS <prefix>{k}:lease..., ARGV ttl_ms, then op and owner per key')
 end
-local key, op, owner, ttl = KEYS[1], ARGV[1], ARGV[2], ARGV[3]
-if not string.find(key, '}:lease', 1, true) or key:sub(-7) ~= '}:lease' then
-  return redis.error_reply('ERR sluice: KEYS[1] must be <prefix>{k}:lease')
-end
-if owner == '' then return redis.error_reply('ERR sluice: ARGV[2] (owner) is empty') end
-local n = tonumber(ttl)
-if op ~= 'release' and (not n or n < 1 or n ~= math.floor(n) or n > 2^53) then
-  return redis.error_reply('ERR sluice: ARGV[3] (ttl_ms) must be an integer >= 1')
+local ttl = ARGV[1]
+local t = tonumber(ttl)
+local valid_ttl = t and t >= 1 and t == math.floor(t) and t <= 2^53
+for i = 1, n do
+  local key, op, owner = KEYS[i], ARGV[2 * i], ARGV[2 * i + 1]
+  if key:sub(-7) ~= '}:lease' or not string.find(key, '{', 1, true) then
+    return redis.error_reply('ERR sluice: KEYS[' .. i .. '] must be <prefix>{k}:lease')
+  end
+  if op ~= 'acquire' and op ~= 'renew' and op ~= 'release' then
+    return redis.error_reply('ERR sluice: ARGV[' .. (2 * i) .. '] (op) must be acquire, renew or release')
+  end
+  if owner == '' then return redis.error_reply('ERR sluice: ARGV[' .. (2 * i + 1) .. '] (owner) is empty') end
+  if op ~= 'release' and not valid_ttl then
+    return redis.error_reply('ERR sluice: ARGV[1] (ttl_ms) must be an integer >= 1')
+  end
 end
 
-local function refused()
-  local holder = redis.call('GET', key)
+-- A key of another type fails that key alone (its entry names the error as
+-- the holder), not the keys before it, which are done and answered.
+local function call(...)
+  local r = redis.pcall(...)
+  if type(r) == 'table' and r.err then return nil, r.err end
+  return r
+end
+
+local function refused(key)
+  local holder, err = call('GET', key)
+  if err then return { 0, 'error: ' .. err, -1 } end
   return { 0, holder or '', redis.call('PTTL', key) }
 end
 
-if op == 'acquire' then
-  if redis.call('SET', key, owner, 'NX', 'PX', ttl) then return { 1 } end
-  return refused()
+local out = {}
+for i = 1, n do
+  local key, op, owner = KEYS[i], ARGV[2 * i], ARGV[2 * i + 1]
+  if op == 'acquire' then
+    local ok, err = call('SET', key, owner, 'NX', 'PX', ttl)
+    if err then out[i] = { 0, 'error: ' .. err, -1 } elseif ok then out[i] = { 1 } else out[i] = refused(key) end
+  else
+    local holder, err = call('GET', key)
+    if err then
+      out[i] = { 0, 'error: ' .. err, -1 }
+    elseif holder ~= owner then
+      out[i] = refused(key)
+    else
+      if op == 'renew' then redis.call('PEXPIRE', key, ttl) else redis.call('DEL', key) end
+      out[i] = { 1 }
+    end
+  end
 end
-if op ~= 'renew' and op ~= 'release' then
-  return redis.error_reply('ERR sluice: ARGV[1] (op) must be acquire, renew or release')
-end
-if redis.call('GET', key) ~= owner then return refused() end
-if op == 'renew' then
-  redis.call('PEXPIRE', key, ttl)
-else
-  redis.call('DEL', key)
-end
-return { 1 }
+return out

@@ -301,39 +301,84 @@ START_TEST(dead_daemon_taken_over)
 }
 END_TEST
 
-/* lease.lua refuses what is not the caller's, and names the holder */
+/* Entry i of a lease.lua reply: 1 when done, else 0 with the holder and PTTL (*holder: "" when none). */
+static long long entry(const redisReply *r, size_t i, const char **holder, long long *pttl)
+{
+	const redisReply *e;
+
+	ck_assert_int_eq(r->type, REDIS_REPLY_ARRAY);
+	ck_assert_uint_gt(r->elements, i);
+	e = r->element[i];
+	ck_assert_int_eq(e->type, REDIS_REPLY_ARRAY);
+	ck_assert_int_eq(e->element[0]->type, REDIS_REPLY_INTEGER);
+	if (e->element[0]->integer == 1) {
+		ck_assert_uint_eq(e->elements, 1);
+		return 1;
+	}
+	ck_assert_uint_eq(e->elements, 3);
+	if (holder)
+		*holder = e->element[1]->str;
+	if (pttl)
+		*pttl = e->element[2]->integer;
+	return 0;
+}
+
+/* lease.lua refuses what is not the caller's and names the holder; one call takes many shards */
 START_TEST(lease_script_contract)
 {
 	redisReply *r;
+	const char *who;
+	long long pttl;
 
-	r = test_script(C, "lease", 1, "sluice:{7}:lease", "acquire", "x:1", "1000", NULL);
-	test_check_ints(__FILE__, __LINE__, r, (long long[]){ 1 }, 1);
-	r = test_script(C, "lease", 1, "sluice:{7}:lease", "acquire", "y:1", "1000", NULL);
-	ck_assert_int_eq(r->type, REDIS_REPLY_ARRAY);
-	ck_assert_int_eq(r->elements, 3);
-	ck_assert_int_eq(r->element[0]->integer, 0);
-	ck_assert_str_eq(r->element[1]->str, "x:1");
-	ck_assert_int_gt(r->element[2]->integer, 900);
+	r = test_script(C, "lease", 1, "sluice:{7}:lease", "1000", "acquire", "x:1", NULL);
+	ck_assert_int_eq(entry(r, 0, NULL, NULL), 1);
 	freeReplyObject(r);
-	r = test_script(C, "lease", 1, "sluice:{7}:lease", "renew", "y:1", "1000", NULL);
-	ck_assert_int_eq(r->element[0]->integer, 0);
+	r = test_script(C, "lease", 1, "sluice:{7}:lease", "1000", "acquire", "y:1", NULL);
+	ck_assert_int_eq(entry(r, 0, &who, &pttl), 0);
+	ck_assert_str_eq(who, "x:1");
+	ck_assert_int_gt(pttl, 900);
 	freeReplyObject(r);
-	r = test_script(C, "lease", 1, "sluice:{7}:lease", "release", "y:1", "1000", NULL);
-	ck_assert_int_eq(r->element[0]->integer, 0);
+	r = test_script(C, "lease", 1, "sluice:{7}:lease", "1000", "renew", "y:1", NULL);
+	ck_assert_int_eq(entry(r, 0, NULL, NULL), 0);
+	freeReplyObject(r);
+	r = test_script(C, "lease", 1, "sluice:{7}:lease", "1000", "release", "y:1", NULL);
+	ck_assert_int_eq(entry(r, 0, NULL, NULL), 0);
 	freeReplyObject(r);
 	ck_assert_str_eq(holder(7), "x");
-	r = test_script(C, "lease", 1, "sluice:{7}:lease", "release", "x:1", "0", NULL);
-	test_check_ints(__FILE__, __LINE__, r, (long long[]){ 1 }, 1);
+	/* three shards in one call (a single Redis): each answered in order; a key of
+	 * another type fails alone, the others are done */
+	freeReplyObject(test_cmd(C, "HSET sluice:{9}:lease a b"));
+	r = test_script(C, "lease", 3, "sluice:{7}:lease", "sluice:{8}:lease", "sluice:{9}:lease", "5000",
+			"renew", "x:1", "acquire", "x:2", "acquire", "x:3", NULL);
+	ck_assert_uint_eq(r->elements, 3);
+	ck_assert_int_eq(entry(r, 0, NULL, NULL), 1);
+	ck_assert_int_eq(entry(r, 1, NULL, NULL), 1);
+	ck_assert_int_eq(entry(r, 2, &who, &pttl), 0);
+	ck_assert_msg(strncmp(who, "error: WRONGTYPE", 16) == 0, "holder %s", who);
+	freeReplyObject(r);
+	ck_assert_int_gt(test_cmd_int(C, "PTTL sluice:{7}:lease"), 4000); /* renewed to 5000 */
+	ck_assert_str_eq(holder(8), "x");
+	freeReplyObject(test_cmd(C, "DEL sluice:{9}:lease sluice:{8}:lease"));
+	r = test_script(C, "lease", 1, "sluice:{7}:lease", "0", "release", "x:1", NULL);
+	ck_assert_int_eq(entry(r, 0, NULL, NULL), 1);
+	freeReplyObject(r);
 	ck_assert_int_eq(test_cmd_int(C, "EXISTS sluice:{7}:lease"), 0);
 	/* bad input: an error reply, nothing written */
-	test_check_error(__FILE__, __LINE__, test_script(C, "lease", 1, "sluice:{7}:lease", "acquire", "x:1", "0", NULL),
-			 "ERR sluice: ARGV[3]");
-	test_check_error(__FILE__, __LINE__, test_script(C, "lease", 1, "sluice:{7}:rules", "acquire", "x:1", "10", NULL),
-			 "ERR sluice: KEYS[1]");
-	test_check_error(__FILE__, __LINE__, test_script(C, "lease", 1, "sluice:{7}:lease", "steal", "x:1", "10", NULL),
+	test_check_error(__FILE__, __LINE__, test_script(C, "lease", 1, "sluice:{7}:lease", "0", "acquire", "x:1", NULL),
 			 "ERR sluice: ARGV[1]");
-	test_check_error(__FILE__, __LINE__, test_script(C, "lease", 1, "sluice:{7}:lease", "acquire", "", "10", NULL),
+	test_check_error(__FILE__, __LINE__, test_script(C, "lease", 1, "sluice:{7}:rules", "10", "acquire", "x:1", NULL),
+			 "ERR sluice: KEYS[1]");
+	test_check_error(__FILE__, __LINE__, test_script(C, "lease", 1, "sluice:{7}:lease", "10", "steal", "x:1", NULL),
 			 "ERR sluice: ARGV[2]");
+	test_check_error(__FILE__, __LINE__, test_script(C, "lease", 1, "sluice:{7}:lease", "10", "acquire", "", NULL),
+			 "ERR sluice: ARGV[3]");
+	test_check_error(__FILE__, __LINE__, test_script(C, "lease", 2, "sluice:{7}:lease", "sluice:{8}:lease", "10",
+							 "acquire", "x:1", NULL),
+			 "ERR sluice: lease takes");
+	/* one valid key before a bad one: nothing done (the arguments are checked first) */
+	test_check_error(__FILE__, __LINE__, test_script(C, "lease", 2, "sluice:{7}:lease", "sluice:{8}:lease", "10",
+							 "acquire", "x:1", "acquire", "", NULL),
+			 "ERR sluice: ARGV[5]");
 	ck_assert_int_eq(test_dbsize(C), 0);
 }
 END_TEST

@@ -281,7 +281,8 @@ static int write_pending(struct worker *w, int *failed)
 		size_t m = 0;
 
 		for (; k < SHARD_COUNT && m < chunk; k++)
-			if (c->state[k] == COPY_STALE || c->state[k] == COPY_PREV || c->state[k] == COPY_DRIFT)
+			if ((c->state[k] == COPY_STALE || c->state[k] == COPY_PREV || c->state[k] == COPY_DRIFT) &&
+			    worker_owns(w, (unsigned)k))
 				shard[m++] = (unsigned)k;
 		if (m && (rc = write_chunk(w, shard, m, failed)))
 			return rc;
@@ -322,9 +323,19 @@ static int write_step(struct worker *w, int *failed)
 	return rc ? rc : write_pending(w, failed);
 }
 
+size_t copies_pending(const struct worker *w)
+{
+	size_t n = 0;
+
+	for (unsigned k = 0; k < SHARD_COUNT; k++)
+		n += w->copies.state[k] != COPY_OK && worker_owns(w, k);
+	return n;
+}
+
 int copies_step(struct worker *w, int64_t now, int all)
 {
-	static const struct keep_ops ops = { COPIES_CHECK_MS, COPIES_RETRY_MS, copies_check, write_step };
+	static const struct keep_ops ops = { COPIES_CHECK_MS, COPIES_RETRY_MS, copies_pending, copies_check,
+					     write_step };
 	struct copies_state *c = &w->copies;
 	int rc;
 

@@ -104,7 +104,7 @@ int copies_check(struct worker *w, size_t from, size_t n, int *failed)
 		for (; i < n && m < COPIES_DEPTH / 2; i++) {
 			unsigned k = (unsigned)((from + i) % SHARD_COUNT);
 
-			if (c->state[k] == COPY_STALE)
+			if (c->state[k] == COPY_STALE || !worker_owns(w, k))
 				continue;
 			if (copies_cmd_start(c, w->prefix, "HGET", k) || cmdargs_str(&c->cmd, COPIES_VERSION) ||
 			    copies_cmd_queue(c, NULL, w->batch) || copies_cmd_start(c, w->prefix, "HLEN", k) ||

@@ -63,10 +63,19 @@ struct keep {
 };
 struct keep_ops {
 	int64_t check_ms, retry_ms;      /* a whole check's period; the wait after a refused write */
+	/* the shards this worker owns (worker_owns) not known to hold it */
+	size_t (*pending)(const struct worker *w);
 	/* check shards [from, from + n) (wrapping); write the pending ones; *failed set on a refusal */
 	int (*check)(struct worker *w, size_t from, size_t n, int *failed);
 	int (*write)(struct worker *w, int *failed);
 };
+/*
+ * 1 when shard k is this worker's to maintain: always without leases, else
+ * while it holds the shard's lease.  The copies (skew.c, copies.c) are
+ * checked and written by the shard's owner only.
+ */
+static inline int worker_owns(const struct worker *w, unsigned k);
+
 /* Reset `k` for a new value to keep: every shard pending, checked whole at the next step. */
 void keep_reset(struct keep *k);
 /*
@@ -374,5 +383,15 @@ void status_fold(struct worker *w, enum worker_job job, int rc, int64_t start_us
 /* Set up and tear down the request machinery; 0 or -errno. */
 int requests_init(struct worker *w);
 void requests_destroy(struct worker *w);
+
+static inline int worker_owns(const struct worker *w, unsigned k)
+{
+	return !w->lease || lease_holds(w->lease, k);
+}
+
+/* The owned shards whose skew copy is not known to hold the horizon (skew.c). */
+size_t skew_pending(const struct worker *w);
+/* The owned shards whose rules copy is not known to be at the target (copies.c). */
+size_t copies_pending(const struct worker *w);
 
 #endif

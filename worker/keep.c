@@ -31,7 +31,7 @@ int keep_step(struct worker *w, struct keep *k, const struct keep_ops *ops, int6
 			goto out;
 		k->retry_ms = failed ? now + ops->retry_ms : INT64_MIN;
 	}
-	if (!failed && !k->pending)
+	if (!failed && !ops->pending(w))
 		k->error[0] = '\0';
 out:
 	if (rc)

@@ -19,6 +19,23 @@
 
 enum { OP_NONE = 0, OP_ACQUIRE, OP_RENEW, OP_RELEASE };
 
+/*
+ * The lease calls of one round trip.  On a single Redis one call takes up to
+ * LEASE_PER_CALL shards (one script's set-up for all: a daemon renews every
+ * lease it holds each ttl / 3); on a cluster each shard is a slot of its own,
+ * so a call takes one.
+ */
+#define LEASE_PER_CALL 256
+
+struct calls {
+	size_t per_call;                 /* shards a call takes at most */
+	size_t n;                        /* shards queued */
+	unsigned shard[SHARD_COUNT];
+	size_t ncalls;
+	size_t first[SHARD_COUNT + 1];   /* call i's shards: shard[first[i] .. first[i + 1]) */
+	size_t in_call;                  /* shards in the call being built */
+};
+
 struct lease {
 	char id[LEASE_ID_MAX + 1];
 	size_t idlen;
@@ -34,6 +51,8 @@ struct lease {
 	int64_t retry_us[SHARD_COUNT];       /* wanted, refused: not tried again before */
 	int64_t renewed_us;                  /* send of the last renewal round; 0: none */
 	struct members ms;                   /* the daemons, and which shards are this one's */
+	struct calls calls;                  /* the lease calls of the round trip being built */
+	struct cmdargs args;                 /* ... the ARGV of the call being built (`a`: its KEYS) */
 	struct cmdargs a;
 	struct worker_lease_status st;       /* counters and last_error (the rest is filled by lease_status) */
 };
@@ -68,6 +87,7 @@ void lease_free(struct lease *l)
 	if (!l)
 		return;
 	cmdargs_free(&l->a);
+	cmdargs_free(&l->args);
 	members_free(&l->ms);
 	free(l->prefix);
 	free(l);
@@ -93,12 +113,12 @@ int64_t lease_ttl_ms(const struct lease *l)
 	return l->ttl_ms;
 }
 
-/* "<id>:<incarnation>-<token hex>" of token `t` */
+/* "<id>:<token>" of token `t`: the token is hex, the incarnation (8 digits) then `t` (8 or more) */
 static int owner_add(const struct lease *l, uint64_t t, struct cmdargs *a)
 {
 	char tail[40];
 	struct strbuf *b = cmdargs_begin(a);
-	int n = snprintf(tail, sizeof(tail), ":%s-%llx", l->incarnation, (unsigned long long)t);
+	int n = snprintf(tail, sizeof(tail), ":%s%08llx", l->incarnation, (unsigned long long)t);
 
 	return cmdargs_end(a, strbuf_add(b, l->id, l->idlen) || strbuf_add(b, tail, (size_t)n));
 }
@@ -140,19 +160,46 @@ static void expire_local(struct lease *l, int64_t now_us)
 	}
 }
 
-/* Queue lease.lua `op` for shard k.  0 or -ENOMEM. */
-static int queue_lease(struct lease *l, struct rbatch *b, unsigned k, const char *op, uint64_t token)
+/* Queue the call being built (lease.lua: KEYS the lease keys, ARGV ttl then op and owner per key).  0 or -ENOMEM. */
+static int calls_flush(struct lease *l, struct calls *cs, struct rbatch *b)
 {
-	struct cmdargs *a = &l->a;
 	const char *const *argv;
 	const size_t *lens;
 	int argc;
 
-	cmdargs_reset(a);
-	if (lease_key_arg(l, k, a) || cmdargs_str(a, op) || owner_add(l, token, a) || cmdargs_int(a, l->ttl_ms) ||
-	    (argc = cmdargs_view(a, NULL, &argv, &lens)) < 0)
+	if (!cs->in_call)
+		return 0;
+	if ((argc = cmdargs_view(&l->a, &l->args, &argv, &lens)) < 0 ||
+	    rbatch_eval(b, SCRIPT_LEASE, (int)cs->in_call, argc, argv, lens))
 		return -ENOMEM;
-	return rbatch_eval(b, SCRIPT_LEASE, 1, argc, argv, lens);
+	cs->first[++cs->ncalls] = cs->n;
+	cs->in_call = 0;
+	return 0;
+}
+
+/* Add lease.lua `op` of shard k with `token` to the calls.  0 or -ENOMEM. */
+static int calls_add(struct lease *l, struct calls *cs, struct rbatch *b, unsigned k, const char *op,
+		     uint64_t token)
+{
+	if (cs->in_call == 0) {
+		cmdargs_reset(&l->a);
+		cmdargs_reset(&l->args);
+		if (cmdargs_int(&l->args, l->ttl_ms))
+			return -ENOMEM;
+	}
+	if (lease_key_arg(l, k, &l->a) || cmdargs_str(&l->args, op) || owner_add(l, token, &l->args))
+		return -ENOMEM;
+	cs->shard[cs->n++] = k;
+	if (++cs->in_call == cs->per_call)
+		return calls_flush(l, cs, b);
+	return 0;
+}
+
+static void calls_init(struct calls *cs, const struct rconn *c)
+{
+	cs->per_call = rconn_is_cluster(c) ? 1 : LEASE_PER_CALL;
+	cs->n = cs->ncalls = cs->in_call = 0;
+	cs->first[0] = 0;
 }
 
 /* The refused acquisition's reply {0, holder, pttl}: when to try again. */
@@ -221,11 +268,29 @@ static void fold_lease(struct lease *l, unsigned k, const redisReply *e, int64_t
 	}
 }
 
+/* Fold the replies of the calls (each an array: one entry per shard, in order), sent at `sent_us`. */
+static void fold_calls(struct lease *l, const struct calls *cs, const struct rbatch *b, int64_t sent_us)
+{
+	for (size_t i = 0; i < cs->ncalls; i++) {
+		const redisReply *e = rbatch_reply(b, i);
+		const redisReply *const *el;
+		size_t n, want = cs->first[i + 1] - cs->first[i];
+
+		if (reply_array(e, want, &el, &n) || n != want) {
+			/* a node down, or Redis refused the call: its shards stay as they were
+			 * (their time runs out if held) */
+			set_error(l, "lease", reply_describe(e));
+			continue;
+		}
+		for (size_t j = 0; j < n; j++)
+			fold_lease(l, cs->shard[cs->first[i] + j], el[j], sent_us);
+	}
+}
+
 int lease_step(struct lease *l, struct rconn *c, struct rbatch *b, int64_t now_us)
 {
+	struct calls *cs = &l->calls;
 	int renew, rc, beat_rc = 0;
-	size_t n = 0;
-	unsigned shard[SHARD_COUNT];
 
 	expire_local(l, now_us);
 	rbatch_clear(b);
@@ -257,6 +322,7 @@ int lease_step(struct lease *l, struct rconn *c, struct rbatch *b, int64_t now_u
 	 */
 	renew = !l->renewed_us || now_us - l->renewed_us >= l->ttl_ms * 1000 / 3;
 	rbatch_clear(b);
+	calls_init(cs, c);
 	for (unsigned k = 0; k < SHARD_COUNT; k++) {
 		const char *op = NULL;
 
@@ -274,21 +340,19 @@ int lease_step(struct lease *l, struct rconn *c, struct rbatch *b, int64_t now_u
 			l->token[k] = ++l->tokens; /* a new string: no call from before matches it */
 			op = "acquire";
 		}
-		if (!op)
-			continue;
-		if ((rc = queue_lease(l, b, k, op, l->token[k])))
+		if (op && (rc = calls_add(l, cs, b, k, op, l->token[k])))
 			goto out;
-		shard[n++] = k;
 	}
-	if (n && (rc = rbatch_run(c, b))) {
+	if ((rc = calls_flush(l, cs, b)))
+		goto out;
+	if (cs->ncalls && (rc = rbatch_run(c, b))) {
 		if ((rc == -EIO || rc == -EAGAIN) && !beat_rc)
 			set_error(l, "redis", rconn_errstr(c));
 		goto out;
 	}
 	if (!beat_rc)
 		l->st.last_error[0] = '\0';
-	for (size_t i = 0; i < n; i++)
-		fold_lease(l, shard[i], rbatch_reply(b, i), now_us);
+	fold_calls(l, cs, b, now_us);
 	if (renew)
 		l->renewed_us = now_us;
 	rc = beat_rc;
@@ -301,24 +365,22 @@ out:
 
 int lease_release_all(struct lease *l, struct rconn *c, struct rbatch *b)
 {
-	size_t n = 0;
-	unsigned shard[SHARD_COUNT];
+	struct calls *cs = &l->calls;
 	int rc;
 
 	rbatch_clear(b);
+	calls_init(cs, c);
 	for (unsigned k = 0; k < SHARD_COUNT; k++) {
 		l->op[k] = OP_NONE;
 		if (!l->held[k])
 			continue;
 		l->op[k] = OP_RELEASE;
-		if ((rc = queue_lease(l, b, k, "release", l->token[k])))
+		if ((rc = calls_add(l, cs, b, k, "release", l->token[k])))
 			goto out;
-		shard[n++] = k;
 	}
-	if ((rc = members_queue(&l->ms, l->prefix, b, 1)) || (rc = rbatch_run(c, b)))
+	if ((rc = calls_flush(l, cs, b)) || (rc = members_queue(&l->ms, l->prefix, b, 1)) || (rc = rbatch_run(c, b)))
 		goto out;
-	for (size_t i = 0; i < n; i++)
-		fold_lease(l, shard[i], rbatch_reply(b, i), 0);
+	fold_calls(l, cs, b, 0);
 	/* whatever the replies said: this daemon acts on no shard any more */
 	memset(l->held, 0, sizeof(l->held));
 out:

@@ -86,7 +86,7 @@ static int check(struct worker *w, size_t from, size_t n, int *failed)
 		for (; i < n && m < SKEW_DEPTH; i++) {
 			unsigned k = (unsigned)((from + i) % SHARD_COUNT);
 
-			if (s->state[k] == SKEW_MISSING)
+			if (s->state[k] == SKEW_MISSING || !worker_owns(w, k))
 				continue;
 			if ((rc = queue(w, k, 0)))
 				return rc;
@@ -142,7 +142,7 @@ static int write_pending(struct worker *w, int *failed)
 
 		rbatch_clear(w->batch);
 		for (; k < SHARD_COUNT && m < SKEW_DEPTH; k++) {
-			if (s->state[k] != SKEW_MISSING)
+			if (s->state[k] != SKEW_MISSING || !worker_owns(w, (unsigned)k))
 				continue;
 			if ((rc = queue(w, (unsigned)k, 1)))
 				return rc;
@@ -166,9 +166,18 @@ static int write_pending(struct worker *w, int *failed)
 	return 0;
 }
 
+size_t skew_pending(const struct worker *w)
+{
+	size_t n = 0;
+
+	for (unsigned k = 0; k < SHARD_COUNT; k++)
+		n += w->skew.state[k] != SKEW_OK && worker_owns(w, k);
+	return n;
+}
+
 int skew_step(struct worker *w, int64_t now, int all)
 {
-	static const struct keep_ops ops = { SKEW_CHECK_MS, SKEW_RETRY_MS, check, write_pending };
+	static const struct keep_ops ops = { SKEW_CHECK_MS, SKEW_RETRY_MS, skew_pending, check, write_pending };
 
 	return w->skew.on ? keep_step(w, &w->skew.keep, &ops, now, all) : 0;
 }

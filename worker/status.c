@@ -87,7 +87,7 @@ void status_fold(struct worker *w, enum worker_job job, int rc, int64_t start_us
 	w->st.rules_invalid = w->rules_invalid;
 	w->st.rules_lost = w->rules_lost;
 	w->st.skew_ms = w->skew.on ? w->skew.ms : -1;
-	w->st.skew_pending = w->skew.on ? w->skew.keep.pending : 0;
+	w->st.skew_pending = w->skew.on ? skew_pending(w) : 0;
 	w->st.skew_written = w->skew.written;
 	w->st.skew_conflicts = w->skew.conflicts;
 	w->st.skew_conflict_ms = w->skew.conflicts ? w->skew.conflict_ms : -1;
@@ -95,7 +95,7 @@ void status_fold(struct worker *w, enum worker_job job, int rc, int64_t start_us
 	w->st.copies_on = w->copies.on;
 	snprintf(w->st.copies_version, sizeof(w->st.copies_version), "%s", w->copies.have ? w->copies.text : "");
 	w->st.copies_rules_version = w->copies.have ? w->copies.version : 0;
-	w->st.copies_pending = w->copies.on ? w->copies.keep.pending : 0;
+	w->st.copies_pending = w->copies.on ? copies_pending(w) : 0;
 	w->st.copies_written = w->copies.written;
 	snprintf(w->st.copies_error, sizeof(w->st.copies_error), "%s", w->copies.keep.error);
 	if (w->lease)
