@@ -26,5 +26,7 @@ int metrics_redis_probe(struct api *a, struct rbatch *batch, int *up);
 int metrics_put_redis(struct strbuf *b, const struct api *a, struct rbatch *batch, int up);
 /* sluice_redis_node_* and sluice_redis_redirects_total, per primary of the worker's status. */
 int metrics_put_nodes(struct strbuf *b, const struct worker_status *st);
+/* sluice_lease_*: the shard leases of the worker's status (nothing when it runs without leases). */
+int metrics_put_leases(struct strbuf *b, const struct worker_status *st);
 
 #endif

@@ -4,6 +4,7 @@
  * is one) what the worker's connection sees of it.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 
 #include "admin/metrics.h"
@@ -121,5 +122,57 @@ int metrics_put_nodes(struct strbuf *b, const struct worker_status *st)
 					   kinds[k], (unsigned long long)counts[k]))
 				return -ENOMEM;
 	}
+	return 0;
+}
+
+/* `s` as a Prometheus label value (backslash and double quote escaped) into `out` (`cap` bytes). */
+static const char *label_value(const char *s, char *out, size_t cap)
+{
+	size_t n = 0;
+
+	for (; *s && n + 3 < cap; s++) {
+		if (*s == '\\' || *s == '"')
+			out[n++] = '\\';
+		out[n++] = *s;
+	}
+	out[n] = '\0';
+	return out;
+}
+
+int metrics_put_leases(struct strbuf *b, const struct worker_status *st)
+{
+	const struct worker_lease_status *l = &st->lease;
+	char id[2 * LEASE_ID_MAX + 1];
+	static const struct {
+		const char *name, *help;
+		size_t off;
+	} counters[] = {
+		{ "sluice_lease_acquired_total", "Shard leases this daemon took (SET NX won).",
+		  offsetof(struct worker_lease_status, acquired) },
+		{ "sluice_lease_refused_total", "Shard lease acquisitions that found another holder.",
+		  offsetof(struct worker_lease_status, refused) },
+		{ "sluice_lease_lost_total",
+		  "Shard leases held that turned out not to be (renewal or fence refused, or their time ran out).",
+		  offsetof(struct worker_lease_status, lost) },
+		{ "sluice_lease_fenced_total", "Worker script calls the lease fence refused (they changed nothing).",
+		  offsetof(struct worker_lease_status, fenced) },
+		{ "sluice_lease_released_total", "Shard leases given up: to the daemon that should own them, or at shutdown.",
+		  offsetof(struct worker_lease_status, released) },
+	};
+
+	if (!l->on)
+		return 0;
+	if (metrics_head(b, "sluice_lease_info", "gauge", "This daemon's id among those sharing the shards (always 1).") ||
+	    metrics_printf(b, "sluice_lease_info{id=\"%s\"} 1\n", label_value(l->id, id, sizeof(id))) ||
+	    metrics_head(b, "sluice_lease_shards_owned", "gauge", "Shards whose lease this daemon holds.") ||
+	    metrics_printf(b, "sluice_lease_shards_owned %zu\n", l->owned) ||
+	    metrics_head(b, "sluice_lease_peers", "gauge", "Daemons alive by their heartbeats, this one included.") ||
+	    metrics_printf(b, "sluice_lease_peers %zu\n", l->live))
+		return -ENOMEM;
+	for (size_t i = 0; i < sizeof(counters) / sizeof(counters[0]); i++)
+		if (metrics_head(b, counters[i].name, "counter", counters[i].help) ||
+		    metrics_printf(b, "%s %llu\n", counters[i].name,
+				   (unsigned long long)*(const uint64_t *)((const char *)l + counters[i].off)))
+			return -ENOMEM;
 	return 0;
 }

@@ -251,7 +251,7 @@ static int put_worker(struct strbuf *b, struct worker *w)
 
 	worker_status(w, &st);
 	return put_layouts(b, &st) || put_job_counters(b, &st) || put_sweep_histogram(b, &st) ||
-	       put_worker_gauges(b, &st) || metrics_put_nodes(b, &st) || (worker_stats(w) && put_stats(b, worker_stats(w))) ||
+	       put_worker_gauges(b, &st) || metrics_put_nodes(b, &st) || metrics_put_leases(b, &st) || (worker_stats(w) && put_stats(b, worker_stats(w))) ||
 	       (worker_census(w) && put_census(b, worker_census(w))) ? -ENOMEM : 0;
 }
 

@@ -12,6 +12,8 @@
 #include "admin/routes.h"
 #include "core/glob.h"
 #include "core/jsonv.h"
+#include "core/keys.h"
+#include "core/shard.h"
 #include "core/pathstate.h"
 #include "core/reset.h"
 #include "core/walk.h"
@@ -101,6 +103,55 @@ void route_paths_list(struct api *a, const struct api_request *req, struct api_r
 	reply_json(res, 200, o);
 }
 
+/* The id part of a lease's value "<id>:<token>" (`n` bytes): its length, 0 when it has no ':'. */
+static size_t id_length(const char *v, size_t n)
+{
+	while (n > 0 && v[n - 1] != ':')
+		n--;
+	return n > 0 ? n - 1 : 0;
+}
+
+/*
+ * Add to a path's state "shard" (its shard, 0..1023) and "daemon": the id
+ * of the daemon that holds the shard's lease (<prefix>{k}:lease holds
+ * "<id>:<token>"), null when none does.  0, an rconn error, or -ENOMEM.
+ */
+static int add_daemon(struct api *a, const char *path, size_t len, cJSON *o)
+{
+	unsigned k = shard_of(path, len);
+	struct strbuf key = { 0 };
+	const char *argv[2] = { "GET", NULL }, *v;
+	size_t lens[2] = { 3, 0 }, n, idlen;
+	redisReply *r = NULL;
+	int rc;
+
+	if ((rc = keys_shard(&key, a->prefix, k, "lease")))
+		return rc;
+	argv[1] = key.p;
+	lens[1] = key.len;
+	rc = rconn_command(a->conn, 2, argv, lens, &r);
+	strbuf_free(&key);
+	if (rc)
+		return rc;
+	if (jsonv_add_int(o, "shard", (int64_t)k))
+		rc = -ENOMEM;
+	else if (!reply_str(r, &v, &n) && (idlen = id_length(v, n)) > 0) {
+		char *id = malloc(idlen + 1);
+
+		if (id) {
+			memcpy(id, v, idlen);
+			id[idlen] = '\0';
+		}
+		if (!id || !cJSON_AddStringToObject(o, "daemon", id))
+			rc = -ENOMEM;
+		free(id);
+	} else if (!cJSON_AddNullToObject(o, "daemon")) {
+		rc = -ENOMEM;
+	}
+	freeReplyObject(r);
+	return rc;
+}
+
 void route_path_get(struct api *a, const char *path, size_t len, struct api_response *res)
 {
 	cJSON *o = NULL;
@@ -114,6 +165,11 @@ void route_path_get(struct api *a, const char *path, size_t len, struct api_resp
 	}
 	if (!o) {
 		reply_fail(res, 404, "not_found", "no rule matches this path and it has no state", NULL);
+		return;
+	}
+	if ((rc = add_daemon(a, path, len, o))) {
+		cJSON_Delete(o);
+		reply_redis_error(res, a->conn, rc);
 		return;
 	}
 	reply_json(res, 200, o);

@@ -153,6 +153,40 @@ static int add_copies(cJSON *o, const struct worker_status *st)
 		       ? -ENOMEM : 0;
 }
 
+/*
+ * "leases": the shards this daemon maintains among several (DESIGN.md,
+ * "Several daemons"): its id, the TTL, the shards held, the daemons alive,
+ * every member of <prefix>daemons with how long ago it was heard from, and
+ * the lease counters.  null when the worker runs without leases.  0 or -ENOMEM.
+ */
+static int add_leases(cJSON *o, const struct worker_status *st)
+{
+	const struct worker_lease_status *l = &st->lease;
+	cJSON *k, *peers;
+
+	if (!l->on)
+		return cJSON_AddNullToObject(o, "leases") ? 0 : -ENOMEM;
+	if (!(k = add_object(o, "leases")) || !cJSON_AddStringToObject(k, "id", l->id) ||
+	    jsonv_add_int(k, "ttl_ms", l->ttl_ms) || jsonv_add_int(k, "owned", (int64_t)l->owned) ||
+	    jsonv_add_int(k, "live", (int64_t)l->live) || !(peers = cJSON_AddArrayToObject(k, "peers")))
+		return -ENOMEM;
+	for (size_t i = 0; i < l->npeers; i++) {
+		cJSON *p = cJSON_CreateObject();
+
+		if (!p || !cJSON_AddItemToArray(peers, p) || !cJSON_AddStringToObject(p, "id", l->peer[i].id) ||
+		    !cJSON_AddBoolToObject(p, "alive", l->peer[i].alive) ||
+		    jsonv_add_int(p, "last_seen_ms", l->peer[i].last_seen_ms))
+			return -ENOMEM;
+	}
+	return jsonv_add_int(k, "acquired", (int64_t)l->acquired) || jsonv_add_int(k, "refused", (int64_t)l->refused) ||
+	       jsonv_add_int(k, "lost", (int64_t)l->lost) || jsonv_add_int(k, "fenced", (int64_t)l->fenced) ||
+	       jsonv_add_int(k, "released", (int64_t)l->released) ||
+	       jsonv_add_int(k, "heartbeats", (int64_t)l->heartbeats) ||
+	       !(l->last_error[0] ? cJSON_AddStringToObject(k, "last_error", l->last_error)
+				  : cJSON_AddNullToObject(k, "last_error"))
+		       ? -ENOMEM : 0;
+}
+
 /* The scripts' skew horizon when the worker keeps none in the copies (lua/lib/skew.lua's default). */
 #define SCRIPTS_DEFAULT_SKEW_MS 10000
 /* The lag is warned about above this share of the skew horizon. */
@@ -328,7 +362,7 @@ void route_worker(struct api *a, struct api_response *res)
 	    add_job(jobs, "drain", "drained", &st.job[WORKER_DRAIN]) ||
 	    add_job(jobs, "prune", "pruned", &st.job[WORKER_PRUNE]) || add_layouts(o, &st) || add_nodes(o, &st) ||
 	    add_skew(o, &st) ||
-	    add_copies(o, &st) || add_stats(o, worker_stats(a->worker), &st) ||
+	    add_copies(o, &st) || add_leases(o, &st) || add_stats(o, worker_stats(a->worker), &st) ||
 	    add_census(o, worker_census(a->worker))) {
 		cJSON_Delete(o);
 		o = NULL;

@@ -23,6 +23,7 @@ int config_defaults(struct config *cfg)
 	cfg->batch_size = 500;
 	cfg->redis_timeout_ms = 500;
 	cfg->max_clock_skew_ms = CONFIG_SKEW_DEFAULT_MS;
+	cfg->lease_ttl_ms = CONFIG_LEASE_TTL_DEFAULT_MS;
 	cfg->max_body_bytes = 65536;
 	cfg->max_connections = 64;
 	cfg->idle_timeout_s = 30;
@@ -52,6 +53,7 @@ void config_free(struct config *cfg)
 	redis_target_clear(&cfg->redis);
 	free(cfg->listen_host);
 	free(cfg->prefix);
+	free(cfg->id);
 	free(cfg->admin_token_file);
 	free(cfg->admin_token_env);
 	token_free(cfg->admin_token);
@@ -107,6 +109,7 @@ struct staged {
 	struct redis_target target;
 	char *listen_host;
 	char *prefix;
+	char *id;
 	char *token_file;
 	char *token_env;
 	int have_layouts;             /* the file has "layouts" (an empty array clears them) */
@@ -142,6 +145,7 @@ static const struct int_field int_fields[] = {
 	{ "batch_size", 1, 100000, offsetof(struct config, batch_size) },
 	{ "redis_timeout_ms", 1, 600000, offsetof(struct config, redis_timeout_ms) },
 	{ "max_clock_skew_ms", 0, 3600000, offsetof(struct config, max_clock_skew_ms) },
+	{ "lease_ttl_ms", CONFIG_LEASE_TTL_MIN_MS, CONFIG_LEASE_TTL_MAX_MS, offsetof(struct config, lease_ttl_ms) },
 	{ "max_body_bytes", 1, 64 << 20, offsetof(struct config, max_body_bytes) },
 	{ "max_connections", 1, 65536, offsetof(struct config, max_connections) },
 	{ "idle_timeout_s", 1, 3600, offsetof(struct config, idle_timeout_s) },
@@ -204,6 +208,44 @@ static int apply_prefix(struct staged *st, const cJSON *it, struct sl_error *err
 	if (!*s || strlen(s) > 64 || strpbrk(s, "{}"))
 		return sl_fail(err, "prefix", "must be 1..64 bytes without '{' or '}'");
 	return set_str(&st->prefix, s);
+}
+
+int config_id_check(const char *id, const char **why)
+{
+	size_t n = id ? strlen(id) : 0;
+
+	if (n == 0 || n > CONFIG_ID_MAX) {
+		*why = "must be 1 to 64 bytes";
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (id[i] <= ' ' || id[i] > '~') {
+			*why = "must be printable ASCII without spaces";
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+int config_set_id(struct config *cfg, const char *id, const char *field, struct sl_error *err)
+{
+	const char *why;
+
+	if (config_id_check(id, &why))
+		return sl_fail(err, field, "%s", why);
+	return set_str(&cfg->id, id);
+}
+
+static int apply_id(struct staged *st, const cJSON *it, struct sl_error *err)
+{
+	const char *s, *why;
+	int rc;
+
+	if ((rc = jsonv_string(it, "id", &s, err)))
+		return rc;
+	if (config_id_check(s, &why))
+		return sl_fail(err, "id", "%s", why);
+	return set_str(&st->id, s);
 }
 
 static int apply_log_level(struct staged *st, const cJSON *it, struct sl_error *err)
@@ -354,6 +396,7 @@ static const struct section {
 	{ "redis", apply_redis },
 	{ "listen", apply_listen },
 	{ "prefix", apply_prefix },
+	{ "id", apply_id },
 	{ "log_level", apply_log_level },
 	{ "admin", apply_admin },
 	{ "layouts", apply_layouts },
@@ -415,6 +458,7 @@ static void staged_commit(struct staged *st, struct config *cfg)
 	}
 	take_str(&n->listen_host, &st->listen_host);
 	take_str(&n->prefix, &st->prefix);
+	take_str(&n->id, &st->id);
 	take_str(&n->admin_token_file, &st->token_file);
 	take_str(&n->admin_token_env, &st->token_env);
 	if (st->have_layouts) {
@@ -441,6 +485,7 @@ static void staged_clear(struct staged *st)
 	redis_target_clear(&st->target);
 	free(st->listen_host);
 	free(st->prefix);
+	free(st->id);
 	free(st->token_file);
 	free(st->token_env);
 	layouts_free(st->layouts, st->nlayouts);

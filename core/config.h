@@ -14,6 +14,13 @@
 #include "core/redis_target.h"
 #include "core/rules.h"
 
+/* Shard leases (DESIGN.md "Several daemons"; worker/lease.h): their TTL, ms */
+#define CONFIG_LEASE_TTL_DEFAULT_MS 2000
+#define CONFIG_LEASE_TTL_MIN_MS 300
+#define CONFIG_LEASE_TTL_MAX_MS 600000
+/* Longest daemon id, bytes */
+#define CONFIG_ID_MAX 64
+
 /* The scripts' own default skew horizon (lua/lib/skew.lua SKEW_MS), ms. */
 #define CONFIG_SKEW_DEFAULT_MS 10000
 
@@ -31,6 +38,9 @@ struct config {
 	int64_t max_clock_skew_ms;   /* the skew horizon (DESIGN.md "Time"), 0..3600000, default
 				      * CONFIG_SKEW_DEFAULT_MS: how far a client's clock may lag Redis and
 				      * still be held to its rule; written into every shard's rules copy */
+	char *id;                    /* owned or NULL: this daemon's id among several ("id"; NULL: the
+				      * daemon makes one, "<hostname>:<pid>:<6 hex random>") */
+	int64_t lease_ttl_ms;        /* shard leases' TTL, CONFIG_LEASE_TTL_MIN_MS..MAX, default 2000 */
 	int64_t max_body_bytes;      /* admin request bodies, default 65536 */
 	int64_t max_connections;     /* admin connections, default 64 */
 	int64_t idle_timeout_s;      /* admin connections idle this long are closed, default 30 */
@@ -73,6 +83,13 @@ int config_set_redis(struct config *cfg, const char *url, const char *field, str
  * all is not an error (cfg->admin_token is then NULL).
  */
 int config_load_token(struct config *cfg, struct sl_error *err);
+/*
+ * 0 when `id` may be a daemon id: 1..CONFIG_ID_MAX bytes of printable
+ * ASCII, no space; else -EINVAL with `why` (static storage).
+ */
+int config_id_check(const char *id, const char **why);
+/* Set cfg->id to a copy of `id` (checked).  -EINVAL with `err` (field = `field`), or -ENOMEM; cfg unchanged on error. */
+int config_set_id(struct config *cfg, const char *id, const char *field, struct sl_error *err);
 /* Free everything `cfg` owns (the token zeroed first) and zero it. */
 void config_free(struct config *cfg);
 

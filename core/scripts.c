@@ -26,6 +26,8 @@ static const char *const ids[SCRIPT__COUNT] = {
 	[SCRIPT_TOKEN_BUCKET_RECLAIM_SHARD] = "token_bucket_reclaim_shard",
 	[SCRIPT_RULESTORE_CAS] = "rulestore_cas",
 	[SCRIPT_RULESTORE_READ] = "rulestore_read",
+	[SCRIPT_LEASE] = "lease",
+	[SCRIPT_DAEMONS] = "daemons",
 };
 
 const char *script_name(enum script_id id)

@@ -43,6 +43,9 @@ enum script_id {
 	/* the rule store (core/rulestore.c): one key per call */
 	SCRIPT_RULESTORE_CAS,      /* compare-and-set of a rule, or of the version's bump */
 	SCRIPT_RULESTORE_READ,     /* the rules hash and its digest, no writes */
+	/* several daemons (worker/lease.c): one key per call */
+	SCRIPT_LEASE,              /* take, renew or give up one shard's lease */
+	SCRIPT_DAEMONS,            /* a heartbeat into <prefix>daemons, and the members */
 	SCRIPT__COUNT
 };
 

@@ -33,6 +33,7 @@
 #include "core/rulestore.h"
 #include "scheduler/sched.h"
 #include "daemon/options.h"
+#include "worker/lease.h"
 #include "worker/worker.h"
 
 struct daemon;
@@ -57,8 +58,19 @@ struct skew_log {
 	char why[160];
 };
 
+/* What the log last said of the shard leases (log only the changes). */
+struct lease_log {
+	size_t owned, live;
+	int said;                /* a line was logged */
+	int failing;
+	char why[160];
+};
+
 struct daemon {
 	struct config cfg;
+	char id[CONFIG_ID_MAX + 1]; /* this daemon's id among several (cfg.id, or made at start) */
+	int lease_idx;           /* the lease job's scheduler index */
+	struct lease_log leases;
 	struct layout *layouts;
 	size_t nlayouts;
 	struct worker *worker;
@@ -288,6 +300,44 @@ static int run_job(void *arg)
 	return 0;
 }
 
+/*
+ * The lease job (worker_lease_step): the heartbeat and the leases.  Logs
+ * shards_owned when the shards held or the live daemons change, and
+ * lease_failed once per reason.
+ */
+static int run_leases(void *arg)
+{
+	struct daemon *d = arg;
+	struct worker_status ws;
+	char q[200];
+	int rc = worker_lease_step(d->worker);
+
+	worker_status(d->worker, &ws);
+	if (rc && (!d->leases.failing || strcmp(ws.lease.last_error, d->leases.why))) {
+		log_event(LOG_WARN, "lease_failed", "id=%s owned=%zu reason=%s", d->id, ws.lease.owned,
+			  log_quote(q, sizeof(q), ws.lease.last_error, strlen(ws.lease.last_error)));
+		snprintf(d->leases.why, sizeof(d->leases.why), "%s", ws.lease.last_error);
+	}
+	d->leases.failing = rc != 0;
+	if (!d->leases.said || ws.lease.owned != d->leases.owned || ws.lease.live != d->leases.live) {
+		log_event(LOG_INFO, "shards_owned", "id=%s owned=%zu live=%zu acquired=%llu lost=%llu released=%llu",
+			  d->id, ws.lease.owned, ws.lease.live, (unsigned long long)ws.lease.acquired,
+			  (unsigned long long)ws.lease.lost, (unsigned long long)ws.lease.released);
+		d->leases.owned = ws.lease.owned;
+		d->leases.live = ws.lease.live;
+		d->leases.said = 1;
+	}
+	return rc;
+}
+
+/* The lease job's period (ms): every drain tick, and at least four times per lease TTL. */
+static int64_t lease_interval_ms(const struct config *cfg)
+{
+	int64_t q = cfg->lease_ttl_ms / 4;
+
+	return cfg->drain_interval_ms < q ? cfg->drain_interval_ms : q;
+}
+
 static int64_t budget_us(const struct config *cfg, int64_t interval_ms)
 {
 	int64_t ms = cfg->sweep_budget_ms ? cfg->sweep_budget_ms : interval_ms * 8 / 10;
@@ -339,6 +389,8 @@ static void reload(struct daemon *d, int argc, char **argv)
 			{ "idle_timeout_s", next.idle_timeout_s != d->cfg.idle_timeout_s },
 			{ "admin.auth_reads", next.admin_auth_reads != d->cfg.admin_auth_reads },
 			{ "layouts", next.nlayouts != d->cfg.nlayouts },
+			{ "id", next.id && strcmp(next.id, d->id) != 0 },
+			{ "lease_ttl_ms", next.lease_ttl_ms != d->cfg.lease_ttl_ms },
 		};
 
 		for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
@@ -362,6 +414,7 @@ static void reload(struct daemon *d, int argc, char **argv)
 		sched_set_period(d->sched, d->jobs[j].sched_idx, interval[j] * 1000);
 		d->jobs[j].budget_us = budget_us(&d->cfg, interval[j]);
 	}
+	sched_set_period(d->sched, d->lease_idx, lease_interval_ms(&d->cfg) * 1000);
 	/* the file's rules are stored again (an identical rule changes nothing) */
 	for (size_t i = 0; i < d->cfg.nrules; i++)
 		rule_free(d->cfg.rules[i]);
@@ -443,6 +496,13 @@ int main(int argc, char **argv)
 		fprintf(stderr, "sluiced: signalfd: %s\n", strerror(errno));
 		goto out;
 	}
+	if (d.cfg.id) {
+		snprintf(d.id, sizeof(d.id), "%s", d.cfg.id);
+	} else if (lease_default_id(d.id, sizeof(d.id))) {
+		fprintf(stderr, "sluiced: id: no random bytes for a default id (%s); set \"id\" in the config\n",
+			strerror(errno));
+		goto out;
+	}
 	if (layouts_default(d.cfg.prefix, &d.layouts, &d.nlayouts))
 		goto oom;
 	/* foreign layouts after sluice's own: a rule's own layout is found first; their metas under our prefix */
@@ -456,6 +516,7 @@ int main(int argc, char **argv)
 			.write_skew = 1, .max_clock_skew_ms = d.cfg.max_clock_skew_ms, .write_rules = 1,
 			.sum_stats = 1,
 			.census = 1,
+			.lease_id = d.id, .lease_ttl_ms = d.cfg.lease_ttl_ms,
 		};
 		struct api_config ac = {
 			.redis = &d.cfg.redis, .timeout_ms = d.cfg.redis_timeout_ms, .prefix = d.cfg.prefix,
@@ -505,6 +566,11 @@ int main(int argc, char **argv)
 		int64_t now = clock_mono_us(), interval[WORKER__JOBS] = { d.cfg.drain_interval_ms,
 									   d.cfg.prune_interval_ms };
 
+		/* the leases first: a daemon's first drain tick has its shards */
+		d.lease_idx = sched_add(d.sched, "lease", lease_interval_ms(&d.cfg) * 1000, now, run_leases, &d);
+		if (d.lease_idx < 0)
+			goto oom;
+		run_leases(&d);
 		for (int j = 0; j < WORKER__JOBS; j++) {
 			d.jobs[j] = (struct job_ctx){ .d = &d, .job = (enum worker_job)j,
 						      .budget_us = budget_us(&d.cfg, interval[j]) };
@@ -514,11 +580,11 @@ int main(int argc, char **argv)
 		}
 	}
 	log_event(LOG_INFO, "started",
-		  "version=%s redis=%s listen=%s:%d drain_interval_ms=%lld prune_interval_ms=%lld rules=%zu "
-		  "auth=%s",
-		  SLUICE_VERSION, redis_target_describe(&d.cfg.redis, where, sizeof(where)),
+		  "version=%s id=%s redis=%s listen=%s:%d drain_interval_ms=%lld prune_interval_ms=%lld rules=%zu "
+		  "lease_ttl_ms=%lld auth=%s",
+		  SLUICE_VERSION, d.id, redis_target_describe(&d.cfg.redis, where, sizeof(where)),
 		  d.cfg.listen_host, server_port(srv), (long long)d.cfg.drain_interval_ms,
-		  (long long)d.cfg.prune_interval_ms, d.cfg.nrules,
+		  (long long)d.cfg.prune_interval_ms, d.cfg.nrules, (long long)d.cfg.lease_ttl_ms,
 		  !d.cfg.admin_token ? "none" : d.cfg.admin_auth_reads ? "all" : "writes");
 
 	while (!stop) {
@@ -561,6 +627,19 @@ out:
 		worker_cancel_requests(d.worker); /* a sweep request waiting on this thread must not hold the stop */
 	server_stop(srv);          /* 1. no more admin requests */
 	sched_free(d.sched);       /* 2. no more ticks; none is in flight on this thread */
+	if (d.worker && status == 0) {
+		/* 3. the shards back to the others at once (they take them at their next tick) */
+		struct worker_status ws;
+		int rc = worker_lease_release(d.worker);
+
+		worker_status(d.worker, &ws);
+		if (rc)
+			log_event(LOG_WARN, "leases_not_released", "id=%s reason=\"%s\" hint=\"the others take them once "
+				  "their TTL ran out\"", d.id, strerror(-rc));
+		else
+			log_event(LOG_INFO, "leases_released", "id=%s released=%llu", d.id,
+				  (unsigned long long)ws.lease.released);
+	}
 	api_free(api);
 	worker_free(d.worker);
 	rconn_free(d.seed_conn);

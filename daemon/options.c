@@ -17,6 +17,8 @@ enum {
 	O_BATCH,
 	O_BUDGET,
 	O_INSECURE,
+	O_ID,
+	O_LEASE_TTL,
 };
 
 static const struct option longopts[] = {
@@ -29,6 +31,8 @@ static const struct option longopts[] = {
 	{ "sweep-budget-ms", required_argument, NULL, O_BUDGET },
 	{ "log-level", required_argument, NULL, O_LOG_LEVEL },
 	{ "insecure", no_argument, NULL, O_INSECURE },
+	{ "id", required_argument, NULL, O_ID },
+	{ "lease-ttl-ms", required_argument, NULL, O_LEASE_TTL },
 	{ "help", no_argument, NULL, O_HELP },
 	{ "version", no_argument, NULL, O_VERSION },
 	{ NULL, 0, NULL, 0 },
@@ -56,6 +60,10 @@ void options_usage(FILE *out)
 	      "      --batch-size N           paths per script call (default 500)\n"
 	      "      --sweep-budget-ms N      time budget of one tick (default 80% of the period)\n"
 	      "      --log-level LEVEL        debug, info, warn or error (default info)\n"
+	      "      --id ID                  this daemon's id among several sharing the shards\n"
+	      "                               (default <hostname>:<pid>:<6 hex random>)\n"
+	      "      --lease-ttl-ms N         shard lease TTL: a dead daemon's shards are taken\n"
+	      "                               over within it plus a tick (default 2000)\n"
 	      "      --insecure               allow a non-loopback --listen address without an\n"
 	      "                               admin token (writes then need no Authorization)\n"
 	      "  -h, --help                   this text\n"
@@ -149,6 +157,13 @@ int options_parse(int argc, char **argv, struct config *cfg, enum options_action
 			break;
 		case O_BUDGET:
 			rc = parse_int(optarg, "--sweep-budget-ms", 0, 3600000, &cfg->sweep_budget_ms, err);
+			break;
+		case O_ID:
+			rc = config_set_id(cfg, optarg, "--id", err);
+			break;
+		case O_LEASE_TTL:
+			rc = parse_int(optarg, "--lease-ttl-ms", CONFIG_LEASE_TTL_MIN_MS, CONFIG_LEASE_TTL_MAX_MS,
+				       &cfg->lease_ttl_ms, err);
 			break;
 		case O_INSECURE:
 			cfg->insecure = 1;

@@ -118,17 +118,31 @@ void due_init(struct due_state *d, const struct layout *l, size_t index)
  * a poll for the rolling poll's slice and for each one not asked yet; a
  * call for every shard with `full`.
  */
-static void pass_start(struct due_state *d, int64_t now, int full)
+static void pass_start(const struct worker *w, struct due_state *d, int64_t now, int full)
 {
 	size_t from, slice = roll_slice(&d->poll, now, DUE_POLL_MS, full, &from);
 
-	for (size_t k = 0; k < SHARD_COUNT; k++)
+	for (size_t k = 0; k < SHARD_COUNT; k++) {
+		if (w->lease && !lease_holds(w->lease, (unsigned)k)) {
+			/* another daemon's: nothing of it is known here (nor counted in the backlog) */
+			d->next_due[k] = INT64_MAX;
+			d->backlog[k] = 0;
+			d->pending[k] = DUE_NONE;
+			continue;
+		}
+		if (w->lease && d->gained[k] != lease_gained(w->lease, (unsigned)k)) {
+			/* taken (again) since the last pass: what its registry holds is read afresh */
+			d->gained[k] = lease_gained(w->lease, (unsigned)k);
+			d->next_due[k] = 0;
+		}
 		d->pending[k] = full || (d->next_due[k] > 0 && d->next_due[k] <= now) ? DUE_CALL
 				: d->next_due[k] == 0 ? DUE_POLL : DUE_NONE;
+	}
 	for (size_t i = 0; i < slice; i++) {
-		unsigned char *p = &d->pending[(from + i) % SHARD_COUNT];
+		size_t k = (from + i) % SHARD_COUNT;
+		unsigned char *p = &d->pending[k];
 
-		if (*p == DUE_NONE)
+		if (*p == DUE_NONE && (!w->lease || lease_holds(w->lease, (unsigned)k)))
 			*p = DUE_POLL;
 	}
 	d->cursor = 0;
@@ -169,6 +183,14 @@ static int fold(struct due_state *d, size_t k, const redisReply *e, int64_t now,
 	/* more was due than one call takes: again in this pass */
 	d->pending[k] = d->backlog[k] > 0 && d->next_due[k] <= now ? DUE_CALL : DUE_NONE;
 	return 0;
+}
+
+/* 1 when a shard call's reply is the fence's refusal (lib/due.lua: "LEASE sluice: ..."). */
+static int fenced(const redisReply *e)
+{
+	const char *err = reply_error(e);
+
+	return err && strncmp(err, "LEASE ", 6) == 0;
 }
 
 /* A registry score (ms, as ZRANGE WITHSCORES gives it) as a due time: ceil, at least 1, "inf" INT64_MAX; -1 if not a number. */
@@ -250,6 +272,13 @@ static int pass_run(struct worker *w, enum worker_job job, struct due_state *d, 
 
 			if (d->pending[d->cursor] == DUE_NONE)
 				continue;
+			if (w->lease && !lease_holds(w->lease, (unsigned)d->cursor)) {
+				/* given back or lost since the pass started */
+				d->pending[d->cursor] = DUE_NONE;
+				d->next_due[d->cursor] = INT64_MAX;
+				d->backlog[d->cursor] = 0;
+				continue;
+			}
 			node = rconn_shard_primary(w->conn, (unsigned)d->cursor) % DUE_NODES_COUNTED;
 			if (!poll && calls[node] == max_calls) {
 				if (np <= 1)
@@ -258,13 +287,16 @@ static int pass_run(struct worker *w, enum worker_job job, struct due_state *d, 
 			}
 			calls[node] += !poll;
 			cmdargs_reset(a);
+			/* a shard call with leases: KEYS registry, lease; ARGV now, limit, owner (the fence) */
 			if ((poll && cmdargs_str(a, "ZRANGE")) ||
 			    cmdargs_end(a, layout_shard_registry(d->layout, (unsigned)d->cursor, cmdargs_begin(a))) ||
+			    (!poll && w->lease && lease_key_arg(w->lease, (unsigned)d->cursor, a)) ||
 			    (poll ? cmdargs_str(a, "0") || cmdargs_str(a, "0") || cmdargs_str(a, "WITHSCORES")
 				  : cmdargs_str(a, nows) || cmdargs_int(a, (int64_t)w->batch_size)) ||
+			    (!poll && w->lease && lease_owner_arg(w->lease, (unsigned)d->cursor, a)) ||
 			    (argc = cmdargs_view(a, NULL, &argv, &lens)) < 0 ||
 			    (poll ? rbatch_cmd(w->batch, argc, argv, lens)
-				  : rbatch_eval(w->batch, alg->shard_script, 1, argc, argv, lens)))
+				  : rbatch_eval(w->batch, alg->shard_script, w->lease ? 2 : 1, argc, argv, lens)))
 				return -ENOMEM;
 			kind[n] = d->pending[d->cursor];
 			shard[n++] = d->cursor;
@@ -295,6 +327,15 @@ static int pass_run(struct worker *w, enum worker_job job, struct due_state *d, 
 			const redisReply *e = rbatch_reply(w->batch, i);
 			uint64_t nfailed = 0;
 
+			if (kind[i] == DUE_CALL && w->lease && fenced(e)) {
+				/* the lease is another daemon's now: this call changed nothing */
+				lease_fenced(w->lease, (unsigned)shard[i]);
+				r->batches++;
+				d->pending[shard[i]] = DUE_NONE;
+				d->next_due[shard[i]] = INT64_MAX;
+				d->backlog[shard[i]] = 0;
+				continue;
+			}
 			rc = kind[i] == DUE_POLL ? fold_poll(d, shard[i], e, now, r, why, sizeof(why))
 						 : fold(d, shard[i], e, now, r, ls, why, sizeof(why), &nfailed);
 			if (!rc && nfailed && !*failed) {
@@ -353,7 +394,7 @@ int due_step(struct worker *w, enum worker_job job, int64_t start_us, int64_t bu
 		struct due_state *d = &js->due[js->due_at];
 
 		if (!d->in_pass)
-			pass_start(d, now, full);
+			pass_start(w, d, now, full);
 		rc = pass_run(w, job, d, now, nows, start_us, budget_us, r, &lr[d->index], failed);
 		if (rc <= 0)
 			break;

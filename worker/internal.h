@@ -11,6 +11,7 @@
  *   copies.c    the rules in every shard's rules copy: its writes
  *   copies_check.c  ... which copies need writing (":version" and HLEN)
  *   copies_target.c ... what they are brought to
+ *   lease.c     the shard leases (its own header, worker/lease.h)
  */
 #include <pthread.h>
 
@@ -19,6 +20,7 @@
 #include "core/reply.h"
 #include "core/rules.h"
 #include "core/shard.h"
+#include "worker/lease.h"
 #include "worker/worker.h"
 
 /*
@@ -82,6 +84,9 @@ struct due_state {
 	int64_t next_due[SHARD_COUNT];   /* ms each shard's registry said its lowest score is
 					  * (INT64_MAX: empty, or its call failed; 0: not asked yet) */
 	uint32_t backlog[SHARD_COUNT];   /* paths each shard still had due after its last call */
+	uint32_t gained[SHARD_COUNT];    /* with leases: lease_gained() when the shard was last
+					  * looked at (it changes: the shard was taken again, and
+					  * its registry is read afresh) */
 	unsigned char pending[SHARD_COUNT]; /* the current pass's work left for each shard:
 					  * DUE_NONE, DUE_POLL (read its registry's head), DUE_CALL
 					  * (call its shard script) */
@@ -203,6 +208,7 @@ struct worker {
 	struct copies_state copies;
 	struct stats *stats;     /* or NULL (no sum_stats) */
 	struct census *census;   /* or NULL (no census) */
+	struct lease *lease;     /* or NULL: no leases, every shard is this worker's (unfenced) */
 
 	pthread_mutex_t lock;    /* guards st and the request fields below */
 	struct worker_status st;

@@ -98,6 +98,8 @@ void status_fold(struct worker *w, enum worker_job job, int rc, int64_t start_us
 	w->st.copies_pending = w->copies.on ? w->copies.keep.pending : 0;
 	w->st.copies_written = w->copies.written;
 	snprintf(w->st.copies_error, sizeof(w->st.copies_error), "%s", w->copies.keep.error);
+	if (w->lease)
+		lease_status(w->lease, &w->st.lease); /* the fence's refusals of this step */
 	pthread_mutex_unlock(&w->lock);
 }
 

@@ -71,6 +71,37 @@ struct worker_layout_status {
 	uint64_t failed;         /* paths a script refused or failed on alone */
 };
 
+/* Longest daemon id (config `id`), bytes */
+#define LEASE_ID_MAX 64
+/* Daemons the status lists (a larger set shows the first by id) */
+#define LEASE_PEERS_MAX 32
+
+/* A member of <prefix>daemons as the last heartbeat read it. */
+struct worker_lease_peer {
+	char id[LEASE_ID_MAX + 1];
+	int alive;               /* its heartbeat is at most lease_ttl_ms old */
+	int64_t last_seen_ms;    /* ms from its heartbeat to the last one of this daemon (Redis TIME) */
+};
+
+/* The shard leases (worker/lease.h), when the worker shares the shards with other daemons. */
+struct worker_lease_status {
+	int on;                  /* 0: no leases (the worker owns every shard, unfenced) */
+	char id[LEASE_ID_MAX + 1];
+	int64_t ttl_ms;
+	size_t owned;            /* shards whose lease this daemon holds now */
+	size_t live;             /* daemons alive, this one included */
+	size_t npeers;           /* of the members of <prefix>daemons, those in peer[] */
+	struct worker_lease_peer peer[LEASE_PEERS_MAX];
+	uint64_t acquired;       /* leases taken (SET NX won) */
+	uint64_t refused;        /* acquisitions that found another holder */
+	uint64_t lost;           /* leases held that turned out not to be (renewal or fence refused,
+				  * or their time ran out while Redis could not be reached) */
+	uint64_t fenced;         /* worker script calls the fence refused (the lease was not ours) */
+	uint64_t released;       /* leases given up: to the daemon that should own them, or at shutdown */
+	uint64_t heartbeats;     /* heartbeats written */
+	char last_error[160];    /* why the last lease step failed; "" */
+};
+
 /* Primaries whose status the worker keeps (a larger cluster shows its first ones) */
 #define WORKER_MAX_NODES 32
 
@@ -101,6 +132,7 @@ struct worker_status {
 	size_t copies_pending;   /* shards whose copy is not known to hold that version (0: all do) */
 	uint64_t copies_written; /* copies written since start */
 	char copies_error[160];  /* why the last write or check of a rule copy failed; "" */
+	struct worker_lease_status lease;
 };
 
 /* Result of one step (also folded into the status). */

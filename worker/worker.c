@@ -98,6 +98,10 @@ struct worker *worker_new(const struct worker_config *cfg)
 			return NULL;
 		}
 	}
+	if (cfg->lease_id && !(w->lease = lease_new(cfg->lease_id, cfg->prefix, cfg->lease_ttl_ms))) {
+		worker_free(w);
+		return NULL;
+	}
 	w->conn = rconn_new(cfg->redis, cfg->timeout_ms);
 	w->prefix = strdup(cfg->prefix);
 	w->batch = rbatch_new();
@@ -121,6 +125,7 @@ void worker_free(struct worker *w)
 	copies_free(&w->copies);
 	stats_free(w->stats);
 	census_free(w->census);
+	lease_free(w->lease);
 	free(w->prefix);
 	requests_destroy(w);
 	free(w);
@@ -268,6 +273,45 @@ fail:
 	return rc;
 }
 
+/*
+ * With leases, 1 while this worker holds the lease of the shard whose
+ * holder walks job's foreign layouts for a third of the TTL more at least:
+ * a foreign layout's keys are in slots of their own, so no script can check
+ * that lease (no fence); the margin, far longer than a step, is what keeps
+ * two daemons from walking them at once, unless one is paused in between.
+ */
+static int foreign_owned(const struct worker *w, enum worker_job job)
+{
+	return !w->lease || lease_holds_for(w->lease, WORKER_FOREIGN_SHARD(job), clock_mono_us(),
+					    lease_ttl_ms(w->lease) * 1000 / 3);
+}
+
+int worker_lease_step(struct worker *w)
+{
+	int rc;
+
+	if (!w->lease)
+		return 0;
+	rc = lease_step(w->lease, w->conn, w->batch, clock_mono_us());
+	pthread_mutex_lock(&w->lock);
+	lease_status(w->lease, &w->st.lease);
+	pthread_mutex_unlock(&w->lock);
+	return rc;
+}
+
+int worker_lease_release(struct worker *w)
+{
+	int rc;
+
+	if (!w->lease)
+		return 0;
+	rc = lease_release_all(w->lease, w->conn, w->batch);
+	pthread_mutex_lock(&w->lock);
+	lease_status(w->lease, &w->st.lease);
+	pthread_mutex_unlock(&w->lock);
+	return rc;
+}
+
 int worker_step(struct worker *w, enum worker_job job, int64_t budget_us, int64_t now_ms,
 		struct worker_result *res)
 {
@@ -299,7 +343,9 @@ int worker_step(struct worker *w, enum worker_job job, int64_t budget_us, int64_
 			rc = due_rc;
 		} else {
 			js->due_swept |= due_rc;
-			if (js->nlayouts) {
+			if (js->nlayouts && !foreign_owned(w, job)) {
+				js->walk_swept = 1; /* another daemon walks them */
+			} else if (js->nlayouts) {
 				rc = walk_step(w, job, start, budget_us, nows, &r, lr, &failed);
 				js->walk_swept |= r.sweep_done;
 			}

@@ -69,7 +69,17 @@ struct worker_config {
 					   * steps (core/stats.h; worker_stats); 0: not */
 	int census;                       /* count the own layouts' mismatched paths at prune steps
 					   * (core/census.h; worker_census); 0: not */
+	const char *lease_id;             /* share the shards with other daemons under this id
+					   * (worker/lease.h; copied): the steps maintain only the
+					   * shards whose lease it holds, with fenced scripts, and the
+					   * foreign layouts only while it holds WORKER_FOREIGN_SHARD's
+					   * lease.  NULL: no leases, every shard is the worker's */
+	int64_t lease_ttl_ms;             /* with lease_id: LEASE_TTL_MIN_MS..LEASE_TTL_MAX_MS */
 };
+
+/* With leases: the shard whose lease holder walks job j's foreign layouts (drain 0, prune 512). */
+#define WORKER_FOREIGN_SHARD(j) ((unsigned)(j) * 512u)
+
 
 
 /* New worker; does not connect yet.  NULL on ENOMEM or a bad config. */
@@ -121,6 +131,20 @@ void worker_note_schedule(struct worker *w, enum worker_job job, int64_t lag_us,
  * the driving thread polls it and then calls worker_serve_requests(), which
  * runs the sweeps and wakes every waiting requester.
  */
+/*
+ * With leases (worker_config.lease_id): one lease step (worker/lease.h,
+ * lease_step) on the worker's connection, then its status published.  The
+ * caller runs it every min(drain interval, lease_ttl_ms / 4).  0 (also
+ * without leases) or lease_step's error (the leases held stay held while
+ * their time lasts).
+ */
+int worker_lease_step(struct worker *w);
+/*
+ * Shutdown, with leases: give every lease back and leave the set of
+ * daemons (lease_release_all); the worker maintains nothing after it.
+ * 0 or an rconn error.
+ */
+int worker_lease_release(struct worker *w);
 int worker_request_fd(const struct worker *w);
 void worker_serve_requests(struct worker *w);
 /* Shutdown: wake every waiting requester with -ECANCELED and refuse new requests. */

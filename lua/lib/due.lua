@@ -110,6 +110,14 @@ end
 --   KEYS[1] <prefix>{k}:registry:<alg> (the shard's other keys, its paths'
 --           state and meta and its rules copy, share its hash tag)
 --   ARGV[1] now (ms; "" = Redis TIME), ARGV[2] limit (paths per call, >= 1)
+-- and, from a daemon that shares the shards with others (DESIGN.md,
+-- "Several daemons"), the fence:
+--   KEYS[2] <prefix>{k}:lease, ARGV[3] the caller's lease, "<id>:<token>"
+-- A call whose lease key does not hold exactly that string changes
+-- nothing and answers an error reply "LEASE sluice: ..." naming the key
+-- and its holder: a daemon that was paused or cut off, and whose lease
+-- another daemon took meanwhile, cannot act on the shard, even with a call
+-- it sent before it knew.
 -- job(path, state_key, meta_key, t) handles one due path at now t and
 -- returns what it did (entries drained, fields pruned, ...) and its next
 -- due time in ms (nil: the path leaves the registry), or nil, nil, true
@@ -127,8 +135,9 @@ end
 --        and only when a path failed: failed (paths whose job raised an
 --        error), the first failed path, its error (text)}.
 local function due_run(alg, job)
-  if #KEYS ~= 1 or #ARGV ~= 2 then
-    return usage(alg .. ' shard job takes KEYS registry (<prefix>{k}:registry:' .. alg .. '), ARGV now, limit')
+  if not ((#KEYS == 1 and #ARGV == 2) or (#KEYS == 2 and #ARGV == 3)) then
+    return usage(alg .. ' shard job takes KEYS registry (<prefix>{k}:registry:' .. alg ..
+                 ') [, lease], ARGV now, limit [, owner]')
   end
   local registry, suffix = KEYS[1], ':registry:' .. alg
   local close = string.find(registry, '}', 1, true)
@@ -136,6 +145,14 @@ local function due_run(alg, job)
     return fail('KEYS[1]', '<prefix>{k}' .. suffix)
   end
   local base = registry:sub(1, close)
+  if #KEYS == 2 then
+    if KEYS[2] ~= base .. ':lease' then return fail('KEYS[2]', base .. ':lease') end
+    local held = redis.call('GET', KEYS[2])
+    if held ~= ARGV[3] then
+      return redis.error_reply('LEASE sluice: ' .. KEYS[2] .. ' is held by ' ..
+                               (held and ('"' .. held .. '"') or 'nobody') .. ', not "' .. ARGV[3] .. '"')
+    end
+  end
   skew_load(base .. ':rules')
   local limit, err = arg_int(ARGV[2], 'limit')
   if err then return err end

@@ -1,0 +1,485 @@
+/*
+ * Shard leases (worker/lease.h): membership by heartbeat, ownership by
+ * rendezvous hashing, leases taken, renewed and given back in pipelines.
+ */
+#include "worker/lease.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "core/config.h"
+#include "core/keys.h"
+#include "core/reply.h"
+#include "core/shard.h"
+
+struct member {
+	char id[LEASE_ID_MAX + 1];
+	int64_t seen_ms;         /* its heartbeat, Redis TIME */
+	int alive;
+};
+
+enum { OP_NONE = 0, OP_ACQUIRE, OP_RENEW, OP_RELEASE };
+
+struct lease {
+	char id[LEASE_ID_MAX + 1];
+	size_t idlen;
+	char *prefix;
+	int64_t ttl_ms;
+	char incarnation[9];                 /* 8 hex digits, random per process */
+	uint64_t tokens;                     /* tokens handed out */
+	unsigned char held[SHARD_COUNT];
+	unsigned char want[SHARD_COUNT];     /* rendezvous names this daemon */
+	unsigned char op[SHARD_COUNT];       /* the call of the current round trip */
+	uint32_t gained[SHARD_COUNT];
+	uint64_t token[SHARD_COUNT];         /* held (or being taken): its token */
+	int64_t valid_us[SHARD_COUNT];       /* held: surely ours until then (CLOCK_MONOTONIC) */
+	int64_t retry_us[SHARD_COUNT];       /* wanted, refused: not tried again before */
+	int64_t renewed_us;                  /* send of the last renewal round; 0: none */
+	struct member member[LEASE_MEMBERS_MAX];
+	size_t nmembers, live;
+	int64_t now_ms;                      /* the last heartbeat's Redis TIME */
+	uint64_t view;                       /* hash of the live ids the owners were computed for */
+	int have_view;
+	struct cmdargs a;
+	struct worker_lease_status st;       /* counters and last_error (the rest is filled by lease_status) */
+};
+
+/* FNV-1a, 64 bits (Fowler, Noll, Vo). */
+static uint64_t fnv1a(const char *s, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	for (size_t i = 0; i < n; i++) {
+		h ^= (unsigned char)s[i];
+		h *= 0x100000001b3ULL;
+	}
+	return h;
+}
+
+/* SplitMix64's output function (Steele, Lea, Flood, "Fast splittable pseudorandom number generators", 2014). */
+static uint64_t mix64(uint64_t z)
+{
+	z += 0x9e3779b97f4a7c15ULL;
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+uint64_t lease_weight(const char *id, size_t n, unsigned k)
+{
+	return mix64(fnv1a(id, n) ^ mix64((uint64_t)k));
+}
+
+int lease_default_id(char *buf, size_t cap)
+{
+	unsigned char r[3];
+	char host[40] = "";
+
+	if (cap < CONFIG_ID_MAX + 1)
+		return -EINVAL;
+	if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
+		return -errno;
+	if (gethostname(host, sizeof(host) - 1) != 0 || !host[0])
+		strcpy(host, "sluiced");
+	host[sizeof(host) - 1] = '\0';
+	for (char *p = host; *p; p++)
+		if (*p <= ' ' || *p > '~')
+			*p = '_';
+	snprintf(buf, cap, "%s:%ld:%02x%02x%02x", host, (long)getpid(), r[0], r[1], r[2]);
+	return 0;
+}
+
+struct lease *lease_new(const char *id, const char *prefix, int64_t ttl_ms)
+{
+	struct lease *l;
+	const char *why;
+	unsigned char r[4];
+
+	if (config_id_check(id, &why) || !prefix || ttl_ms < LEASE_TTL_MIN_MS || ttl_ms > LEASE_TTL_MAX_MS)
+		return NULL;
+	if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
+		return NULL;
+	if (!(l = calloc(1, sizeof(*l))))
+		return NULL;
+	if (!(l->prefix = strdup(prefix))) {
+		free(l);
+		return NULL;
+	}
+	l->idlen = strlen(id);
+	memcpy(l->id, id, l->idlen + 1);
+	l->ttl_ms = ttl_ms;
+	snprintf(l->incarnation, sizeof(l->incarnation), "%02x%02x%02x%02x", r[0], r[1], r[2], r[3]);
+	return l;
+}
+
+void lease_free(struct lease *l)
+{
+	if (!l)
+		return;
+	cmdargs_free(&l->a);
+	free(l->prefix);
+	free(l);
+}
+
+int lease_holds(const struct lease *l, unsigned k)
+{
+	return k < SHARD_COUNT && l->held[k];
+}
+
+int lease_holds_for(const struct lease *l, unsigned k, int64_t now_us, int64_t margin_us)
+{
+	return lease_holds(l, k) && l->valid_us[k] - now_us >= margin_us;
+}
+
+uint32_t lease_gained(const struct lease *l, unsigned k)
+{
+	return k < SHARD_COUNT ? l->gained[k] : 0;
+}
+
+int64_t lease_ttl_ms(const struct lease *l)
+{
+	return l->ttl_ms;
+}
+
+/* "<id>:<incarnation>-<token hex>" of token `t` */
+static int owner_add(const struct lease *l, uint64_t t, struct cmdargs *a)
+{
+	char tail[40];
+	struct strbuf *b = cmdargs_begin(a);
+	int n = snprintf(tail, sizeof(tail), ":%s-%llx", l->incarnation, (unsigned long long)t);
+
+	return cmdargs_end(a, strbuf_add(b, l->id, l->idlen) || strbuf_add(b, tail, (size_t)n));
+}
+
+int lease_owner_arg(const struct lease *l, unsigned k, struct cmdargs *a)
+{
+	return owner_add(l, k < SHARD_COUNT ? l->token[k] : 0, a);
+}
+
+int lease_key_arg(const struct lease *l, unsigned k, struct cmdargs *a)
+{
+	return cmdargs_end(a, keys_shard(cmdargs_begin(a), l->prefix, k, "lease"));
+}
+
+static void set_error(struct lease *l, const char *what, const char *why)
+{
+	snprintf(l->st.last_error, sizeof(l->st.last_error), "%s: %s", what, why);
+}
+
+void lease_fenced(struct lease *l, unsigned k)
+{
+	if (k >= SHARD_COUNT)
+		return;
+	l->st.fenced++;
+	if (l->held[k]) {
+		l->held[k] = 0;
+		l->st.lost++;
+	}
+}
+
+/* Drop the leases whose time ran out by this daemon's clock. */
+static void expire_local(struct lease *l, int64_t now_us)
+{
+	for (size_t k = 0; k < SHARD_COUNT; k++) {
+		if (l->held[k] && l->valid_us[k] <= now_us) {
+			l->held[k] = 0;
+			l->st.lost++;
+		}
+	}
+}
+
+/* The heartbeat (or, with `leave`, its removal): EVALSHA daemons KEYS <prefix>daemons ARGV id op forget_ms. */
+static int queue_daemons(struct lease *l, struct rbatch *b, int leave)
+{
+	struct cmdargs *a = &l->a;
+	struct strbuf *b2;
+	const char *const *argv;
+	const size_t *lens;
+	int argc;
+
+	cmdargs_reset(a);
+	b2 = cmdargs_begin(a);
+	if (cmdargs_end(a, strbuf_add(b2, l->prefix, strlen(l->prefix)) || strbuf_add(b2, "daemons", 7)) ||
+	    cmdargs_str(a, l->id) ||
+	    cmdargs_str(a, leave ? "leave" : "beat") || cmdargs_int(a, l->ttl_ms * LEASE_FORGET_TTLS) ||
+	    (argc = cmdargs_view(a, NULL, &argv, &lens)) < 0)
+		return -ENOMEM;
+	return rbatch_eval(b, SCRIPT_DAEMONS, 1, argc, argv, lens);
+}
+
+static int cmp_member(const void *x, const void *y)
+{
+	return strcmp(((const struct member *)x)->id, ((const struct member *)y)->id);
+}
+
+/*
+ * Read the heartbeat's reply {now, id1, ms1, ...} into the members, this
+ * daemon always among them and alive.  0, or the reply's errno (reason set).
+ */
+static int read_members(struct lease *l, const redisReply *e)
+{
+	const redisReply *const *el;
+	size_t n, m = 0;
+	long long now;
+	int self = 0;
+
+	if (reply_array(e, 1, &el, &n) || reply_int(el[0], &now) || n % 2 != 1) {
+		set_error(l, "heartbeat", reply_describe(e));
+		return reply_errno(e);
+	}
+	for (size_t i = 1; i + 1 < n && m < LEASE_MEMBERS_MAX; i += 2) {
+		const char *id;
+		size_t len;
+		long long ms;
+
+		if (reply_str(el[i], &id, &len) || len == 0 || len > LEASE_ID_MAX || reply_int_text(el[i + 1], &ms))
+			continue; /* not a daemon's heartbeat: not one of us */
+		memcpy(l->member[m].id, id, len);
+		l->member[m].id[len] = '\0';
+		l->member[m].seen_ms = ms;
+		l->member[m].alive = ms > now - l->ttl_ms;
+		self |= len == l->idlen && memcmp(id, l->id, len) == 0;
+		m++;
+	}
+	if (!self) {
+		if (m == LEASE_MEMBERS_MAX)
+			m--; /* the least recent one */
+		memcpy(l->member[m].id, l->id, l->idlen + 1);
+		l->member[m].seen_ms = now;
+		l->member[m].alive = 1;
+		m++;
+	}
+	qsort(l->member, m, sizeof(l->member[0]), cmp_member);
+	l->nmembers = m;
+	l->now_ms = now;
+	return 0;
+}
+
+/* Which shards this daemon should own among the live members (again only when they changed). */
+static void compute_owners(struct lease *l)
+{
+	uint64_t view = 0x51ceULL, h[LEASE_MEMBERS_MAX];
+	size_t nl = 0, self = 0;
+
+	for (size_t i = 0; i < l->nmembers; i++) {
+		if (!l->member[i].alive)
+			continue;
+		h[nl] = fnv1a(l->member[i].id, strlen(l->member[i].id));
+		view = mix64(view ^ h[nl]);
+		if (strcmp(l->member[i].id, l->id) == 0)
+			self = nl;
+		nl++;
+	}
+	l->live = nl;
+	if (l->have_view && view == l->view)
+		return;
+	for (unsigned k = 0; k < SHARD_COUNT; k++) {
+		uint64_t best = 0, mk = mix64((uint64_t)k);
+		size_t owner = 0;
+
+		for (size_t j = 0; j < nl; j++) {
+			uint64_t wgt = mix64(h[j] ^ mk);
+
+			/* a tie (one in 2^64) goes to the smaller id: members are sorted */
+			if (j == 0 || wgt > best) {
+				best = wgt;
+				owner = j;
+			}
+		}
+		l->want[k] = owner == self;
+		if (!l->want[k])
+			l->retry_us[k] = 0;
+	}
+	l->view = view;
+	l->have_view = 1;
+}
+
+/* Queue lease.lua `op` for shard k.  0 or -ENOMEM. */
+static int queue_lease(struct lease *l, struct rbatch *b, unsigned k, const char *op, uint64_t token)
+{
+	struct cmdargs *a = &l->a;
+	const char *const *argv;
+	const size_t *lens;
+	int argc;
+
+	cmdargs_reset(a);
+	if (lease_key_arg(l, k, a) || cmdargs_str(a, op) || owner_add(l, token, a) || cmdargs_int(a, l->ttl_ms) ||
+	    (argc = cmdargs_view(a, NULL, &argv, &lens)) < 0)
+		return -ENOMEM;
+	return rbatch_eval(b, SCRIPT_LEASE, 1, argc, argv, lens);
+}
+
+/* The refused acquisition's reply {0, holder, pttl}: when to try again. */
+static void refused_retry(struct lease *l, unsigned k, const redisReply *e, int64_t now_us)
+{
+	long long pttl = -2;
+	int64_t wait_ms = l->ttl_ms / 4;
+
+	const redisReply *const *el;
+	const char *holder;
+	size_t n, len;
+
+	(void)reply_int_at(e, 2, &pttl);
+	if (!reply_array(e, 2, &el, &n) && !reply_str(el[1], &holder, &len) && len > l->idlen + 1 &&
+	    memcmp(holder, l->id, l->idlen) == 0 && holder[l->idlen] == ':' &&
+	    memcmp(holder + l->idlen + 1, l->incarnation, 8) != 0)
+		/* this id's string, not this process's: an earlier run of it (its lease runs out), or
+		 * another daemon configured with the same id (they would take turns for ever) */
+		snprintf(l->st.last_error, sizeof(l->st.last_error),
+			 "shard %u's lease is held by another process with this id (\"%.*s\"): ids must be unique",
+			 k, (int)(len < 90 ? len : 90), holder);
+	if (pttl == -2)
+		wait_ms = 0; /* gone meanwhile: at the next step */
+	else if (pttl >= 0 && pttl < wait_ms)
+		wait_ms = pttl; /* it runs out before its holder would hand it over */
+	l->retry_us[k] = now_us + wait_ms * 1000;
+}
+
+/* Fold the reply of shard k's call `op` (sent at `sent_us`). */
+static void fold_lease(struct lease *l, unsigned k, const redisReply *e, int64_t sent_us)
+{
+	long long ok;
+
+	if (reply_int_at(e, 0, &ok)) {
+		/* a node down, or Redis refused: the shard stays as it was (its time runs out if held) */
+		set_error(l, "lease", reply_describe(e));
+		return;
+	}
+	switch (l->op[k]) {
+	case OP_ACQUIRE:
+		if (ok == 1) {
+			l->held[k] = 1;
+			l->gained[k]++;
+			l->valid_us[k] = sent_us + l->ttl_ms * 1000;
+			l->st.acquired++;
+		} else {
+			l->st.refused++;
+			refused_retry(l, k, e, sent_us);
+		}
+		break;
+	case OP_RENEW:
+		if (ok == 1) {
+			l->valid_us[k] = sent_us + l->ttl_ms * 1000;
+		} else {
+			l->held[k] = 0;
+			l->st.lost++;
+		}
+		break;
+	case OP_RELEASE:
+		l->held[k] = 0;
+		if (ok == 1)
+			l->st.released++;
+		else
+			l->st.lost++;
+		break;
+	}
+}
+
+int lease_step(struct lease *l, struct rconn *c, struct rbatch *b, int64_t now_us)
+{
+	int renew, rc;
+	size_t n = 0;
+	unsigned shard[SHARD_COUNT];
+
+	expire_local(l, now_us);
+	rbatch_clear(b);
+	if ((rc = queue_daemons(l, b, 0)) || (rc = rbatch_run(c, b))) {
+		if (rc == -EIO || rc == -EAGAIN)
+			set_error(l, "redis", rconn_errstr(c));
+		goto out;
+	}
+	if ((rc = read_members(l, rbatch_reply(b, 0))))
+		goto out;
+	l->st.heartbeats++;
+	compute_owners(l);
+
+	renew = !l->renewed_us || now_us - l->renewed_us >= l->ttl_ms * 1000 / 3;
+	rbatch_clear(b);
+	for (unsigned k = 0; k < SHARD_COUNT; k++) {
+		const char *op = NULL;
+
+		l->op[k] = OP_NONE;
+		if (l->held[k] && !l->want[k]) {
+			l->op[k] = OP_RELEASE;
+			op = "release";
+		} else if (l->held[k] && renew) {
+			l->op[k] = OP_RENEW;
+			op = "renew";
+		} else if (!l->held[k] && l->want[k] && l->retry_us[k] <= now_us) {
+			l->op[k] = OP_ACQUIRE;
+			l->token[k] = ++l->tokens; /* a new string: no call from before matches it */
+			op = "acquire";
+		}
+		if (!op)
+			continue;
+		if ((rc = queue_lease(l, b, k, op, l->token[k])))
+			goto out;
+		shard[n++] = k;
+	}
+	if (n && (rc = rbatch_run(c, b))) {
+		if (rc == -EIO || rc == -EAGAIN)
+			set_error(l, "redis", rconn_errstr(c));
+		goto out;
+	}
+	l->st.last_error[0] = '\0';
+	for (size_t i = 0; i < n; i++)
+		fold_lease(l, shard[i], rbatch_reply(b, i), now_us);
+	if (renew)
+		l->renewed_us = now_us;
+out:
+	if (rc == -ENOMEM)
+		set_error(l, "lease", "out of memory");
+	rbatch_clear(b);
+	return rc;
+}
+
+int lease_release_all(struct lease *l, struct rconn *c, struct rbatch *b)
+{
+	size_t n = 0;
+	unsigned shard[SHARD_COUNT];
+	int rc;
+
+	rbatch_clear(b);
+	for (unsigned k = 0; k < SHARD_COUNT; k++) {
+		l->op[k] = OP_NONE;
+		if (!l->held[k])
+			continue;
+		l->op[k] = OP_RELEASE;
+		if ((rc = queue_lease(l, b, k, "release", l->token[k])))
+			goto out;
+		shard[n++] = k;
+	}
+	if ((rc = queue_daemons(l, b, 1)) || (rc = rbatch_run(c, b)))
+		goto out;
+	for (size_t i = 0; i < n; i++)
+		fold_lease(l, shard[i], rbatch_reply(b, i), 0);
+	/* whatever the replies said: this daemon acts on no shard any more */
+	memset(l->held, 0, sizeof(l->held));
+out:
+	rbatch_clear(b);
+	return rc;
+}
+
+void lease_status(const struct lease *l, struct worker_lease_status *out)
+{
+	size_t owned = 0;
+
+	*out = l->st;
+	out->on = 1;
+	memcpy(out->id, l->id, l->idlen + 1);
+	out->ttl_ms = l->ttl_ms;
+	for (size_t k = 0; k < SHARD_COUNT; k++)
+		owned += l->held[k];
+	out->owned = owned;
+	out->live = l->live ? l->live : 1;
+	out->npeers = l->nmembers < LEASE_PEERS_MAX ? l->nmembers : LEASE_PEERS_MAX;
+	for (size_t i = 0; i < out->npeers; i++) {
+		memcpy(out->peer[i].id, l->member[i].id, sizeof(out->peer[i].id));
+		out->peer[i].alive = l->member[i].alive;
+		out->peer[i].last_seen_ms = l->now_ms - l->member[i].seen_ms;
+	}
+}
