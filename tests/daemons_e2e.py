@@ -3,7 +3,9 @@
 
     /usr/bin/python3 tests/daemons_e2e.py <sluiced> <lua dir>      (lua dir: build/lua, after `make lua`)
 
-Written against /work/notes/lease_contract.md: each daemon has its own config file (its
+Written against the shard lease contract (issue 11: config "id" and "lease_ttl_ms", the
+lease keys sluice:{k}:lease = "<id>:<token>", sluice:daemons, /v1/worker "leases", the
+sluice_lease_* metrics, "daemon" in GET /v1/paths/{path}): each daemon has its own config file (its
 "id" d1..d4, "lease_ttl_ms" LEASE_TTL_MS, "drain_interval_ms" DRAIN_MS, so the lease tick
 is min(DRAIN_MS, LEASE_TTL_MS / 4), and "max_clock_skew_ms" 0, so the drain acts at Redis
 time: DESIGN.md, "Time"), one private redis-server (tests/conformance.py's start_redis) is
@@ -11,6 +13,8 @@ flushed between phases, and the leaky buckets are filled through build/lua/leaky
 (pipelined EVALSHA, explicit parameters).  Phases (PHASES=shares,kill9,... picks some; the
 names with or without "run_"):
 
+- config: "id" (1..64 bytes of printable ASCII without space) and "lease_ttl_ms"
+  (300..600000) out of range exit 2; --id and --lease-ttl-ms override the file;
 - shares: 3 daemons on 50,000 buckets: each holds 250..430 of the 1024 shards, the lease
   keys agree with every daemon's /v1/worker "leases" (owned, peers, counters), the sum of
   the three daemons' jobs.drain.batches over a window is one daemon's over the same
@@ -27,15 +31,18 @@ names with or without "run_"):
 - cluster: the three daemons on a real Redis Cluster of 3 primaries (tests/cluster.py),
   each given another node's address: shares within bounds, exact drain of 3,000 buckets;
 - admin: GET /v1/paths/{percent-encoded path} on every daemon names in "daemon" the id
-  that holds the path's shard lease; /metrics has the sluice_lease_* series, equal to
-  /v1/worker's "leases".
+  that holds the path's shard lease (the lease value without its last ":<token>", null when
+  no key); /metrics has the sluice_lease_* series, equal to /v1/worker's "leases"; with no
+  "id" the daemon is <hostname>:<pid>:<6 hex>.
 
 The drain is exact when every bucket filled with FILL entries at time t (the explicit
 `now` of its fill) holds FILL - floor(rate x (T - t)) entries at Redis time T within +-1
 (DESIGN.md, "Due index") and has lost exactly floor(rate x (mark - t)) by its meta's time
 mark.  The fill spreads the buckets' `now` evenly over one leak period (each at most one
 period before the fill call), so the due work is the same in any window of a given
-length: that is what the shares phase's comparison of windows needs.
+length: that is what the shares phase's comparison of windows needs.  Rates: SHARES_RATE
+(why so low: see there) and SIGNAL_RATE, at which a shard that nobody drains for 4 s is
+2 entries behind (detected) by the time the exactness is checked.
 
 Prints "ok   ..." / "FAIL ..." lines and a last line "daemons_e2e: N passed, M failed";
 exit status 1 when one failed.  Every process started is killed at the end, even when a
@@ -109,9 +116,6 @@ class Store:
 
     def any(self):
         return next(iter(self.conns.values()))
-
-    def of_shard(self, k):
-        return self.owner[k]
 
     def load(self, src):
         shas = {r.script_load(src) for r in self.nodes()}
@@ -647,8 +651,7 @@ def run_kill9(store, url, sha):
     time.sleep(0.3)
     victim, rest = ds[1], [ds[0], ds[2]]
     theirs = sum(1 for h in hold if h and h[0] == victim.id)
-    t0 = time.monotonic()
-    victim.signal(signal.SIGKILL)
+    victim.signal(signal.SIGKILL)   # wait_taken's clock starts now
     took, hold = wait_taken(store, victim.id, {d.id for d in rest}, (LEASE_TTL_MS + TICK_MS + SLACK_MS) / 1000.0 + 5)
     victim.proc.wait()
     bound = LEASE_TTL_MS + TICK_MS + SLACK_MS
