@@ -127,7 +127,7 @@ $(B)/libsluice.a: $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(B)/bin/sluiced: $(B)/daemon/main.o $(B)/daemon/options.o $(B)/libsluice.a
+$(B)/bin/sluiced: $(B)/daemon/main.o $(B)/daemon/options.o $(B)/daemon/report.o $(B)/daemon/seed.o $(B)/libsluice.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $^ $(LDFLAGS) $(LDLIBS) -o $@
 

@@ -33,7 +33,9 @@
 #include "core/rulestore.h"
 #include "scheduler/sched.h"
 #include "daemon/options.h"
-#include "worker/lease.h"
+#include "daemon/report.h"
+#include "daemon/seed.h"
+#include "worker/members.h"
 #include "worker/worker.h"
 
 struct daemon;
@@ -49,41 +51,20 @@ struct job_ctx {
 	int failing;             /* last step failed: log only the transitions */
 };
 
-/* What the log last said of the shards' skew copies (log only the transitions). */
-struct skew_log {
-	int failing;             /* skew_sync_failed was logged and no skew_synced since */
-	uint64_t written;        /* copies written when skew_synced was last logged */
-	uint64_t conflicts;      /* the worker's skew_conflicts when skew_conflict was last logged */
-	int64_t conflict_us;     /* when (CLOCK_MONOTONIC); 0: never */
-	char why[160];
-};
-
-/* What the log last said of the shard leases (log only the changes). */
-struct lease_log {
-	size_t owned, live;
-	int said;                /* a line was logged */
-	int failing;
-	char why[160];
-};
-
 struct daemon {
 	struct config cfg;
 	char id[CONFIG_ID_MAX + 1]; /* this daemon's id among several (cfg.id, or made at start) */
 	int lease_idx;           /* the lease job's scheduler index */
-	struct lease_log leases;
+	struct lease_log leases;  /* what the log last said of them */
 	struct layout *layouts;
 	size_t nlayouts;
 	struct worker *worker;
-	struct rconn *seed_conn; /* until the config's rules are stored */
-	int seed_mark_only;      /* ... or only a version given to a store that kept its rules */
+	struct seed seed;        /* the config's rules, while they wait to be stored */
 	atomic_int rules_ready;  /* 1 once they were stored (read by the admin thread) */
-	int seed_failing;        /* the last attempt failed: log only the transitions */
-	char seed_why[200];      /* ... and when the reason changes */
-	int64_t seed_started_us; /* CLOCK_MONOTONIC of the first attempt */
 	struct sched *sched;
 	struct job_ctx jobs[WORKER__JOBS];
-	struct skew_log skew;
-	struct skew_log copies;  /* the same for the rule copies */
+	struct copies_log skew;  /* what the log last said of the skew copies */
+	struct copies_log copies; /* ... and of the rule copies */
 };
 
 static int64_t mono_us(void *arg)
@@ -92,146 +73,12 @@ static int64_t mono_us(void *arg)
 	return clock_mono_us();
 }
 
-/*
- * Store the config file's rules in Redis over `c`: one rulestore_put each (an
- * identical rule changes nothing), then make sure the store has a version.
- * 0, or the first error (an rconn error while Redis is unreachable, -EBADMSG
- * when Redis refused, -EPROTO, -ENOMEM) with a reason in `why` (`cap` bytes).
- * Rules stored before an error stay stored; running it again is safe.
- */
-static int seed_rules(struct rconn *c, const struct config *cfg, int mark_only, char *why, size_t cap)
-{
-	int rc = 0, created = 0, unchanged = 0;
-
-	for (size_t i = 0; i < cfg->nrules && !rc && !mark_only; i++) {
-		rc = rulestore_put(c, cfg->prefix, cfg->rules[i], &created, &unchanged);
-		if (!rc)
-			log_event(LOG_INFO, "rule_loaded", "rule=%s algorithm=%s change=%s", cfg->rules[i]->name,
-				  algorithm_name(cfg->rules[i]->algorithm),
-				  unchanged ? "none" : created ? "created" : "replaced");
-	}
-	/* identical rules bump nothing: make sure the store has a version again */
-	if (!rc)
-		rc = rulestore_mark(c, cfg->prefix);
-	if (rc == -EIO || rc == -EAGAIN)
-		snprintf(why, cap, "redis unavailable: %s", *rconn_errstr(c) ? rconn_errstr(c) : "not connected");
-	else if (rc == -ENOSPC)
-		snprintf(why, cap, "%s", REPLY_OOM_TEXT);
-	else if (rc == -EBADMSG)
-		snprintf(why, cap, "redis refused the rules (a key of the rule store has another type)");
-	else if (rc)
-		snprintf(why, cap, "%s", strerror(-rc));
-	return rc;
-}
-
-/*
- * One attempt at storing the config's rules, when some are waiting to be
- * stored (at start, after SIGHUP, after Redis lost its data).  0 when none
- * are waiting (any more); else the error of seed_rules, logged when the
- * failures start or their reason changes.  The first success opens the
- * admin API's rule routes and /readyz (rules_ready).
- */
-static int seed_step(struct daemon *d)
-{
-	char why[sizeof(d->seed_why)] = "", q[sizeof(why) + 16];
-	int rc;
-
-	if (!d->seed_conn)
-		return 0;
-	if (!d->seed_started_us)
-		d->seed_started_us = clock_mono_us();
-	if ((rc = seed_rules(d->seed_conn, &d->cfg, d->seed_mark_only, why, sizeof(why)))) {
-		if (!d->seed_failing || strcmp(why, d->seed_why))
-			log_event(LOG_WARN, "rules_seed_failed", "reason=%s rules=%zu retry=next_tick%s",
-				  log_quote(q, sizeof(q), why, strlen(why)), d->cfg.nrules,
-				  atomic_load(&d->rules_ready) ? "" : " admin=not_ready");
-		d->seed_failing = 1;
-		memcpy(d->seed_why, why, sizeof(why));
-		return rc;
-	}
-	rconn_free(d->seed_conn);
-	d->seed_conn = NULL;
-	d->seed_failing = 0;
-	if (!atomic_load(&d->rules_ready)) {
-		log_event(LOG_INFO, "rules_ready", "rules=%zu waited_ms=%lld", d->cfg.nrules,
-			  (long long)((clock_mono_us() - d->seed_started_us) / 1000));
-		atomic_store(&d->rules_ready, 1);
-	}
-	return 0;
-}
-
-/*
- * Log what became of the shards' copies of max_clock_skew_ms after a step:
- * skew_synced when every copy holds it and some were written since the last
- * such line (at start, after SIGHUP, after Redis lost them), skew_sync_failed
- * when a write or check failed (once per reason; the worker retries).
- */
-static void log_skew(struct daemon *d)
-{
-	struct worker_status ws;
-	char q[200];
-
-	worker_status(d->worker, &ws);
-	if (ws.skew_ms < 0)
-		return;
-	if (ws.skew_error[0] && (!d->skew.failing || strcmp(ws.skew_error, d->skew.why))) {
-		log_event(LOG_WARN, "skew_sync_failed", "max_clock_skew_ms=%lld shards_pending=%zu reason=%s "
-			  "retry=1s", (long long)ws.skew_ms, ws.skew_pending,
-			  log_quote(q, sizeof(q), ws.skew_error, strlen(ws.skew_error)));
-		d->skew.failing = 1;
-		snprintf(d->skew.why, sizeof(d->skew.why), "%s", ws.skew_error);
-	}
-	/* another daemon rewrites the copies with its own value: once a minute at most */
-	if (ws.skew_conflicts != d->skew.conflicts &&
-	    (!d->skew.conflict_us || clock_mono_us() - d->skew.conflict_us >= 60 * 1000000LL)) {
-		log_event(LOG_WARN, "skew_conflict", "max_clock_skew_ms=%lld found=%lld conflicts=%llu "
-			  "hint=\"another daemon keeps another max_clock_skew_ms: the two rewrite every shard's copy\"",
-			  (long long)ws.skew_ms, ws.skew_conflict_ms, (unsigned long long)ws.skew_conflicts);
-		d->skew.conflicts = ws.skew_conflicts;
-		d->skew.conflict_us = clock_mono_us();
-	}
-	if (ws.skew_pending == 0 && (ws.skew_written != d->skew.written || d->skew.failing)) {
-		log_event(LOG_INFO, "skew_synced", "max_clock_skew_ms=%lld shards_written=%llu",
-			  (long long)ws.skew_ms, (unsigned long long)(ws.skew_written - d->skew.written));
-		d->skew.written = ws.skew_written;
-		d->skew.failing = 0;
-	}
-}
-
-/*
- * The same for the rules in the shards' copies: rule_copies_synced (with
- * the version, "<epoch>:<version>") when every copy holds the version and
- * some were written since the last such line, rule_copies_sync_failed once
- * per reason.
- */
-static void log_copies(struct daemon *d)
-{
-	struct worker_status ws;
-	char q[200], v[100];
-
-	worker_status(d->worker, &ws);
-	if (!ws.copies_on)
-		return;
-	log_quote(v, sizeof(v), ws.copies_version, strlen(ws.copies_version));
-	if (ws.copies_error[0] && (!d->copies.failing || strcmp(ws.copies_error, d->copies.why))) {
-		log_event(LOG_WARN, "rule_copies_sync_failed", "version=%s shards_pending=%zu reason=%s retry=1s", v,
-			  ws.copies_pending, log_quote(q, sizeof(q), ws.copies_error, strlen(ws.copies_error)));
-		d->copies.failing = 1;
-		snprintf(d->copies.why, sizeof(d->copies.why), "%s", ws.copies_error);
-	}
-	if (ws.copies_pending == 0 && (ws.copies_written != d->copies.written || d->copies.failing)) {
-		log_event(LOG_INFO, "rule_copies_synced", "version=%s shards_written=%llu", v,
-			  (unsigned long long)(ws.copies_written - d->copies.written));
-		d->copies.written = ws.copies_written;
-		d->copies.failing = 0;
-	}
-}
-
 static int run_job(void *arg)
 {
 	struct job_ctx *j = arg;
 	struct daemon *d = j->d;
 	struct worker_result res;
+	struct worker_status ws;
 	struct sched_stats st;
 	int rc;
 
@@ -242,18 +89,17 @@ static int run_job(void *arg)
 	 * with no rule yet is left alone, and at maxmemory the drain is what
 	 * frees the memory that storing the rules waits for.
 	 */
-	seed_step(d);
+	seed_step(&d->seed, &d->cfg);
 	if (!sched_get_stats(d->sched, (size_t)j->sched_idx, &st))
 		worker_note_schedule(d->worker, j->job, st.last_lag_us, st.overruns);
 	rc = worker_step(d->worker, j->job, j->budget_us, -1, &res);
-	log_skew(d);
-	log_copies(d);
+	worker_status(d->worker, &ws);
+	report_skew(&ws, &d->skew);
+	report_copies(&ws, &d->copies);
 	if (rc) {
 		if (!j->failing) {
-			struct worker_status ws;
 			char q[200];
 
-			worker_status(d->worker, &ws);
 			log_event(LOG_WARN, "job_failed", "job=%s error=%s", worker_job_name(j->job),
 				  log_quote(q, sizeof(q), ws.job[j->job].last_error,
 					    strlen(ws.job[j->job].last_error)));
@@ -264,34 +110,8 @@ static int run_job(void *arg)
 	if (j->failing)
 		log_event(LOG_INFO, "job_recovered", "job=%s", worker_job_name(j->job));
 	j->failing = 0;
-	if (d->cfg.nrules && !d->seed_conn) {
-		struct worker_status ws;
-
-		/* The store has no version at all: Redis lost its data (a restart
-		 * without persistence, FLUSHALL).  With no rules either, store the
-		 * config's rules again, as at start.  With its rules kept (on a
-		 * cluster the version is on another node than the rules hash, and
-		 * that node alone came back empty) only give it a version again: the
-		 * rules edited through the API stay.  A store that was only edited
-		 * keeps its version >= 1. */
-		worker_status(d->worker, &ws);
-		if (ws.rules_lost) {
-			/* the rules hash is gone, its version not (on a cluster: two nodes, one back empty) */
-			log_event(LOG_WARN, "rules_lost", "reason=\"the rules hash is gone, its version is not\" action=reseed rules=%zu",
-				  d->cfg.nrules);
-			d->seed_mark_only = 0;
-			d->seed_conn = rconn_new(&d->cfg.redis, d->cfg.redis_timeout_ms);
-		} else if (ws.rules_version == 0) {
-			d->seed_mark_only = ws.rules > 0;
-			if (d->seed_mark_only)
-				log_event(LOG_WARN, "rules_version_lost",
-					  "reason=\"the rules store has rules but no version\" action=mark rules=%zu", ws.rules);
-			else
-				log_event(LOG_WARN, "rules_lost", "reason=\"the rules store is empty\" action=reseed rules=%zu",
-					  d->cfg.nrules);
-			d->seed_conn = rconn_new(&d->cfg.redis, d->cfg.redis_timeout_ms);
-		}
-	}
+	if (seed_check_lost(&d->seed, &d->cfg, &ws))
+		log_event(LOG_ERROR, "rules_reseed_failed", "reason=\"out of memory\"");
 	if (res.sweep_done && (res.entries || res.emptied))
 		log_event(LOG_DEBUG, "sweep_done", "job=%s paths=%llu entries=%llu emptied=%llu unmatched=%llu",
 			  worker_job_name(j->job), (unsigned long long)res.paths,
@@ -309,24 +129,10 @@ static int run_leases(void *arg)
 {
 	struct daemon *d = arg;
 	struct worker_status ws;
-	char q[200];
 	int rc = worker_lease_step(d->worker);
 
 	worker_status(d->worker, &ws);
-	if (rc && (!d->leases.failing || strcmp(ws.lease.last_error, d->leases.why))) {
-		log_event(LOG_WARN, "lease_failed", "id=%s owned=%zu reason=%s", d->id, ws.lease.owned,
-			  log_quote(q, sizeof(q), ws.lease.last_error, strlen(ws.lease.last_error)));
-		snprintf(d->leases.why, sizeof(d->leases.why), "%s", ws.lease.last_error);
-	}
-	d->leases.failing = rc != 0;
-	if (!d->leases.said || ws.lease.owned != d->leases.owned || ws.lease.live != d->leases.live) {
-		log_event(LOG_INFO, "shards_owned", "id=%s owned=%zu live=%zu acquired=%llu lost=%llu released=%llu",
-			  d->id, ws.lease.owned, ws.lease.live, (unsigned long long)ws.lease.acquired,
-			  (unsigned long long)ws.lease.lost, (unsigned long long)ws.lease.released);
-		d->leases.owned = ws.lease.owned;
-		d->leases.live = ws.lease.live;
-		d->leases.said = 1;
-	}
+	report_leases(&ws, rc, &d->leases);
 	return rc;
 }
 
@@ -423,10 +229,8 @@ static void reload(struct daemon *d, int argc, char **argv)
 	d->cfg.nrules = next.nrules;
 	next.rules = NULL;
 	next.nrules = 0;
-	if (d->cfg.nrules && !d->seed_conn) {
-		d->seed_mark_only = 0;
-		d->seed_conn = rconn_new(&d->cfg.redis, d->cfg.redis_timeout_ms);
-	}
+	if (d->cfg.nrules && seed_start(&d->seed, &d->cfg, 0))
+		log_event(LOG_ERROR, "reload_failed", "error=\"out of memory\" rules=not_stored");
 	log_event(LOG_INFO, "reloaded", "drain_interval_ms=%lld prune_interval_ms=%lld rules=%zu max_clock_skew_ms=%lld",
 		  (long long)d->cfg.drain_interval_ms, (long long)d->cfg.prune_interval_ms, d->cfg.nrules,
 		  (long long)d->cfg.max_clock_skew_ms);
@@ -498,7 +302,7 @@ int main(int argc, char **argv)
 	}
 	if (d.cfg.id) {
 		snprintf(d.id, sizeof(d.id), "%s", d.cfg.id);
-	} else if (lease_default_id(d.id, sizeof(d.id))) {
+	} else if (members_default_id(d.id, sizeof(d.id))) {
 		fprintf(stderr, "sluiced: id: no random bytes for a default id (%s); set \"id\" in the config\n",
 			strerror(errno));
 		goto out;
@@ -539,11 +343,12 @@ int main(int argc, char **argv)
 	 * them (the worker runs meanwhile).  An attempt ends at the first
 	 * connect or command that fails or times out (redis_timeout_ms).
 	 */
+	d.seed.ready = &d.rules_ready;
 	if (!d.cfg.nrules)
 		atomic_store(&d.rules_ready, 1);
-	else if (!(d.seed_conn = rconn_new(&d.cfg.redis, d.cfg.redis_timeout_ms)))
+	else if (seed_start(&d.seed, &d.cfg, 0))
 		goto oom;
-	seed_step(&d);
+	seed_step(&d.seed, &d.cfg);
 	{
 		struct server_config sc = {
 			.host = d.cfg.listen_host, .port = d.cfg.listen_port,
@@ -642,7 +447,7 @@ out:
 	}
 	api_free(api);
 	worker_free(d.worker);
-	rconn_free(d.seed_conn);
+	seed_free(&d.seed);
 	layouts_free(d.layouts, d.nlayouts);
 	if (sfd >= 0)
 		close(sfd);

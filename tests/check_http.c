@@ -80,7 +80,7 @@ START_TEST(test_server_smoke)
 	ck_http(h, 200, "{\"path\":\"/api/users\",\"algorithm\":\"leaky_bucket\",\"layout\":\"leaky_bucket\","
 			"\"rule\":\"api\",\"matching_rule\":\"api\",\"mismatch\":false,\"recorded\":null,"
 			"\"registered\":false,\"due_ms\":null,\"count\":0,\"capacity\":10,\"rate\":2,"
-			"\"remaining\":10,\"reset_ms\":0,\"ttl_ms\":-2}");
+			"\"remaining\":10,\"reset_ms\":0,\"ttl_ms\":-2,\"shard\":839,\"daemon\":null}");
 	test_http(port, "GET", "/v1/paths/%252Fapi", NULL, 0, &h); /* "%2Fapi" literally: no rule, no state */
 	ck_http_err(&h, 404, "not_found", NULL);
 	test_http(port, "GET", "/v1/paths/%zz", NULL, 0, &h);

@@ -31,7 +31,7 @@ START_TEST(test_worker_status)
 		    "\"layouts\":{\"leaky_bucket\":{\"algorithm\":\"leaky_bucket\",\"paths\":0,\"drained\":0,\"emptied\":0,\"unmatched\":0,\"skipped\":0,\"failed\":0},\"sliding_log\":{\"algorithm\":\"sliding_log\",\"paths\":0,\"pruned\":0,\"emptied\":0,\"unmatched\":0,\"skipped\":0,\"failed\":0},\"sliding_counter\":{\"algorithm\":\"sliding_counter\",\"paths\":0,\"pruned\":0,\"emptied\":0,\"unmatched\":0,\"skipped\":0,\"failed\":0},\"fixed_window\":{\"algorithm\":\"fixed_window\",\"paths\":0,\"repaired\":0,\"emptied\":0,\"unmatched\":0,\"skipped\":0,\"failed\":0},\"token_bucket\":{\"algorithm\":\"token_bucket\",\"paths\":0,\"reclaimed\":0,\"emptied\":0,\"unmatched\":0,\"skipped\":0,\"failed\":0}},"
 		    "\"redis\":{\"mode\":\"unknown\",\"primaries\":0,\"nodes\":[]},"
 		    "\"skew\":{\"max_clock_skew_ms\":null,\"shards_pending\":0,\"shards_written\":0,\"conflicts\":0,\"last_error\":null},"
-		    "\"rule_copies\":{\"version\":null,\"shards_pending\":0,\"shards_written\":0,\"last_error\":null},"
+		    "\"rule_copies\":{\"version\":null,\"shards_pending\":0,\"shards_written\":0,\"last_error\":null},\"leases\":null,"
 		    "\"clock_lag\":{\"lag_ms\":null,\"max_clock_skew_ms\":10000,\"warning\":null},"
 		    "\"decisions\":{\"aggregations\":0,\"failures\":0,\"last_ms\":null,\"last_duration_us\":0,\"round_trips\":0,"
 		    "\"rules\":0,\"shards_skipped\":0,\"fields_ignored\":0,\"names_dropped\":0,\"lag_fields_deleted\":0,"
@@ -153,7 +153,7 @@ START_TEST(test_worker_status)
 		   "\"due_backlog\":0,\"oldest_due_age_ms\":0,\"last_error\":null}},"
 		   "\"layouts\":{\"leaky_bucket\":{\"algorithm\":\"leaky_bucket\",\"paths\":4,\"drained\":6,\"emptied\":2,\"unmatched\":0,\"skipped\":1,\"failed\":0},\"sliding_log\":{\"algorithm\":\"sliding_log\",\"paths\":0,\"pruned\":0,\"emptied\":0,\"unmatched\":0,\"skipped\":0,\"failed\":0},\"sliding_counter\":{\"algorithm\":\"sliding_counter\",\"paths\":0,\"pruned\":0,\"emptied\":0,\"unmatched\":0,\"skipped\":0,\"failed\":0},\"fixed_window\":{\"algorithm\":\"fixed_window\",\"paths\":0,\"repaired\":0,\"emptied\":0,\"unmatched\":0,\"skipped\":0,\"failed\":0},\"token_bucket\":{\"algorithm\":\"token_bucket\",\"paths\":0,\"reclaimed\":0,\"emptied\":0,\"unmatched\":0,\"skipped\":0,\"failed\":0}},"
 		   "\"skew\":{\"max_clock_skew_ms\":null,\"shards_pending\":0,\"shards_written\":0,\"conflicts\":0,\"last_error\":null},"
-		    "\"rule_copies\":{\"version\":null,\"shards_pending\":0,\"shards_written\":0,\"last_error\":null},"
+		    "\"rule_copies\":{\"version\":null,\"shards_pending\":0,\"shards_written\":0,\"last_error\":null},\"leases\":null,"
 		    "\"clock_lag\":{\"lag_ms\":null,\"max_clock_skew_ms\":10000,\"warning\":null}}");
 
 	/* the same instant again drains nothing more, and visits nothing (nothing is due); the counters add up */

@@ -15,12 +15,7 @@
 #include "core/keys.h"
 #include "core/reply.h"
 #include "core/shard.h"
-
-struct member {
-	char id[LEASE_ID_MAX + 1];
-	int64_t seen_ms;         /* its heartbeat, Redis TIME */
-	int alive;
-};
+#include "worker/members.h"
 
 enum { OP_NONE = 0, OP_ACQUIRE, OP_RENEW, OP_RELEASE };
 
@@ -32,66 +27,16 @@ struct lease {
 	char incarnation[9];                 /* 8 hex digits, random per process */
 	uint64_t tokens;                     /* tokens handed out */
 	unsigned char held[SHARD_COUNT];
-	unsigned char want[SHARD_COUNT];     /* rendezvous names this daemon */
 	unsigned char op[SHARD_COUNT];       /* the call of the current round trip */
 	uint32_t gained[SHARD_COUNT];
 	uint64_t token[SHARD_COUNT];         /* held (or being taken): its token */
 	int64_t valid_us[SHARD_COUNT];       /* held: surely ours until then (CLOCK_MONOTONIC) */
 	int64_t retry_us[SHARD_COUNT];       /* wanted, refused: not tried again before */
 	int64_t renewed_us;                  /* send of the last renewal round; 0: none */
-	struct member member[LEASE_MEMBERS_MAX];
-	size_t nmembers, live;
-	int64_t now_ms;                      /* the last heartbeat's Redis TIME */
-	uint64_t view;                       /* hash of the live ids the owners were computed for */
-	int have_view;
+	struct members ms;                   /* the daemons, and which shards are this one's */
 	struct cmdargs a;
 	struct worker_lease_status st;       /* counters and last_error (the rest is filled by lease_status) */
 };
-
-/* FNV-1a, 64 bits (Fowler, Noll, Vo). */
-static uint64_t fnv1a(const char *s, size_t n)
-{
-	uint64_t h = 0xcbf29ce484222325ULL;
-
-	for (size_t i = 0; i < n; i++) {
-		h ^= (unsigned char)s[i];
-		h *= 0x100000001b3ULL;
-	}
-	return h;
-}
-
-/* SplitMix64's output function (Steele, Lea, Flood, "Fast splittable pseudorandom number generators", 2014). */
-static uint64_t mix64(uint64_t z)
-{
-	z += 0x9e3779b97f4a7c15ULL;
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
-uint64_t lease_weight(const char *id, size_t n, unsigned k)
-{
-	return mix64(fnv1a(id, n) ^ mix64((uint64_t)k));
-}
-
-int lease_default_id(char *buf, size_t cap)
-{
-	unsigned char r[3];
-	char host[40] = "";
-
-	if (cap < CONFIG_ID_MAX + 1)
-		return -EINVAL;
-	if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
-		return -errno;
-	if (gethostname(host, sizeof(host) - 1) != 0 || !host[0])
-		strcpy(host, "sluiced");
-	host[sizeof(host) - 1] = '\0';
-	for (char *p = host; *p; p++)
-		if (*p <= ' ' || *p > '~')
-			*p = '_';
-	snprintf(buf, cap, "%s:%ld:%02x%02x%02x", host, (long)getpid(), r[0], r[1], r[2]);
-	return 0;
-}
 
 struct lease *lease_new(const char *id, const char *prefix, int64_t ttl_ms)
 {
@@ -109,6 +54,8 @@ struct lease *lease_new(const char *id, const char *prefix, int64_t ttl_ms)
 		free(l);
 		return NULL;
 	}
+	/* dead after three lease periods (ttl / 3) without a heartbeat */
+	members_init(&l->ms, id, ttl_ms, ttl_ms * LEASE_FORGET_TTLS);
 	l->idlen = strlen(id);
 	memcpy(l->id, id, l->idlen + 1);
 	l->ttl_ms = ttl_ms;
@@ -121,6 +68,7 @@ void lease_free(struct lease *l)
 	if (!l)
 		return;
 	cmdargs_free(&l->a);
+	members_free(&l->ms);
 	free(l->prefix);
 	free(l);
 }
@@ -190,112 +138,6 @@ static void expire_local(struct lease *l, int64_t now_us)
 			l->st.lost++;
 		}
 	}
-}
-
-/* The heartbeat (or, with `leave`, its removal): EVALSHA daemons KEYS <prefix>daemons ARGV id op forget_ms. */
-static int queue_daemons(struct lease *l, struct rbatch *b, int leave)
-{
-	struct cmdargs *a = &l->a;
-	struct strbuf *b2;
-	const char *const *argv;
-	const size_t *lens;
-	int argc;
-
-	cmdargs_reset(a);
-	b2 = cmdargs_begin(a);
-	if (cmdargs_end(a, strbuf_add(b2, l->prefix, strlen(l->prefix)) || strbuf_add(b2, "daemons", 7)) ||
-	    cmdargs_str(a, l->id) ||
-	    cmdargs_str(a, leave ? "leave" : "beat") || cmdargs_int(a, l->ttl_ms * LEASE_FORGET_TTLS) ||
-	    (argc = cmdargs_view(a, NULL, &argv, &lens)) < 0)
-		return -ENOMEM;
-	return rbatch_eval(b, SCRIPT_DAEMONS, 1, argc, argv, lens);
-}
-
-static int cmp_member(const void *x, const void *y)
-{
-	return strcmp(((const struct member *)x)->id, ((const struct member *)y)->id);
-}
-
-/*
- * Read the heartbeat's reply {now, id1, ms1, ...} into the members, this
- * daemon always among them and alive.  0, or the reply's errno (reason set).
- */
-static int read_members(struct lease *l, const redisReply *e)
-{
-	const redisReply *const *el;
-	size_t n, m = 0;
-	long long now;
-	int self = 0;
-
-	if (reply_array(e, 1, &el, &n) || reply_int(el[0], &now) || n % 2 != 1) {
-		set_error(l, "heartbeat", reply_describe(e));
-		return reply_errno(e);
-	}
-	for (size_t i = 1; i + 1 < n && m < LEASE_MEMBERS_MAX; i += 2) {
-		const char *id;
-		size_t len;
-		long long ms;
-
-		if (reply_str(el[i], &id, &len) || len == 0 || len > LEASE_ID_MAX || reply_int_text(el[i + 1], &ms))
-			continue; /* not a daemon's heartbeat: not one of us */
-		memcpy(l->member[m].id, id, len);
-		l->member[m].id[len] = '\0';
-		l->member[m].seen_ms = ms;
-		l->member[m].alive = ms > now - l->ttl_ms;
-		self |= len == l->idlen && memcmp(id, l->id, len) == 0;
-		m++;
-	}
-	if (!self) {
-		if (m == LEASE_MEMBERS_MAX)
-			m--; /* the least recent one */
-		memcpy(l->member[m].id, l->id, l->idlen + 1);
-		l->member[m].seen_ms = now;
-		l->member[m].alive = 1;
-		m++;
-	}
-	qsort(l->member, m, sizeof(l->member[0]), cmp_member);
-	l->nmembers = m;
-	l->now_ms = now;
-	return 0;
-}
-
-/* Which shards this daemon should own among the live members (again only when they changed). */
-static void compute_owners(struct lease *l)
-{
-	uint64_t view = 0x51ceULL, h[LEASE_MEMBERS_MAX];
-	size_t nl = 0, self = 0;
-
-	for (size_t i = 0; i < l->nmembers; i++) {
-		if (!l->member[i].alive)
-			continue;
-		h[nl] = fnv1a(l->member[i].id, strlen(l->member[i].id));
-		view = mix64(view ^ h[nl]);
-		if (strcmp(l->member[i].id, l->id) == 0)
-			self = nl;
-		nl++;
-	}
-	l->live = nl;
-	if (l->have_view && view == l->view)
-		return;
-	for (unsigned k = 0; k < SHARD_COUNT; k++) {
-		uint64_t best = 0, mk = mix64((uint64_t)k);
-		size_t owner = 0;
-
-		for (size_t j = 0; j < nl; j++) {
-			uint64_t wgt = mix64(h[j] ^ mk);
-
-			/* a tie (one in 2^64) goes to the smaller id: members are sorted */
-			if (j == 0 || wgt > best) {
-				best = wgt;
-				owner = j;
-			}
-		}
-		l->want[k] = owner == self;
-		if (!l->want[k])
-			l->retry_us[k] = 0;
-	}
-	l->view = view;
-	l->have_view = 1;
 }
 
 /* Queue lease.lua `op` for shard k.  0 or -ENOMEM. */
@@ -381,35 +223,53 @@ static void fold_lease(struct lease *l, unsigned k, const redisReply *e, int64_t
 
 int lease_step(struct lease *l, struct rconn *c, struct rbatch *b, int64_t now_us)
 {
-	int renew, rc;
+	int renew, rc, beat_rc = 0;
 	size_t n = 0;
 	unsigned shard[SHARD_COUNT];
 
 	expire_local(l, now_us);
 	rbatch_clear(b);
-	if ((rc = queue_daemons(l, b, 0)) || (rc = rbatch_run(c, b))) {
-		if (rc == -EIO || rc == -EAGAIN)
-			set_error(l, "redis", rconn_errstr(c));
+	if ((rc = members_queue(&l->ms, l->prefix, b, 0)))
+		goto out;
+	if ((beat_rc = rbatch_run(c, b))) {
+		if (beat_rc == -EIO || beat_rc == -EAGAIN)
+			set_error(l, "heartbeat: redis", rconn_errstr(c));
+	} else if ((beat_rc = members_read(&l->ms, rbatch_reply(b, 0), l->st.last_error,
+					   sizeof(l->st.last_error))) >= 0) {
+		l->st.heartbeats++;
+		if (beat_rc == 1)
+			for (unsigned k = 0; k < SHARD_COUNT; k++)
+				if (!l->ms.mine[k])
+					l->retry_us[k] = 0; /* wanted again later: tried at once */
+		beat_rc = 0;
+	}
+	/* a single Redis that did not answer the heartbeat answers no renewal either */
+	if (beat_rc == -ENOMEM || ((beat_rc == -EIO || beat_rc == -EAGAIN) && !rconn_is_cluster(c))) {
+		rc = beat_rc;
 		goto out;
 	}
-	if ((rc = read_members(l, rbatch_reply(b, 0))))
-		goto out;
-	l->st.heartbeats++;
-	compute_owners(l);
 
+	/*
+	 * Without a heartbeat (on a cluster, the node that holds <prefix>daemons
+	 * may be down while the shards' nodes are up) the leases held are still
+	 * renewed, so the shards stay maintained, but none is taken or given
+	 * back: the members are not known.
+	 */
 	renew = !l->renewed_us || now_us - l->renewed_us >= l->ttl_ms * 1000 / 3;
 	rbatch_clear(b);
 	for (unsigned k = 0; k < SHARD_COUNT; k++) {
 		const char *op = NULL;
 
 		l->op[k] = OP_NONE;
-		if (l->held[k] && !l->want[k]) {
+		if (beat_rc && !(l->held[k] && renew))
+			continue;
+		if (l->held[k] && !l->ms.mine[k] && !beat_rc) {
 			l->op[k] = OP_RELEASE;
 			op = "release";
 		} else if (l->held[k] && renew) {
 			l->op[k] = OP_RENEW;
 			op = "renew";
-		} else if (!l->held[k] && l->want[k] && l->retry_us[k] <= now_us) {
+		} else if (!l->held[k] && l->ms.mine[k] && l->retry_us[k] <= now_us) {
 			l->op[k] = OP_ACQUIRE;
 			l->token[k] = ++l->tokens; /* a new string: no call from before matches it */
 			op = "acquire";
@@ -421,15 +281,17 @@ int lease_step(struct lease *l, struct rconn *c, struct rbatch *b, int64_t now_u
 		shard[n++] = k;
 	}
 	if (n && (rc = rbatch_run(c, b))) {
-		if (rc == -EIO || rc == -EAGAIN)
+		if ((rc == -EIO || rc == -EAGAIN) && !beat_rc)
 			set_error(l, "redis", rconn_errstr(c));
 		goto out;
 	}
-	l->st.last_error[0] = '\0';
+	if (!beat_rc)
+		l->st.last_error[0] = '\0';
 	for (size_t i = 0; i < n; i++)
 		fold_lease(l, shard[i], rbatch_reply(b, i), now_us);
 	if (renew)
 		l->renewed_us = now_us;
+	rc = beat_rc;
 out:
 	if (rc == -ENOMEM)
 		set_error(l, "lease", "out of memory");
@@ -453,7 +315,7 @@ int lease_release_all(struct lease *l, struct rconn *c, struct rbatch *b)
 			goto out;
 		shard[n++] = k;
 	}
-	if ((rc = queue_daemons(l, b, 1)) || (rc = rbatch_run(c, b)))
+	if ((rc = members_queue(&l->ms, l->prefix, b, 1)) || (rc = rbatch_run(c, b)))
 		goto out;
 	for (size_t i = 0; i < n; i++)
 		fold_lease(l, shard[i], rbatch_reply(b, i), 0);
@@ -475,11 +337,5 @@ void lease_status(const struct lease *l, struct worker_lease_status *out)
 	for (size_t k = 0; k < SHARD_COUNT; k++)
 		owned += l->held[k];
 	out->owned = owned;
-	out->live = l->live ? l->live : 1;
-	out->npeers = l->nmembers < LEASE_PEERS_MAX ? l->nmembers : LEASE_PEERS_MAX;
-	for (size_t i = 0; i < out->npeers; i++) {
-		memcpy(out->peer[i].id, l->member[i].id, sizeof(out->peer[i].id));
-		out->peer[i].alive = l->member[i].alive;
-		out->peer[i].last_seen_ms = l->now_ms - l->member[i].seen_ms;
-	}
+	members_status(&l->ms, out);
 }

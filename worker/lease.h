@@ -4,20 +4,10 @@
  * Shard leases: several daemons share the 1024 shards (DESIGN.md, "Several
  * daemons").
  *
- * Membership.  Every lease step writes a heartbeat into <prefix>daemons (a
- * sorted set: id -> ms of Redis TIME, lua/daemons.lua) and reads the
- * members back; one clock, the node's that holds the set, for every daemon.
- * A daemon whose heartbeat is older than ttl_ms (three lease periods of
- * ttl_ms / 3) is dead; members silent for LEASE_FORGET_TTLS x ttl_ms leave
- * the set.
- *
- * Ownership.  Each shard's owner among the live ids is chosen by rendezvous
- * (highest random weight) hashing: the id with the highest weight(id, k)
- * owns shard k (Thaler and Ravishankar, "Using name-based mappings to
- * increase hit rates", IEEE/ACM Trans. Networking 6(1), 1998).  Every daemon
- * that reads the same members computes the same owners, with no message
- * between them, and a daemon that joins or dies moves only the shards it
- * gains or held, about 1/N of them.
+ * Membership and ownership: worker/members.h (a heartbeat each step, into
+ * <prefix>daemons; rendezvous hashing over the live ids).  A daemon whose
+ * heartbeat is older than ttl_ms (three lease periods of ttl_ms / 3) is
+ * dead; members silent for LEASE_FORGET_TTLS x ttl_ms leave the set.
  *
  * Leases.  A daemon takes the shards it should own with SET
  * <prefix>{k}:lease <id>:<token> NX PX ttl_ms (lua/lease.lua), renews
@@ -35,7 +25,7 @@
  *
  * Threads: one thread steps the leases (it owns the connection);
  * lease_status is read by that thread too (the worker copies it under its
- * lock).  Memory is fixed: a few bytes per shard and LEASE_MEMBERS_MAX ids.
+ * lock).  Memory is fixed: some 40 bytes per shard, and the members.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -49,8 +39,6 @@
 #define LEASE_TTL_MAX_MS CONFIG_LEASE_TTL_MAX_MS
 /* members of <prefix>daemons silent for this many lease TTLs are removed */
 #define LEASE_FORGET_TTLS 30
-/* members a lease step reads at most (the set's most recently heard) */
-#define LEASE_MEMBERS_MAX 256
 
 struct lease;
 
@@ -101,16 +89,5 @@ void lease_fenced(struct lease *l, unsigned k);
 int64_t lease_ttl_ms(const struct lease *l);
 /* Fill `out` (every field). */
 void lease_status(const struct lease *l, struct worker_lease_status *out);
-
-/*
- * The rendezvous weight of daemon `id` (`n` bytes) for shard k: a 64-bit
- * mix (SplitMix64's finalizer) of the id's FNV-1a hash and the shard.
- */
-uint64_t lease_weight(const char *id, size_t n, unsigned k);
-/*
- * A default daemon id, "<hostname>:<pid>:<6 hex random>", into `buf`
- * (`cap` >= CONFIG_ID_MAX + 1).  0, or -errno when no random bytes could be had.
- */
-int lease_default_id(char *buf, size_t cap);
 
 #endif

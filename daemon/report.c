@@ -1,0 +1,82 @@
+/* What the log says of the worker's upkeep (daemon/report.h). */
+#include "daemon/report.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "core/clock.h"
+#include "core/log.h"
+
+void report_skew(const struct worker_status *ws, struct copies_log *l)
+{
+	char q[200];
+
+	if (ws->skew_ms < 0)
+		return;
+	if (ws->skew_error[0] && (!l->failing || strcmp(ws->skew_error, l->why))) {
+		log_event(LOG_WARN, "skew_sync_failed", "max_clock_skew_ms=%lld shards_pending=%zu reason=%s "
+			  "retry=1s", (long long)ws->skew_ms, ws->skew_pending,
+			  log_quote(q, sizeof(q), ws->skew_error, strlen(ws->skew_error)));
+		l->failing = 1;
+		snprintf(l->why, sizeof(l->why), "%s", ws->skew_error);
+	}
+	/* another daemon rewrites the copies with its own value: once a minute at most */
+	if (ws->skew_conflicts != l->conflicts &&
+	    (!l->conflict_us || clock_mono_us() - l->conflict_us >= 60 * 1000000LL)) {
+		log_event(LOG_WARN, "skew_conflict", "max_clock_skew_ms=%lld found=%lld conflicts=%llu "
+			  "hint=\"another daemon keeps another max_clock_skew_ms: the two rewrite every shard's copy\"",
+			  (long long)ws->skew_ms, ws->skew_conflict_ms, (unsigned long long)ws->skew_conflicts);
+		l->conflicts = ws->skew_conflicts;
+		l->conflict_us = clock_mono_us();
+	}
+	if (ws->skew_pending == 0 && (ws->skew_written != l->written || l->failing)) {
+		log_event(LOG_INFO, "skew_synced", "max_clock_skew_ms=%lld shards_written=%llu",
+			  (long long)ws->skew_ms, (unsigned long long)(ws->skew_written - l->written));
+		l->written = ws->skew_written;
+		l->failing = 0;
+	}
+}
+
+void report_copies(const struct worker_status *ws, struct copies_log *l)
+{
+	char q[200], v[100];
+
+	if (!ws->copies_on)
+		return;
+	log_quote(v, sizeof(v), ws->copies_version, strlen(ws->copies_version));
+	if (ws->copies_error[0] && (!l->failing || strcmp(ws->copies_error, l->why))) {
+		log_event(LOG_WARN, "rule_copies_sync_failed", "version=%s shards_pending=%zu reason=%s retry=1s", v,
+			  ws->copies_pending, log_quote(q, sizeof(q), ws->copies_error, strlen(ws->copies_error)));
+		l->failing = 1;
+		snprintf(l->why, sizeof(l->why), "%s", ws->copies_error);
+	}
+	if (ws->copies_pending == 0 && (ws->copies_written != l->written || l->failing)) {
+		log_event(LOG_INFO, "rule_copies_synced", "version=%s shards_written=%llu", v,
+			  (unsigned long long)(ws->copies_written - l->written));
+		l->written = ws->copies_written;
+		l->failing = 0;
+	}
+}
+
+void report_leases(const struct worker_status *ws, int rc, struct lease_log *l)
+{
+	const struct worker_lease_status *s = &ws->lease;
+	char q[200];
+
+	if (!s->on)
+		return;
+	if (rc && (!l->failing || strcmp(s->last_error, l->why))) {
+		log_event(LOG_WARN, "lease_failed", "id=%s owned=%zu reason=%s", s->id, s->owned,
+			  log_quote(q, sizeof(q), s->last_error, strlen(s->last_error)));
+		snprintf(l->why, sizeof(l->why), "%s", s->last_error);
+	}
+	l->failing = rc != 0;
+	if (!l->said || s->owned != l->owned || s->live != l->live) {
+		log_event(LOG_INFO, "shards_owned", "id=%s owned=%zu live=%zu acquired=%llu lost=%llu released=%llu",
+			  s->id, s->owned, s->live, (unsigned long long)s->acquired, (unsigned long long)s->lost,
+			  (unsigned long long)s->released);
+		l->owned = s->owned;
+		l->live = s->live;
+		l->said = 1;
+	}
+}
