@@ -33,6 +33,15 @@
 #    primaries to 1; the figures of the 30-primary model.  It pins its own
 #    nodes (the client on the last CPU, the nodes on the others) and needs
 #    no Redis of this script's: BENCH_PARTS=cluster starts none.
+# 6. daemons (bench/daemons.py, /usr/bin/python3 with python3-redis; needs
+#    build/lua, `make lua`): 1, 2 and 3 sluiced sharing the shards by their
+#    leases, on a private redis-server of its own: first with nothing
+#    registered, then on the same 100,000 leaky buckets (filled through
+#    leaky_bucket.lua, their leaks spread evenly in time), BENCH_REPEAT
+#    rounds: Redis CPU (INFO cpu), EVALSHA calls (INFO commandstats) and the
+#    drain shard calls the daemons counted (/v1/worker jobs.drain.batches)
+#    over one window each, and their ratios to one daemon (target <= 1.1x).
+#    BENCH_PARTS=daemons starts no Redis of this script's either.
 # Figures, not pass/fail: each is printed beside its target and its 0.1
 # figure (the issue's), and ratios are against a baseline of the same run.
 # A part that cannot run yet (a script not on the layout-2 contract, a
@@ -51,7 +60,9 @@
 # BENCH_IDLE_SECS (10), BENCH_PARTS ("ticks sweep prune client daemon copies
 # cluster"), BENCH_PIN (1; 0 = no taskset), BENCH_CLUSTER_PATHS (100000),
 # BENCH_CLUSTER_SETUPS ("single 1 3"), BENCH_CLUSTER_PIN (apart; spread: the
-# cluster's nodes on every CPU, the client's too).
+# cluster's nodes on every CPU, the client's too), BENCH_DAEMONS_PATHS (100000),
+# BENCH_DAEMONS_RATE (0.05 entries a second: each bucket leaks every 20 s),
+# BENCH_DAEMONS_WINDOW (5 s).
 set -euo pipefail
 
 : "${SLUICED:?set SLUICED to the sluiced binary}"
@@ -67,7 +78,7 @@ CALLS=${BENCH_CALLS:-20000}
 RSS_PATHS=${BENCH_RSS_PATHS:-"10000 1000000"}
 DAEMON_DUE=${BENCH_DAEMON_DUE:-10000}
 IDLE_SECS=${BENCH_IDLE_SECS:-10}
-PARTS=${BENCH_PARTS:-"ticks sweep prune client daemon copies cluster"}
+PARTS=${BENCH_PARTS:-"ticks sweep prune client daemon copies cluster daemons"}
 
 BENCH_NAME=bench
 # shellcheck source=bench/lib.sh
@@ -231,10 +242,10 @@ copies_run() {
 	echo
 }
 
-# every part but cluster (which starts its own nodes) runs on this script's private Redis
+# every part but cluster and daemons (which start their own Redis) runs on this script's private Redis
 NEED_REDIS=0
 for p in $PARTS; do
-	[ "$p" = cluster ] || NEED_REDIS=1
+	[ "$p" = cluster ] || [ "$p" = daemons ] || NEED_REDIS=1
 done
 if [ "$NEED_REDIS" = 1 ]; then
 	start_redis
@@ -269,12 +280,20 @@ for p in $PARTS; do
 		[ "$rc" -eq 0 ] || FAILED+=("bench/cluster.py exited $rc")
 		echo
 		;;
+	daemons)
+		echo "== several daemons sharing the shards: 1, 2 and 3 sluiced (bench/daemons.py)"
+		rc=0
+		SLUICED="$SLUICED" BENCH_REPEAT="$REPEAT" \
+			/usr/bin/python3 "$(dirname "${BASH_SOURCE[0]}")/daemons.py" | tee "$TMP/daemons.out" || rc=${PIPESTATUS[0]}
+		[ "$rc" -eq 0 ] || FAILED+=("bench/daemons.py exited $rc")
+		echo
+		;;
 	*) die "unknown part \"$p\" in BENCH_PARTS" ;;
 	esac
 done
 
 echo "== summary"
-for p in ticks sweep prune client copies cluster; do
+for p in ticks sweep prune client copies cluster daemons; do
 	[ -f "$TMP/$p.out" ] && sed -n -e 's/^RESULT //p' -e 's/^MODEL /model: /p' "$TMP/$p.out"
 done
 if [ "${#D_N[@]}" -gt 0 ]; then
