@@ -178,6 +178,9 @@ check-run: all $(TEST_BIN) check-lua $(LUA) $(LUA_TEST)
 	echo "== tests/cluster_e2e.py (sluiced on a real Redis Cluster: drain, resharding, failover, a hung node, admin)"; \
 	/usr/bin/python3 tests/cluster_e2e.py $(B)/bin/sluiced build/lua 2>&1 | tee -a $$log; \
 	[ $${PIPESTATUS[0]} -eq 0 ] || fail=1; \
+	echo "== tests/daemons_e2e.py (several sluiced sharing the shards by leases, on one Redis and a cluster)"; \
+	/usr/bin/python3 tests/daemons_e2e.py $(B)/bin/sluiced build/lua 2>&1 | tee -a $$log; \
+	[ $${PIPESTATUS[0]} -eq 0 ] || fail=1; \
 	awk -F'[:,] *' '/^[0-9]+%: Checks: /{ n += $$3; f += $$5 + $$7 } \
 	  /^includes: [0-9]+ passed, [0-9]+ failed$$/{ n += $$2 + $$3; f += $$3 } \
 	  /^readme: [0-9]+ passed, [0-9]+ failed$$/{ n += $$2 + $$3; f += $$3 } \
@@ -185,6 +188,7 @@ check-run: all $(TEST_BIN) check-lua $(LUA) $(LUA_TEST)
 	  /^rules_e2e: [0-9]+ passed, [0-9]+ failed$$/{ n += $$2 + $$3; f += $$3 } \
 	  /^cluster_clients: [0-9]+ passed, [0-9]+ failed$$/{ n += $$2 + $$3; f += $$3 } \
 	  /^cluster_e2e: [0-9]+ passed, [0-9]+ failed$$/{ n += $$2 + $$3; f += $$3 } \
+	  /^daemons_e2e: [0-9]+ passed, [0-9]+ failed$$/{ n += $$2 + $$3; f += $$3 } \
 	  END { printf "tests ($(FLAVOUR)): %d passed, %d failed\n", n - f, f }' $$log; \
 	if [ $$fail -ne 0 ]; then echo "failures ($(FLAVOUR)), again here so the end of the output names them:"; \
 	  grep -E '^FAIL |:[FE]:|: FAILED$$' $$log | cut -c1-400; fi; \
