@@ -29,7 +29,9 @@
  * stray field added; then an HKEYS shows which, and the copy is written
  * whole).  A rule's text changed in place keeps the count: not found.
  * Only copies found so are written, so a daemon that starts on copies in
- * place writes nothing.  With several daemons, each keeps every copy: one that
+ * place writes nothing.  With leases (several daemons sharing the shards,
+ * worker/lease.h) a daemon checks and writes the copies of the shards it
+ * owns only (worker_owns); without, every copy.  A daemon that
  * has not reloaded yet leaves alone a copy of a later version of the same
  * epoch while the store's version is later too (a copy of another epoch is
  * written: the store lost its data and the epoch is new).  A write Redis refuses is retried every

@@ -14,7 +14,11 @@
  * written again.  Only the copies that need it are written, so a daemon that
  * starts while Redis is at maxmemory writes nothing when the copies are
  * there.  A write Redis refuses is retried every SKEW_RETRY_MS; meanwhile
- * the status says how many shards are pending, and why.
+ * the status says how many shards are pending, and why.  With leases
+ * (several daemons) a daemon writes the copies of the shards it owns only,
+ * and reads the others' too, so that a daemon configured with another
+ * max_clock_skew_ms is noticed (conflicts) without two daemons rewriting
+ * each other's copies.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -86,7 +90,7 @@ static int check(struct worker *w, size_t from, size_t n, int *failed)
 		for (; i < n && m < SKEW_DEPTH; i++) {
 			unsigned k = (unsigned)((from + i) % SHARD_COUNT);
 
-			if (s->state[k] == SKEW_MISSING || !worker_owns(w, k))
+			if (s->state[k] == SKEW_MISSING)
 				continue;
 			if ((rc = queue(w, k, 0)))
 				return rc;
@@ -105,10 +109,11 @@ static int check(struct worker *w, size_t from, size_t n, int *failed)
 				skew_fail(s, shard[j], "HGET", e, failed);
 			if (holds && *st == SKEW_UNKNOWN)
 				s->keep.pending--;
-			else if (!holds && *st == SKEW_OK) {
-				s->keep.pending++;
-				/* another number where this worker saw or wrote its own: someone
-				 * else writes the copies (a daemon with another max_clock_skew_ms) */
+			else if (!holds && (*st == SKEW_OK || !worker_owns(w, shard[j]))) {
+				s->keep.pending += *st == SKEW_OK;
+				/* another number where this worker saw or wrote its own, or in a
+				 * shard another daemon keeps (read, never written: its owner keeps
+				 * it): someone else writes the copies with another max_clock_skew_ms */
 				if (!reply_str(e, &v, &len) && len && len < 20) {
 					char num[24];
 					char *end;
