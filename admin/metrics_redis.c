@@ -158,6 +158,12 @@ int metrics_put_leases(struct strbuf *b, const struct worker_status *st)
 		  offsetof(struct worker_lease_status, fenced) },
 		{ "sluice_lease_released_total", "Shard leases given up: to the daemon that should own them, or at shutdown.",
 		  offsetof(struct worker_lease_status, released) },
+		{ "sluice_lease_repaired_total",
+		  "Keys of the leases found holding what no daemon writes (another type, no TTL), replaced.",
+		  offsetof(struct worker_lease_status, repaired) },
+		{ "sluice_lease_duplicate_id_total",
+		  "Acquisitions refused by a lease of another process with this daemon's id (ids must be unique).",
+		  offsetof(struct worker_lease_status, duplicate_id) },
 	};
 
 	if (!l->on)

@@ -103,12 +103,21 @@ void route_paths_list(struct api *a, const struct api_request *req, struct api_r
 	reply_json(res, 200, o);
 }
 
-/* The id part of a lease's value "<id>:<token>" (`n` bytes): its length, 0 when it has no ':'. */
+/*
+ * The id part of a lease's value "<id>:<token>" (`n` bytes): its length, 0
+ * when it has no ':' or the id is not one a daemon has (printable ASCII, no
+ * space: a value no daemon wrote).
+ */
 static size_t id_length(const char *v, size_t n)
 {
 	while (n > 0 && v[n - 1] != ':')
 		n--;
-	return n > 0 ? n - 1 : 0;
+	if (n < 2)
+		return 0;
+	for (size_t i = 0; i + 1 < n; i++)
+		if (v[i] <= ' ' || v[i] > '~')
+			return 0;
+	return n - 1;
 }
 
 /*

@@ -182,6 +182,12 @@ static int add_leases(cJSON *o, const struct worker_status *st)
 	       jsonv_add_int(k, "lost", (int64_t)l->lost) || jsonv_add_int(k, "fenced", (int64_t)l->fenced) ||
 	       jsonv_add_int(k, "released", (int64_t)l->released) ||
 	       jsonv_add_int(k, "heartbeats", (int64_t)l->heartbeats) ||
+	       jsonv_add_int(k, "repaired", (int64_t)l->repaired) ||
+	       !(l->repaired_last[0] ? cJSON_AddStringToObject(k, "repaired_last", l->repaired_last)
+				     : cJSON_AddNullToObject(k, "repaired_last")) ||
+	       jsonv_add_int(k, "duplicate_id", (int64_t)l->duplicate_id) ||
+	       !(l->duplicate_last[0] ? cJSON_AddStringToObject(k, "duplicate_last", l->duplicate_last)
+				      : cJSON_AddNullToObject(k, "duplicate_last")) ||
 	       !(l->last_error[0] ? cJSON_AddStringToObject(k, "last_error", l->last_error)
 				  : cJSON_AddNullToObject(k, "last_error"))
 		       ? -ENOMEM : 0;

@@ -392,6 +392,10 @@ int main(int argc, char **argv)
 		  (long long)d.cfg.prune_interval_ms, d.cfg.nrules, (long long)d.cfg.lease_ttl_ms,
 		  !d.cfg.admin_token ? "none" : d.cfg.admin_auth_reads ? "all" : "writes");
 
+	if (d.cfg.lease_ttl_ms < 2 * d.cfg.redis_timeout_ms)
+		log_event(LOG_WARN, "lease_ttl_short", "lease_ttl_ms=%lld redis_timeout_ms=%lld hint=\"a renewal that "
+			  "waits redis_timeout_ms on a slow Redis can outlast the lease: keep lease_ttl_ms at twice "
+			  "redis_timeout_ms or more\"", (long long)d.cfg.lease_ttl_ms, (long long)d.cfg.redis_timeout_ms);
 	while (!stop) {
 		int64_t wait_us = sched_next_due(d.sched) - clock_mono_us();
 		struct pollfd pfd[2] = { { .fd = sfd, .events = POLLIN },
@@ -435,15 +439,19 @@ out:
 	if (d.worker && status == 0) {
 		/* 3. the shards back to the others at once (they take them at their next tick) */
 		struct worker_status ws;
-		int rc = worker_lease_release(d.worker);
+		uint64_t before;
+		int rc;
 
+		worker_status(d.worker, &ws);
+		before = ws.lease.released;
+		rc = worker_lease_release(d.worker);
 		worker_status(d.worker, &ws);
 		if (rc)
 			log_event(LOG_WARN, "leases_not_released", "id=%s reason=\"%s\" hint=\"the others take them once "
 				  "their TTL ran out\"", d.id, strerror(-rc));
 		else
 			log_event(LOG_INFO, "leases_released", "id=%s released=%llu", d.id,
-				  (unsigned long long)ws.lease.released);
+				  (unsigned long long)(ws.lease.released - before));
 	}
 	api_free(api);
 	worker_free(d.worker);

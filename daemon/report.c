@@ -71,6 +71,21 @@ void report_leases(const struct worker_status *ws, int rc, struct lease_log *l)
 		snprintf(l->why, sizeof(l->why), "%s", s->last_error);
 	}
 	l->failing = rc != 0;
+	if (s->repaired != l->repaired) {
+		log_event(LOG_WARN, "lease_repaired", "id=%s repaired=%llu last=%s", s->id,
+			  (unsigned long long)s->repaired,
+			  log_quote(q, sizeof(q), s->repaired_last, strlen(s->repaired_last)));
+		l->repaired = s->repaired;
+	}
+	if (s->duplicate_id != l->duplicate_id &&
+	    (!l->duplicate_us || clock_mono_us() - l->duplicate_us >= 60 * 1000000LL)) {
+		log_event(LOG_WARN, "duplicate_id", "id=%s refused=%llu last=%s hint=\"another sluiced runs with this "
+			  "id: it holds the shards, this one waits; give each daemon its own id\"", s->id,
+			  (unsigned long long)s->duplicate_id,
+			  log_quote(q, sizeof(q), s->duplicate_last, strlen(s->duplicate_last)));
+		l->duplicate_id = s->duplicate_id;
+		l->duplicate_us = clock_mono_us();
+	}
 	if (!l->said || s->owned != l->owned || s->live != l->live) {
 		log_event(LOG_INFO, "shards_owned", "id=%s owned=%zu live=%zu acquired=%llu lost=%llu released=%llu",
 			  s->id, s->owned, s->live, (unsigned long long)s->acquired, (unsigned long long)s->lost,

@@ -23,6 +23,8 @@ struct copies_log {
 /* What the log last said of the shard leases. */
 struct lease_log {
 	size_t owned, live;
+	uint64_t repaired, duplicate_id; /* the counters when last logged */
+	int64_t duplicate_us;    /* when duplicate_id was last logged (CLOCK_MONOTONIC); 0: never */
 	int said;                /* a shards_owned line was logged */
 	int failing;
 	char why[160];
@@ -39,7 +41,10 @@ void report_skew(const struct worker_status *ws, struct copies_log *l);
 void report_copies(const struct worker_status *ws, struct copies_log *l);
 /*
  * After a lease step that returned `rc`: shards_owned when the shards held
- * or the live daemons changed (and the first time), lease_failed once per reason.
+ * or the live daemons changed (and the first time), lease_failed once per
+ * reason, lease_repaired when a key no daemon writes was replaced,
+ * duplicate_id (at most once a minute) while another process with this id
+ * holds leases.
  */
 void report_leases(const struct worker_status *ws, int rc, struct lease_log *l);
 

@@ -9,9 +9,10 @@
 --   op "acquire" (SET NX PX), "renew" (PEXPIRE while it is the owner's),
 --      "release" (DEL while it is the owner's)
 --   owner "<daemon id>:<token>"
--- Reply: one entry per key, {1} done, or {0, holder ("" when none), pttl
--- (ms; -2 when none)} when the lease is not (or could not become) the
--- owner's.
+-- Reply: one entry per key, {1} done ({1, what} when an acquire replaced a
+-- key no daemon makes: one of another type, or without a TTL), or {0,
+-- holder ("" when none), pttl (ms; -2 when none)} when the lease is not (or
+-- could not become) the owner's.
 --
 -- A lease key holds its owner's string and nothing else; the worker's shard
 -- scripts compare it with the owner they are given (lib/due.lua: the fence)
@@ -61,8 +62,25 @@ local out = {}
 for i = 1, n do
   local key, op, owner = KEYS[i], ARGV[2 * i], ARGV[2 * i + 1]
   if op == 'acquire' then
+    -- A lease key of another type, or one without a TTL, is none of a daemon's
+    -- making (every lease has its PX): it would hold the shard for ever.  The
+    -- daemon the shard belongs to replaces it, and the reply says what it was.
+    local broken = ''
+    local kind = redis.call('TYPE', key).ok
+    if kind ~= 'none' and kind ~= 'string' then
+      broken = 'a ' .. kind
+    elseif kind == 'string' and redis.call('PTTL', key) == -1 then
+      broken = 'a string without a TTL'
+    end
+    if broken ~= '' then redis.call('DEL', key) end
     local ok, err = call('SET', key, owner, 'NX', 'PX', ttl)
-    if err then out[i] = { 0, 'error: ' .. err, -1 } elseif ok then out[i] = { 1 } else out[i] = refused(key) end
+    if err then
+      out[i] = { 0, 'error: ' .. err, -1 }
+    elseif ok then
+      out[i] = broken == '' and { 1 } or { 1, broken }
+    else
+      out[i] = refused(key)
+    end
   else
     local holder, err = call('GET', key)
     if err then

@@ -218,9 +218,12 @@ static void refused_retry(struct lease *l, unsigned k, const redisReply *e, int6
 	    memcmp(holder + l->idlen + 1, l->incarnation, 8) != 0)
 		/* this id's string, not this process's: an earlier run of it (its lease runs out), or
 		 * another daemon configured with the same id (they would take turns for ever) */
-		snprintf(l->st.last_error, sizeof(l->st.last_error),
-			 "shard %u's lease is held by another process with this id (\"%.*s\"): ids must be unique",
-			 k, (int)(len < 90 ? len : 90), holder);
+	{
+		l->st.duplicate_id++;
+		snprintf(l->st.duplicate_last, sizeof(l->st.duplicate_last),
+			 "shard %u's lease is held by another process with this id (\"%.*s\"): ids must be unique", k,
+			 (int)(len < 90 ? len : 90), holder);
+	}
 	if (pttl == -2)
 		wait_ms = 0; /* gone meanwhile: at the next step */
 	else if (pttl >= 0 && pttl < wait_ms)
@@ -241,6 +244,16 @@ static void fold_lease(struct lease *l, unsigned k, const redisReply *e, int64_t
 	switch (l->op[k]) {
 	case OP_ACQUIRE:
 		if (ok == 1) {
+			const redisReply *const *el;
+			const char *what;
+			size_t n, len;
+
+			if (!reply_array(e, 2, &el, &n) && !reply_str(el[1], &what, &len)) {
+				/* the key held what no daemon writes: replaced */
+				l->st.repaired++;
+				snprintf(l->st.repaired_last, sizeof(l->st.repaired_last), "shard %u's lease was %.*s", k,
+					 (int)(len < 40 ? len : 40), what);
+			}
 			l->held[k] = 1;
 			l->gained[k]++;
 			l->valid_us[k] = sent_us + l->ttl_ms * 1000;
@@ -394,6 +407,9 @@ void lease_status(const struct lease *l, struct worker_lease_status *out)
 
 	*out = l->st;
 	out->on = 1;
+	out->repaired += l->ms.repaired;
+	if (l->ms.repaired && !out->repaired_last[0])
+		snprintf(out->repaired_last, sizeof(out->repaired_last), "<prefix>daemons was a %s", l->ms.repaired_what);
 	memcpy(out->id, l->id, l->idlen + 1);
 	out->ttl_ms = l->ttl_ms;
 	for (size_t k = 0; k < SHARD_COUNT; k++)

@@ -81,7 +81,7 @@ int members_queue(struct members *ms, const char *prefix, struct rbatch *b, int 
 	b2 = cmdargs_begin(a);
 	if (cmdargs_end(a, strbuf_add(b2, prefix, strlen(prefix)) || strbuf_add(b2, "daemons", 7)) ||
 	    cmdargs_str(a, ms->id) ||
-	    cmdargs_str(a, leave ? "leave" : "beat") || cmdargs_int(a, ms->forget_ms) ||
+	    cmdargs_str(a, leave ? "leave" : "beat") || cmdargs_int(a, ms->forget_ms) || cmdargs_int(a, ms->dead_ms) ||
 	    (argc = cmdargs_view(a, NULL, &argv, &lens)) < 0)
 		return -ENOMEM;
 	return rbatch_eval(b, SCRIPT_DAEMONS, 1, argc, argv, lens);
@@ -100,21 +100,30 @@ static int read_entries(struct members *ms, const redisReply *e, char *why, size
 	long long now;
 	int self = 0;
 
-	if (reply_array(e, 1, &el, &n) || reply_int(el[0], &now) || n % 2 != 1) {
+	const char *repaired;
+	size_t rlen;
+
+	if (reply_array(e, 2, &el, &n) || reply_int(el[0], &now) || reply_str(el[1], &repaired, &rlen) || n % 2) {
 		snprintf(why, cap, "heartbeat: %s", reply_describe(e));
 		return reply_errno(e) ? reply_errno(e) : -EPROTO;
 	}
-	for (size_t i = 1; i + 1 < n && m < LEASE_MEMBERS_MAX; i += 2) {
-		const char *id;
+	if (rlen) {
+		ms->repaired++;
+		snprintf(ms->repaired_what, sizeof(ms->repaired_what), "%.*s", (int)(rlen < 20 ? rlen : 20), repaired);
+	}
+	for (size_t i = 2; i + 1 < n && m < LEASE_MEMBERS_MAX; i += 2) {
+		const char *id, *bad;
 		size_t len;
 		long long seen;
 
-		if (reply_str(el[i], &id, &len) || len == 0 || len > CONFIG_ID_MAX || reply_int_text(el[i + 1], &seen))
-			continue; /* not a daemon's heartbeat: not one of us */
+		if (reply_str(el[i], &id, &len) || len == 0 || len > CONFIG_ID_MAX || memchr(id, '\0', len) ||
+		    config_id_check(id, &bad) || reply_int_text(el[i + 1], &seen))
+			continue; /* not a daemon's heartbeat (no id of ours has such bytes): not one of us */
 		memcpy(ms->m[m].id, id, len);
 		ms->m[m].id[len] = '\0';
 		ms->m[m].seen_ms = seen;
-		ms->m[m].alive = seen > now - ms->dead_ms;
+		/* a score ahead of now (the script removes those far ahead) is not a heartbeat to trust */
+		ms->m[m].alive = seen > now - ms->dead_ms && seen <= now + ms->dead_ms;
 		self |= len == ms->idlen && memcmp(id, ms->id, len) == 0;
 		m++;
 	}

@@ -46,6 +46,8 @@ struct members {
 	uint64_t view;                   /* hash of the live ids the owners were computed for */
 	int have_view;
 	unsigned char mine[SHARD_COUNT]; /* rendezvous names this daemon */
+	uint64_t repaired;               /* heartbeats that found the key of another type (replaced) */
+	char repaired_what[24];          /* ... the type it held */
 	struct cmdargs a;
 };
 
@@ -54,13 +56,16 @@ void members_init(struct members *ms, const char *id, int64_t dead_ms, int64_t f
 void members_free(struct members *ms);
 /*
  * Queue the heartbeat (`leave`: the removal of this daemon) under key
- * prefix `prefix`: EVALSHA daemons <prefix>daemons id beat|leave forget_ms.
+ * prefix `prefix`: EVALSHA daemons <prefix>daemons id beat|leave forget_ms
+ * dead_ms (members scored more than dead_ms ahead of now are removed).
  * 0 or -ENOMEM.
  */
 int members_queue(struct members *ms, const char *prefix, struct rbatch *b, int leave);
 /*
- * Read the heartbeat's reply {now, id1, ms1, ...}: the members (this daemon
- * always among them, alive), and the shards that are this daemon's when
+ * Read the heartbeat's reply {now, repaired, id1, ms1, ...}: the members
+ * (this daemon always among them, alive; ids that are not valid daemon ids
+ * skipped; a member scored ahead of now by more than dead_ms is dead), a
+ * key found of another type (replaced) counted, and the shards that are this daemon's when
  * the live ones changed.  1 when they changed (and on the first read), 0
  * when not, or the reply's errno with the reason in `why` (`cap` bytes).
  */

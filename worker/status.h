@@ -99,6 +99,11 @@ struct worker_lease_status {
 	uint64_t fenced;         /* worker script calls the fence refused (the lease was not ours) */
 	uint64_t released;       /* leases given up: to the daemon that should own them, or at shutdown */
 	uint64_t heartbeats;     /* heartbeats written */
+	uint64_t repaired;       /* keys of ours found holding what no daemon writes (a lease of another
+				  * type or without a TTL, <prefix>daemons of another type): replaced */
+	char repaired_last[80];  /* the last of them; "" */
+	uint64_t duplicate_id;   /* acquisitions refused by a lease of another process with this id */
+	char duplicate_last[160]; /* the last such refusal; "" */
 	char last_error[160];    /* why the last lease step failed; "" */
 };
 
