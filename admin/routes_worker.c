@@ -185,6 +185,7 @@ static int add_leases(cJSON *o, const struct worker_status *st)
 	       jsonv_add_int(k, "repaired", (int64_t)l->repaired) ||
 	       !(l->repaired_last[0] ? cJSON_AddStringToObject(k, "repaired_last", l->repaired_last)
 				     : cJSON_AddNullToObject(k, "repaired_last")) ||
+	       jsonv_add_int(k, "ttl_conflicts", (int64_t)l->ttl_conflicts) ||
 	       jsonv_add_int(k, "duplicate_id", (int64_t)l->duplicate_id) ||
 	       !(l->duplicate_last[0] ? cJSON_AddStringToObject(k, "duplicate_last", l->duplicate_last)
 				      : cJSON_AddNullToObject(k, "duplicate_last")) ||

@@ -86,6 +86,15 @@ void report_leases(const struct worker_status *ws, int rc, struct lease_log *l)
 		l->duplicate_id = s->duplicate_id;
 		l->duplicate_us = clock_mono_us();
 	}
+	if (s->ttl_conflicts != l->ttl_conflicts &&
+	    (!l->ttl_conflict_us || clock_mono_us() - l->ttl_conflict_us >= 60 * 1000000LL)) {
+		log_event(LOG_WARN, "lease_ttl_conflict", "id=%s lease_ttl_ms=%lld found_pttl_ms=%lld conflicts=%llu "
+			  "hint=\"another daemon runs with a longer lease_ttl_ms: each judges the others' deaths by its own, "
+			  "so a dead daemon's shards wait for the longest; give every daemon one lease_ttl_ms\"", s->id,
+			  (long long)s->ttl_ms, s->ttl_conflict_ms, (unsigned long long)s->ttl_conflicts);
+		l->ttl_conflicts = s->ttl_conflicts;
+		l->ttl_conflict_us = clock_mono_us();
+	}
 	if (!l->said || s->owned != l->owned || s->live != l->live) {
 		log_event(LOG_INFO, "shards_owned", "id=%s owned=%zu live=%zu acquired=%llu lost=%llu released=%llu",
 			  s->id, s->owned, s->live, (unsigned long long)s->acquired, (unsigned long long)s->lost,

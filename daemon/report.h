@@ -23,7 +23,8 @@ struct copies_log {
 /* What the log last said of the shard leases. */
 struct lease_log {
 	size_t owned, live;
-	uint64_t repaired, duplicate_id; /* the counters when last logged */
+	uint64_t repaired, duplicate_id, ttl_conflicts; /* the counters when last logged */
+	int64_t ttl_conflict_us; /* when ttl_conflicts was last logged (CLOCK_MONOTONIC); 0: never */
 	int64_t duplicate_us;    /* when duplicate_id was last logged (CLOCK_MONOTONIC); 0: never */
 	int said;                /* a shards_owned line was logged */
 	int failing;
@@ -44,7 +45,8 @@ void report_copies(const struct worker_status *ws, struct copies_log *l);
  * or the live daemons changed (and the first time), lease_failed once per
  * reason, lease_repaired when a key no daemon writes was replaced,
  * duplicate_id (at most once a minute) while another process with this id
- * holds leases.
+ * holds leases, lease_ttl_conflict (at most once a minute) while another
+ * daemon holds leases with a longer lease_ttl_ms.
  */
 void report_leases(const struct worker_status *ws, int rc, struct lease_log *l);
 

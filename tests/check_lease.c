@@ -582,6 +582,36 @@ START_TEST(foreign_walk_by_one_holder)
 }
 END_TEST
 
+/*
+ * Two lease_ttl_ms: the daemon with the shorter one sees leases with more
+ * time left than it ever sets (its refused acquisitions' PTTL), and counts
+ * a conflict; the joining daemon retries soon (50 ms, doubling) and takes
+ * its shards at the first step after the holder handed them over.
+ */
+START_TEST(ttl_conflict_and_quick_join)
+{
+	struct daemon d[2];
+	struct worker_lease_status s;
+	int64_t t = clock_mono_us();
+
+	daemon_up(&d[0], "long", 5000);
+	daemon_up(&d[1], "short", 1000);
+	step_all(d, 2, t);           /* long takes all, short is refused (PTTL ~5000) */
+	s = status(&d[1]);
+	ck_assert_uint_gt(s.refused, 300);
+	ck_assert_uint_eq(s.ttl_conflicts, s.refused);
+	ck_assert_int_gt(s.ttl_conflict_ms, 4000);
+	ck_assert_uint_eq(status(&d[0]).ttl_conflicts, 0);
+	step_all(d, 1, t + 1000);    /* long sees short: hands over */
+	/* 60 ms later (past the first retry, 50 ms): short takes them */
+	ck_assert_int_eq(lease_step(d[1].l, d[1].c, d[1].b, t + 61000), 0);
+	ck_assert_uint_eq(owned(&d[0]) + owned(&d[1]), SHARD_COUNT);
+	ck_assert_uint_gt(owned(&d[1]), 300);
+	daemon_down(&d[0]);
+	daemon_down(&d[1]);
+}
+END_TEST
+
 /* Shutdown gives every lease back and leaves the set of daemons. */
 START_TEST(release_all_at_shutdown)
 {
@@ -632,6 +662,7 @@ static Suite *lease_suite(void)
 	tcase_add_test(tc, fence_refuses_a_lost_lease);
 	tcase_add_test(tc, renewed_without_heartbeat);
 	tcase_add_test(tc, members_repaired);
+	tcase_add_test(tc, ttl_conflict_and_quick_join);
 	tcase_add_test(tc, foreign_walk_by_one_holder);
 	tcase_add_test(tc, release_all_at_shutdown);
 	tcase_add_test(tc, ids_and_ttls);

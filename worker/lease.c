@@ -19,6 +19,11 @@
 
 enum { OP_NONE = 0, OP_ACQUIRE, OP_RENEW, OP_RELEASE };
 
+/* ms of the first retry of a refused acquisition (doubling) */
+#define LEASE_RETRY_MS 50
+/* a PTTL this much above lease_ttl_ms is another daemon's longer TTL (not a clock's jitter) */
+#define LEASE_TTL_SLACK_MS 100
+
 /*
  * The lease calls of one round trip.  On a single Redis one call takes up to
  * LEASE_PER_CALL shards (one script's set-up for all: a daemon renews every
@@ -49,6 +54,7 @@ struct lease {
 	uint64_t token[SHARD_COUNT];         /* held (or being taken): its token */
 	int64_t valid_us[SHARD_COUNT];       /* held: surely ours until then (CLOCK_MONOTONIC) */
 	int64_t retry_us[SHARD_COUNT];       /* wanted, refused: not tried again before */
+	unsigned char refusals[SHARD_COUNT]; /* wanted: acquisitions refused in a row */
 	int64_t renewed_us;                  /* send of the last renewal round; 0: none */
 	struct members ms;                   /* the daemons, and which shards are this one's */
 	struct calls calls;                  /* the lease calls of the round trip being built */
@@ -206,13 +212,28 @@ static void calls_init(struct calls *cs, const struct rconn *c)
 static void refused_retry(struct lease *l, unsigned k, const redisReply *e, int64_t now_us)
 {
 	long long pttl = -2;
-	int64_t wait_ms = l->ttl_ms / 4;
-
+	/*
+	 * Its holder, alive, hands it over at its next step once it sees this daemon
+	 * (a join): tried again soon, then less and less often (50 ms doubling, up to
+	 * ttl / 4) while it does not (the holder sees other members, or it is dead
+	 * and its lease runs out: PTTL below).
+	 */
+	int64_t wait_ms = LEASE_RETRY_MS << (l->refusals[k] < 6 ? l->refusals[k] : 6);
 	const redisReply *const *el;
 	const char *holder;
 	size_t n, len;
 
+	if (wait_ms > l->ttl_ms / 4)
+		wait_ms = l->ttl_ms / 4;
+	if (l->refusals[k] < UINT8_MAX)
+		l->refusals[k]++;
 	(void)reply_int_at(e, 2, &pttl);
+	if (pttl > l->ttl_ms + LEASE_TTL_SLACK_MS) {
+		/* a lease longer than any this daemon sets: its holder has a longer lease_ttl_ms
+		 * (it judges the others' deaths by it too: a dead daemon's shards wait for it) */
+		l->st.ttl_conflicts++;
+		l->st.ttl_conflict_ms = pttl;
+	}
 	if (!reply_array(e, 2, &el, &n) && !reply_str(el[1], &holder, &len) && len > l->idlen + 1 &&
 	    memcmp(holder, l->id, l->idlen) == 0 && holder[l->idlen] == ':' &&
 	    memcmp(holder + l->idlen + 1, l->incarnation, 8) != 0)
@@ -255,6 +276,7 @@ static void fold_lease(struct lease *l, unsigned k, const redisReply *e, int64_t
 					 (int)(len < 40 ? len : 40), what);
 			}
 			l->held[k] = 1;
+			l->refusals[k] = 0;
 			l->gained[k]++;
 			l->valid_us[k] = sent_us + l->ttl_ms * 1000;
 			l->st.acquired++;
@@ -315,10 +337,11 @@ int lease_step(struct lease *l, struct rconn *c, struct rbatch *b, int64_t now_u
 	} else if ((beat_rc = members_read(&l->ms, rbatch_reply(b, 0), l->st.last_error,
 					   sizeof(l->st.last_error))) >= 0) {
 		l->st.heartbeats++;
-		if (beat_rc == 1)
-			for (unsigned k = 0; k < SHARD_COUNT; k++)
-				if (!l->ms.mine[k])
-					l->retry_us[k] = 0; /* wanted again later: tried at once */
+		if (beat_rc == 1) {
+			/* other members, other owners: every shard this daemon now wants is tried at once */
+			memset(l->retry_us, 0, sizeof(l->retry_us));
+			memset(l->refusals, 0, sizeof(l->refusals));
+		}
 		beat_rc = 0;
 	}
 	/* a single Redis that did not answer the heartbeat answers no renewal either */

@@ -102,6 +102,9 @@ struct worker_lease_status {
 	uint64_t repaired;       /* keys of ours found holding what no daemon writes (a lease of another
 				  * type or without a TTL, <prefix>daemons of another type): replaced */
 	char repaired_last[80];  /* the last of them; "" */
+	uint64_t ttl_conflicts;  /* acquisitions refused by a lease with more time left than this
+				  * daemon's lease_ttl_ms: another daemon runs with a longer TTL */
+	long long ttl_conflict_ms; /* the last such lease's PTTL (a lower bound of that TTL) */
 	uint64_t duplicate_id;   /* acquisitions refused by a lease of another process with this id */
 	char duplicate_last[160]; /* the last such refusal; "" */
 	char last_error[160];    /* why the last lease step failed; "" */
