@@ -14,8 +14,13 @@
  * them every ttl_ms / 3 while they hold its string (PEXPIRE), and gives
  * back (DEL while its own) those another live daemon should now own; that
  * one takes them at its next step.  A refused acquisition is tried again
- * when the holder's lease would run out, or sooner (ttl_ms / 4) while its
- * holder is expected to hand it over.  The token is new at every
+ * 50 ms later, then 100, 200, ... up to ttl_ms / 4 (its holder, alive, hands
+ * it over at its next step), or when the holder's lease runs out if sooner,
+ * and at once after the members changed; a refusal by a lease with more
+ * time left than ttl_ms counts a TTL conflict (another daemon's lease_ttl_ms
+ * is longer), one by this id's lease from another process a duplicate id.
+ * A lease key that no daemon writes (another type, or no TTL) is replaced
+ * by the daemon the shard belongs to (lua/lease.lua).  The token is new at every
  * acquisition, so a string from before a lease was lost never matches the
  * lease taken again.  The worker's shard scripts get the lease key and the
  * string and change nothing when the key holds another (lib/due.lua: the
