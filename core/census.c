@@ -36,6 +36,7 @@ struct census {
 	uint64_t rules_version;         /* the rules it matches against */
 	char rules_epoch[40];
 	int64_t start_ms, next_ms;      /* now it started at; when the next is due */
+	int64_t period_ms;              /* between the starts of two passes (census_set_period) */
 	int64_t busy_us;
 	uint64_t steps, trips;
 	int have_last;                  /* a pass ended: last_version/epoch are its rules */
@@ -72,6 +73,7 @@ struct census *census_new(const struct layout *const *layouts, size_t n)
 			cs->algorithms |= 1u << layouts[i]->algorithm;
 		}
 	cs->width = CENSUS_WIDTH_MIN;
+	cs->period_ms = CENSUS_PERIOD_MS;
 	cs->sum.algorithms = cs->algorithms;
 	cs->sum.last_ms = -1;
 	return cs;
@@ -105,7 +107,7 @@ static void begin(struct census *cs, const struct ruleset *rules, int64_t now_ms
 	cs->rules_version = rules->version;
 	snprintf(cs->rules_epoch, sizeof(cs->rules_epoch), "%s", rules->epoch);
 	cs->start_ms = now_ms;
-	cs->next_ms = now_ms + CENSUS_PERIOD_MS;
+	cs->next_ms = now_ms + cs->period_ms;
 	cs->busy_us = 0;
 	cs->steps = cs->trips = 0;
 }
@@ -291,6 +293,12 @@ static void progress(struct census *cs, struct rconn *c, int rc, int restarted)
 	pthread_mutex_unlock(&cs->lock);
 }
 
+void census_set_period(struct census *cs, int64_t period_ms)
+{
+	if (period_ms > 0)
+		cs->period_ms = period_ms;
+}
+
 int census_step(struct census *cs, struct rconn *c, const struct ruleset *rules, int64_t now_ms, int64_t budget_us,
 		int *done)
 {
@@ -306,7 +314,7 @@ int census_step(struct census *cs, struct rconn *c, const struct ruleset *rules,
 		/* not yet due: the period (or the retry after an abandoned first pass) runs, and the
 		 * clock did not go back past the last start */
 		int wait = (cs->have_last || cs->next_ms) && now_ms < cs->next_ms &&
-			   now_ms >= cs->next_ms - CENSUS_PERIOD_MS;
+			   now_ms >= cs->next_ms - cs->period_ms;
 
 		if (!changed && wait)
 			return 0;

@@ -94,6 +94,15 @@ void census_free(struct census *cs);
 int census_step(struct census *cs, struct rconn *c, const struct ruleset *rules, int64_t now_ms, int64_t budget_us,
 		int *done);
 
+/*
+ * The time between the starts of two passes, ms (> 0; CENSUS_PERIOD_MS until
+ * set), from the next pass on.  Several daemons that share the shards each
+ * run a census of the whole keyspace for their own admin API: the worker
+ * stretches the period by the number of live daemons, so that together they
+ * cost Redis what one daemon's census does.
+ */
+void census_set_period(struct census *cs, int64_t period_ms);
+
 /* The summary: the last complete pass, the progress of the current one. */
 void census_summary(struct census *cs, struct census_summary *out);
 

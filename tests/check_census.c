@@ -256,6 +256,27 @@ START_TEST(test_census_budget_and_change)
 	ck_assert_uint_eq(s.passes, 2);
 	ck_assert_uint_eq(s.paths[ALG_LEAKY_BUCKET], 20000);
 	ck_assert_uint_eq(s.mismatched[ALG_LEAKY_BUCKET], 19999);
+
+	/* a longer period (several daemons: CENSUS_PERIOD_MS x the live ones) from the pass after
+	 * the next: that one is due a CENSUS_PERIOD_MS after the last start, the one after it 3 */
+	census_set_period(cs, 3 * CENSUS_PERIOD_MS);
+	{
+		int64_t start = T0 + CENSUS_PERIOD_MS + 1, next = start + CENSUS_PERIOD_MS;
+
+		do
+			ck_assert_int_eq(census_step(cs, rc, &rs, next, INT64_MAX, &done), 0);
+		while (!done);
+		ck_assert_int_eq(census_step(cs, rc, &rs, next + CENSUS_PERIOD_MS, INT64_MAX, &done), 0);
+		ck_assert_int_eq(census_step(cs, rc, &rs, next + 3 * CENSUS_PERIOD_MS - 1, INT64_MAX, &done), 0);
+		census_summary(cs, &s);
+		ck_assert_uint_eq(s.passes, 3);
+		ck_assert(!s.in_pass);
+		do
+			ck_assert_int_eq(census_step(cs, rc, &rs, next + 3 * CENSUS_PERIOD_MS, INT64_MAX, &done), 0);
+		while (!done);
+		census_summary(cs, &s);
+		ck_assert_uint_eq(s.passes, 4);
+	}
 	census_free(cs);
 	ruleset_clear(&rs);
 	rconn_free(rc);

@@ -258,6 +258,12 @@ static int step_prepare(struct worker *w, enum worker_job job, int64_t now_ms, i
 		goto fail;
 	/* the census of mismatched paths, likewise */
 	what = "census";
+	if (w->census && w->lease) {
+		struct worker_lease_status ls;
+
+		lease_status(w->lease, &ls);
+		census_set_period(w->census, CENSUS_PERIOD_MS * (int64_t)(ls.live ? ls.live : 1));
+	}
 	if (job == WORKER_PRUNE && w->census &&
 	    (rc = census_step(w->census, w->conn, &w->rules, *now, WORKER_CENSUS_BUDGET_US, NULL)) &&
 	    note_later(w, job, what, rc, later))
