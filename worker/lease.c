@@ -1,6 +1,7 @@
 /*
- * Shard leases (worker/lease.h): membership by heartbeat, ownership by
- * rendezvous hashing, leases taken, renewed and given back in pipelines.
+ * Shard leases (worker/lease.h): taken, renewed and given back in batched
+ * lease.lua calls, one round trip a step after the heartbeat; who should
+ * own which shard is worker/members.c's.
  */
 #include "worker/lease.h"
 
@@ -9,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
-#include <unistd.h>
 
 #include "core/config.h"
 #include "core/keys.h"
