@@ -26,6 +26,13 @@ int metrics_redis_probe(struct api *a, struct rbatch *batch, int *up);
 int metrics_put_redis(struct strbuf *b, const struct api *a, struct rbatch *batch, int up);
 /* sluice_redis_node_* and sluice_redis_redirects_total, per primary of the worker's status. */
 int metrics_put_nodes(struct strbuf *b, const struct worker_status *st);
+/*
+ * The Prometheus convention's process metrics (process_cpu_seconds_total,
+ * process_resident_memory_bytes, process_virtual_memory_bytes,
+ * process_open_fds, process_max_fds, process_start_time_seconds), from
+ * /proc/self; a figure that cannot be read is left out.
+ */
+int metrics_put_process(struct strbuf *b);
 /* sluice_lease_*: the shard leases of the worker's status (nothing when it runs without leases). */
 int metrics_put_leases(struct strbuf *b, const struct worker_status *st);
 

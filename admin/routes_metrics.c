@@ -263,12 +263,10 @@ static int put_requests(struct strbuf *b, const struct api *a)
 	/* routes in table order, then (r NULL) the requests no route answered */
 	for (size_t i = 0;; i++) {
 		const struct api_route *r = api_route(i);
-		char route[64], status[8];
+		char status[8];
+		/* the route's pattern and method apart; the requests no route answered, of any method */
+		const char *route = r ? r->pattern : "unmatched", *method = r ? r->method : "any";
 
-		if (r)
-			snprintf(route, sizeof(route), "%s %s", r->method, r->pattern);
-		else
-			snprintf(route, sizeof(route), "unmatched");
 		for (size_t k = 0; k <= API_NSTATUS; k++) {
 			if (!a->http[i][k])
 				continue;
@@ -276,8 +274,8 @@ static int put_requests(struct strbuf *b, const struct api *a)
 				snprintf(status, sizeof(status), "%d", api_statuses[k]);
 			else
 				snprintf(status, sizeof(status), "other");
-			if (metrics_printf(b, "sluice_http_requests_total{route=\"%s\",status=\"%s\"} %llu\n", route, status,
-				    (unsigned long long)a->http[i][k]))
+			if (metrics_printf(b, "sluice_http_requests_total{route=\"%s\",method=\"%s\",status=\"%s\"} %llu\n",
+					   route, method, status, (unsigned long long)a->http[i][k]))
 				return -ENOMEM;
 		}
 		if (!r)
@@ -291,7 +289,8 @@ void route_metrics(struct api *a, struct api_response *res)
 	struct rbatch *batch = rbatch_new();
 	int up = 0, bad = !batch || metrics_redis_probe(a, batch, &up);
 
-	bad = bad || metrics_put_redis(&b, a, batch, up) || (a->worker && put_worker(&b, a->worker)) || put_requests(&b, a);
+	bad = bad || metrics_put_redis(&b, a, batch, up) || (a->worker && put_worker(&b, a->worker)) || put_requests(&b, a) ||
+	      metrics_put_process(&b);
 	rbatch_free(batch);
 	if (bad || !b.p) {
 		strbuf_free(&b);

@@ -254,7 +254,10 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 	{
 		char q[300];
 
-		log_event(LOG_INFO, "http", "method=%s path=%s status=%d us=%lld", method,
+		/* the probes and the scrapes come every few seconds: at debug, not to drown the rest */
+		int probe = !strcmp(url, "/healthz") || !strcmp(url, "/readyz") || !strcmp(url, "/metrics");
+
+		log_event(probe ? LOG_DEBUG : LOG_INFO, "http", "method=%s path=%s status=%d us=%lld", method,
 			  log_quote(q, sizeof(q), url, strlen(url)), res.status,
 			  (long long)(clock_mono_us() - r->start_us));
 	}

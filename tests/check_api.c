@@ -216,7 +216,7 @@ START_TEST(test_auth_writes)
 		struct api_response rs;
 
 		api_handle(a, &rq, &rs);
-		ck_assert_ptr_nonnull(strstr(rs.text, "sluice_http_requests_total{route=\"unmatched\",status=\"401\"} 6\n"));
+		ck_assert_ptr_nonnull(strstr(rs.text, "sluice_http_requests_total{route=\"unmatched\",method=\"any\",status=\"401\"} 6\n"));
 		free(rs.text);
 	}
 	api_free(a);

@@ -421,6 +421,9 @@ START_TEST(skew_copies_kept_and_reloaded)
 	ck_assert_msg(strstr(log, "event=skew_synced max_clock_skew_ms=3000 shards_written=1024"), "%s", log);
 	ck_assert_msg(strstr(log, "event=reloaded drain_interval_ms=20 prune_interval_ms=50 rules=0 max_clock_skew_ms=4000"),
 		      "%s", log);
+	/* requests are logged at info, but the probes (its start waited on /healthz) at debug */
+	ck_assert_msg(strstr(log, "event=http method=GET path=\"/v1/worker\" status=200"), "%s", log);
+	ck_assert_msg(!strstr(log, "path=\"/healthz\""), "%s", log);
 	ck_assert_int_eq(stop_daemon(&d), 0);
 }
 END_TEST

@@ -92,14 +92,38 @@ START_TEST(test_metrics)
 	has_line(m, "sluice_sweep_duration_seconds_bucket{job=\"drain\",le=\"+Inf\"} 1");
 	has_line(m, "sluice_sweep_duration_seconds_count{job=\"prune\"} 1");
 	has_line(m, "# TYPE sluice_sweep_duration_seconds histogram");
-	has_line(m, "sluice_http_requests_total{route=\"PUT /v1/rules/{name}\",status=\"201\"} 1");
-	has_line(m, "sluice_http_requests_total{route=\"GET /v1/rules/{name}\",status=\"404\"} 1");
-	has_line(m, "sluice_http_requests_total{route=\"unmatched\",status=\"405\"} 1");
+	has_line(m, "sluice_http_requests_total{route=\"/v1/rules/{name}\",method=\"PUT\",status=\"201\"} 1");
+	has_line(m, "sluice_http_requests_total{route=\"/v1/rules/{name}\",method=\"GET\",status=\"404\"} 1");
+	has_line(m, "sluice_http_requests_total{route=\"unmatched\",method=\"any\",status=\"405\"} 1");
 	has_line(m, "sluice_rules_loaded 1");
+	/* the process collector's metrics, of this process (the suite is the daemon's process here) */
+	has_line(m, "# TYPE process_cpu_seconds_total counter");
+	has_line(m, "# TYPE process_resident_memory_bytes gauge");
+	has_line(m, "# TYPE process_start_time_seconds gauge");
+	{
+		double rss = -1, fds = -1, start = -1, cpu = -1, maxfds = -1;
+		const char *p;
+
+		ck_assert_ptr_nonnull(p = strstr(m, "\nprocess_resident_memory_bytes "));
+		rss = atof(p + strlen("\nprocess_resident_memory_bytes "));
+		ck_assert_ptr_nonnull(p = strstr(m, "\nprocess_open_fds "));
+		fds = atof(p + strlen("\nprocess_open_fds "));
+		ck_assert_ptr_nonnull(p = strstr(m, "\nprocess_max_fds "));
+		maxfds = atof(p + strlen("\nprocess_max_fds "));
+		ck_assert_ptr_nonnull(p = strstr(m, "\nprocess_start_time_seconds "));
+		start = atof(p + strlen("\nprocess_start_time_seconds "));
+		ck_assert_ptr_nonnull(p = strstr(m, "\nprocess_cpu_seconds_total "));
+		cpu = atof(p + strlen("\nprocess_cpu_seconds_total "));
+		ck_assert_msg(rss > 1e6 && rss < 4e9, "rss %g", rss);
+		ck_assert_msg(fds >= 3 && fds <= maxfds, "fds %g of %g", fds, maxfds);
+		/* started before now, and within the last hour (a suite runs for seconds) */
+		ck_assert_msg(start <= (double)time(NULL) + 1 && start > (double)time(NULL) - 3600, "start %f", start);
+		ck_assert_msg(cpu > 0 && cpu < 3600, "cpu %g", cpu);
+	}
 	free(m);
 	/* the scrape itself is counted by the next one */
 	m = metrics_text();
-	has_line(m, "sluice_http_requests_total{route=\"GET /metrics\",status=\"200\"} 1");
+	has_line(m, "sluice_http_requests_total{route=\"/metrics\",method=\"GET\",status=\"200\"} 1");
 	free(m);
 	/* a registry of another type: no sample for its layout rather than a wrong sum */
 	freeReplyObject(test_cmd(c, "SET sluice:{3}:registry:token_bucket oops"));
