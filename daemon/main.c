@@ -295,6 +295,19 @@ int main(int argc, char **argv)
 		config_free(&d.cfg);
 		return 2;
 	}
+	if (action == OPT_CHECK) {
+		char where2[160];
+
+		printf("sluiced: config valid: redis=%s listen=%s:%d rules=%zu layouts=%zu drain_interval_ms=%lld "
+		       "prune_interval_ms=%lld lease_ttl_ms=%lld id=%s auth=%s\n",
+		       redis_target_describe(&d.cfg.redis, where2, sizeof(where2)), d.cfg.listen_host, d.cfg.listen_port,
+		       d.cfg.nrules, d.cfg.nlayouts, (long long)d.cfg.drain_interval_ms,
+		       (long long)d.cfg.prune_interval_ms, (long long)d.cfg.lease_ttl_ms,
+		       d.cfg.id ? d.cfg.id : "(default)",
+		       !d.cfg.admin_token ? "none" : d.cfg.admin_auth_reads ? "all" : "writes");
+		config_free(&d.cfg);
+		return 0;
+	}
 
 	if ((sfd = setup_signals()) < 0) {
 		fprintf(stderr, "sluiced: signalfd: %s\n", strerror(errno));

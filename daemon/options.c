@@ -19,6 +19,7 @@ enum {
 	O_INSECURE,
 	O_ID,
 	O_LEASE_TTL,
+	O_CHECK,
 };
 
 static const struct option longopts[] = {
@@ -33,6 +34,7 @@ static const struct option longopts[] = {
 	{ "insecure", no_argument, NULL, O_INSECURE },
 	{ "id", required_argument, NULL, O_ID },
 	{ "lease-ttl-ms", required_argument, NULL, O_LEASE_TTL },
+	{ "check-config", no_argument, NULL, O_CHECK },
 	{ "help", no_argument, NULL, O_HELP },
 	{ "version", no_argument, NULL, O_VERSION },
 	{ NULL, 0, NULL, 0 },
@@ -66,6 +68,9 @@ void options_usage(FILE *out)
 	      "                               over within it plus a tick (default 2000)\n"
 	      "      --insecure               allow a non-loopback --listen address without an\n"
 	      "                               admin token (writes then need no Authorization)\n"
+	      "      --check-config           read the config file and the flags as for a run,\n"
+	      "                               print what they give and exit (0: valid, 2: not;\n"
+	      "                               Redis is not contacted)\n"
 	      "  -h, --help                   this text\n"
 	      "  -V, --version                print the version\n"
 	      "\n"
@@ -97,7 +102,7 @@ int options_parse(int argc, char **argv, struct config *cfg, enum options_action
 		  const char **config_path, struct sl_error *err)
 {
 	const char *config = NULL;
-	int c, rc;
+	int c, rc, check = 0;
 
 	*action = OPT_RUN;
 	/* pass 1: --config, --help, --version, and unknown flags */
@@ -110,6 +115,8 @@ int options_parse(int argc, char **argv, struct config *cfg, enum options_action
 			*action = OPT_HELP;
 		else if (c == O_VERSION && *action != OPT_HELP)
 			*action = OPT_VERSION;
+		else if (c == O_CHECK)
+			check = 1;
 		else if (c == ':')
 			return sl_fail(err, argv[optind - 1], "needs a value");
 		else if (c == '?')
@@ -180,5 +187,7 @@ int options_parse(int argc, char **argv, struct config *cfg, enum options_action
 		if (rc)
 			return rc;
 	}
+	if (check)
+		*action = OPT_CHECK;
 	return 0;
 }

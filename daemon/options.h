@@ -8,7 +8,8 @@
 
 #include "core/config.h"
 
-enum options_action { OPT_RUN = 0, OPT_HELP, OPT_VERSION };
+/* OPT_CHECK: --check-config, the config and flags parsed as for a run, then exit */
+enum options_action { OPT_RUN = 0, OPT_HELP, OPT_VERSION, OPT_CHECK };
 
 /*
  * Fill `cfg` (which must hold config_defaults()) from argv.  0 and *action,

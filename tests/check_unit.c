@@ -587,6 +587,27 @@ START_TEST(flags_help_version_and_errors)
 		ck_assert_int_eq(act, OPT_VERSION);
 	}
 	{
+		/* --check-config parses everything as for a run (flags applied), then asks to exit */
+		const char *argv[] = { "sluiced", "--check-config", "--lease-ttl-ms", "900", "--id", "a1", NULL };
+
+		ck_assert_int_eq(parse_argv(&c, &act, &err, 6, argv), 0);
+		ck_assert_int_eq(act, OPT_CHECK);
+		ck_assert_int_eq(c.lease_ttl_ms, 900);
+		ck_assert_str_eq(c.id, "a1");
+	}
+	{
+		const char *argv[] = { "sluiced", "--check-config", "--lease-ttl-ms", "299", NULL };
+
+		ck_assert_int_eq(parse_argv(&c, &act, &err, 4, argv), -EINVAL);
+		ck_assert_str_eq(err.field, "--lease-ttl-ms");
+	}
+	{
+		const char *argv[] = { "sluiced", "--id", "a b", NULL };
+
+		ck_assert_int_eq(parse_argv(&c, &act, &err, 3, argv), -EINVAL);
+		ck_assert_str_eq(err.field, "--id");
+	}
+	{
 		const char *argv[] = { "sluiced", "--prune-interval-ms", "10x", NULL };
 
 		ck_assert_int_eq(parse_argv(&c, &act, &err, 3, argv), -EINVAL);
