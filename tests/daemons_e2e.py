@@ -924,6 +924,20 @@ def run_config(store, url, sha):
                                                          le.get("id"), le.get("ttl_ms")),
               le.get("id") == want_id and le.get("ttl_ms") == want_ttl, json.dumps(le)[:300])
         check("config: ... it exits 0 on SIGTERM", d.terminate() == 0)
+    # --check-config: the same reading, a summary, no Redis contacted (a port nothing listens on)
+    conf = os.path.join(RUN["tmp"], "check.json")
+    with open(conf, "w") as f:
+        json.dump({"redis": "redis://127.0.0.1:1/0", "id": "chk", "lease_ttl_ms": 900}, f)
+    p = subprocess.run([RUN["sluiced"], "--check-config", "--config", conf], capture_output=True, text=True, timeout=10)
+    check("config: --check-config of a valid file exits 0 and says what it read, Redis not contacted",
+          p.returncode == 0 and p.stdout.startswith("sluiced: config valid: redis=127.0.0.1:1/0 ")
+          and " lease_ttl_ms=900 id=chk " in p.stdout, "exit %r: %r %r" % (p.returncode, p.stdout, p.stderr))
+    with open(conf, "w") as f:
+        json.dump({"lease_ttl_ms": 299}, f)
+    p = subprocess.run([RUN["sluiced"], "--check-config", "--config", conf], capture_output=True, text=True, timeout=10)
+    check("config: --check-config of an invalid one exits 2 naming the field, and prints nothing on stdout",
+          p.returncode == 2 and p.stderr.startswith("sluiced: lease_ttl_ms: ") and p.stdout == "",
+          "exit %r: %r %r" % (p.returncode, p.stdout, p.stderr))
 
 
 ORDER = ["run_config", "run_shares", "run_kill9", "run_sigstop", "run_join", "run_sigterm", "run_admin", "run_cluster"]
