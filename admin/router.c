@@ -45,6 +45,7 @@ struct segs {
 ADAPT(healthz, route_healthz(res))
 ADAPT(readyz, route_readyz(a, res))
 ADAPT(metrics, route_metrics(a, res))
+ADAPT(openapi, route_openapi(res))
 ADAPT(rules_list, route_rules_list(a, res))
 ADAPT(rule_get, route_rule_get(a, g->s[ARG], g->len[ARG], res))
 ADAPT(rule_put, route_rule_put(a, req, g->s[ARG], g->len[ARG], res))
@@ -68,6 +69,7 @@ static const struct {
 	{ { "GET", "/healthz" }, r_healthz },
 	{ { "GET", "/readyz" }, r_readyz },
 	{ { "GET", "/metrics" }, r_metrics },
+	{ { "GET", "/openapi.json" }, r_openapi },
 	{ { "GET", "/v1/rules" }, r_rules_list },
 	{ { "GET", "/v1/rules/{name}" }, r_rule_get },
 	{ { "PUT", "/v1/rules/{name}" }, r_rule_put },

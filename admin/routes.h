@@ -72,6 +72,8 @@ void route_worker(struct api *a, struct api_response *res);
 void route_sweep(struct api *a, struct api_response *res);
 
 /* routes_metrics.c */
+/* GET /openapi.json: docs/openapi.json as built in (application/json). */
+void route_openapi(struct api_response *res);
 void route_metrics(struct api *a, struct api_response *res);
 
 /* routes_health.c */

@@ -209,6 +209,26 @@ START_TEST(test_metrics_skew)
 }
 END_TEST
 
+/* GET /openapi.json answers docs/openapi.json, byte for byte, as application/json. */
+START_TEST(test_openapi_served)
+{
+	struct api_request rq = { .method = "GET", .path = "/openapi.json" };
+	struct api_response rs;
+	size_t len;
+	char *want = test_read_src("docs/openapi.json", &len);
+
+	api_handle(api, &rq, &rs);
+	ck_assert_int_eq(rs.status, 200);
+	ck_assert_ptr_null(rs.body);
+	ck_assert_ptr_nonnull(rs.text);
+	ck_assert_str_eq(rs.content_type, "application/json");
+	ck_assert_uint_eq(strlen(rs.text), len);
+	ck_assert_msg(memcmp(rs.text, want, len) == 0, "GET /openapi.json differs from docs/openapi.json");
+	free(rs.text);
+	free(want);
+}
+END_TEST
+
 static Suite *metrics_suite(void)
 {
 	Suite *s = suite_create("metrics");
@@ -218,6 +238,7 @@ static Suite *metrics_suite(void)
 	tcase_add_test(tc, test_metrics);
 	tcase_add_test(tc, test_registry_gauge_cost);
 	tcase_add_test(tc, test_metrics_skew);
+	tcase_add_test(tc, test_openapi_served);
 	return s;
 }
 
