@@ -170,6 +170,17 @@ check-includes:
 # (tools/check_readme_rules.py), then every suite even when one fails, then
 # prints one closing line for all (the first two count in it) and, when one
 # failed, every failing check's line again.
+#
+# The Python suites, each ending with "<name>: N passed, M failed" (counted in the
+# closing line): conformance (DESIGN.md from outside), rules_e2e (rules obeyed,
+# through redis-py and the admin API), cluster_clients (the client scripts on a real
+# Redis Cluster; takes only the Lua folder), cluster_e2e (sluiced on a real cluster:
+# drain, resharding, failover, a hung node, admin), daemons_e2e (several sluiced
+# sharing the shards by leases, on one Redis and a cluster).
+PY_SUITES := conformance rules_e2e cluster_clients cluster_e2e daemons_e2e
+empty :=
+space := $(empty) $(empty)
+
 check-run: all $(TEST_BIN) check-lua $(LUA) $(LUA_TEST)
 	@fail=0; log=$$(mktemp); \
 	tools/check_includes.sh | tee -a $$log; [ $${PIPESTATUS[0]} -eq 0 ] || fail=1; \
@@ -178,29 +189,13 @@ check-run: all $(TEST_BIN) check-lua $(LUA) $(LUA_TEST)
 	  echo "== $$t"; SLUICED=$(B)/bin/sluiced $$t 2>&1 | tee -a $$log; \
 	  [ $${PIPESTATUS[0]} -eq 0 ] || fail=1; \
 	done; \
-	echo "== tests/conformance.py (DESIGN.md from outside)"; \
-	/usr/bin/python3 tests/conformance.py $(B)/bin/sluiced build/lua 2>&1 | tee -a $$log; \
-	[ $${PIPESTATUS[0]} -eq 0 ] || fail=1; \
-	echo "== tests/rules_e2e.py (rules obeyed, through redis-py and the admin API)"; \
-	/usr/bin/python3 tests/rules_e2e.py $(B)/bin/sluiced build/lua 2>&1 | tee -a $$log; \
-	[ $${PIPESTATUS[0]} -eq 0 ] || fail=1; \
-	echo "== tests/cluster_clients.py (the client scripts on a real Redis Cluster, through redis-py)"; \
-	/usr/bin/python3 tests/cluster_clients.py build/lua 2>&1 | tee -a $$log; \
-	[ $${PIPESTATUS[0]} -eq 0 ] || fail=1; \
-	echo "== tests/cluster_e2e.py (sluiced on a real Redis Cluster: drain, resharding, failover, a hung node, admin)"; \
-	/usr/bin/python3 tests/cluster_e2e.py $(B)/bin/sluiced build/lua 2>&1 | tee -a $$log; \
-	[ $${PIPESTATUS[0]} -eq 0 ] || fail=1; \
-	echo "== tests/daemons_e2e.py (several sluiced sharing the shards by leases, on one Redis and a cluster)"; \
-	/usr/bin/python3 tests/daemons_e2e.py $(B)/bin/sluiced build/lua 2>&1 | tee -a $$log; \
-	[ $${PIPESTATUS[0]} -eq 0 ] || fail=1; \
+	for s in $(PY_SUITES); do \
+	  args="$(B)/bin/sluiced build/lua"; [ $$s != cluster_clients ] || args=build/lua; \
+	  echo "== tests/$$s.py"; /usr/bin/python3 tests/$$s.py $$args 2>&1 | tee -a $$log; \
+	  [ $${PIPESTATUS[0]} -eq 0 ] || fail=1; \
+	done; \
 	awk -F'[:,] *' '/^[0-9]+%: Checks: /{ n += $$3; f += $$5 + $$7 } \
-	  /^includes: [0-9]+ passed, [0-9]+ failed$$/{ n += $$2 + $$3; f += $$3 } \
-	  /^readme: [0-9]+ passed, [0-9]+ failed$$/{ n += $$2 + $$3; f += $$3 } \
-	  /^conformance: [0-9]+ passed, [0-9]+ failed$$/{ n += $$2 + $$3; f += $$3 } \
-	  /^rules_e2e: [0-9]+ passed, [0-9]+ failed$$/{ n += $$2 + $$3; f += $$3 } \
-	  /^cluster_clients: [0-9]+ passed, [0-9]+ failed$$/{ n += $$2 + $$3; f += $$3 } \
-	  /^cluster_e2e: [0-9]+ passed, [0-9]+ failed$$/{ n += $$2 + $$3; f += $$3 } \
-	  /^daemons_e2e: [0-9]+ passed, [0-9]+ failed$$/{ n += $$2 + $$3; f += $$3 } \
+	  /^(includes|readme|$(subst $(space),|,$(PY_SUITES))): [0-9]+ passed, [0-9]+ failed$$/{ n += $$2 + $$3; f += $$3 } \
 	  END { printf "tests ($(FLAVOUR)): %d passed, %d failed\n", n - f, f }' $$log; \
 	if [ $$fail -ne 0 ]; then echo "failures ($(FLAVOUR)), again here so the end of the output names them:"; \
 	  grep -E '^FAIL |:[FE]:|: FAILED$$' $$log | cut -c1-400; fi; \
