@@ -73,7 +73,14 @@ for i = 1, n do
       broken = 'a string without a TTL'
     end
     if broken ~= '' then redis.call('DEL', key) end
-    local ok, err = call('SET', key, owner, 'NX', 'PX', ttl)
+    -- the owner's own string already (an earlier acquire whose answer was lost):
+    -- done, with the TTL given again
+    local ok, err
+    if kind == 'string' and broken == '' and redis.call('GET', key) == owner then
+      ok = redis.call('PEXPIRE', key, ttl) == 1
+    else
+      ok, err = call('SET', key, owner, 'NX', 'PX', ttl)
+    end
     if err then
       out[i] = { 0, 'error: ' .. err, -1 }
     elseif ok then

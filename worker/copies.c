@@ -63,7 +63,6 @@ int copies_init(struct copies_state *c)
 	if (!(c->wbatch = rbatch_new()))
 		return -ENOMEM;
 	c->on = 1;
-	c->keep.pending = SHARD_COUNT; /* none known to hold the rules before they are loaded */
 	roll_init(&c->keep.check);
 	c->keep.retry_ms = INT64_MIN;
 	return 0;
@@ -237,7 +236,6 @@ static int write_chunk(struct worker *w, const unsigned *shard, size_t m, int *f
 		if (!ncmds[j]) { /* the target's rules: the ':' fields are learnt */
 			c->colons[shard[j]] = colons[j];
 			*st = COPY_OK;
-			c->keep.pending--;
 		}
 		q += ncmds[j];
 	}
@@ -260,7 +258,6 @@ static int write_chunk(struct worker *w, const unsigned *shard, size_t m, int *f
 			continue;
 		c->state[shard[j]] = COPY_OK;
 		c->colons[shard[j]] = colons[j];
-		c->keep.pending--;
 		c->written++;
 	}
 	rbatch_clear(c->wbatch);

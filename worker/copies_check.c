@@ -123,10 +123,6 @@ int copies_check(struct worker *w, size_t from, size_t n, int *failed)
 				copies_fail(c, shard[j], "HGET", e, failed);
 			else if (len && len->type == REDIS_REPLY_ERROR)
 				copies_fail(c, shard[j], "HLEN", len, failed);
-			if (now_st == COPY_OK && *st != COPY_OK)
-				c->keep.pending--;
-			else if (now_st != COPY_OK && *st == COPY_OK)
-				c->keep.pending++;
 			*st = (unsigned char)now_st;
 		}
 	}

@@ -113,6 +113,14 @@ void due_init(struct due_state *d, const struct layout *l, size_t index)
 	roll_init(&d->poll);
 }
 
+/* Forget what is known of shard k (another daemon's now, or its call failed): left to the next poll. */
+static void forget(struct due_state *d, size_t k)
+{
+	d->pending[k] = DUE_NONE;
+	d->next_due[k] = INT64_MAX;
+	d->backlog[k] = 0;
+}
+
 /*
  * Choose the shards of a new pass at `now` (ms): a call for each one due,
  * a poll for the rolling poll's slice and for each one not asked yet; a
@@ -123,11 +131,8 @@ static void pass_start(const struct worker *w, struct due_state *d, int64_t now,
 	size_t from, slice = roll_slice(&d->poll, now, DUE_POLL_MS, full, &from);
 
 	for (size_t k = 0; k < SHARD_COUNT; k++) {
-		if (w->lease && !lease_holds(w->lease, (unsigned)k)) {
-			/* another daemon's: nothing of it is known here (nor counted in the backlog) */
-			d->next_due[k] = INT64_MAX;
-			d->backlog[k] = 0;
-			d->pending[k] = DUE_NONE;
+		if (!worker_owns(w, (unsigned)k)) {
+			forget(d, k); /* another daemon's: nothing of it is known here (nor in the backlog) */
 			continue;
 		}
 		if (w->lease && d->gained[k] != lease_gained(w->lease, (unsigned)k)) {
@@ -142,7 +147,7 @@ static void pass_start(const struct worker *w, struct due_state *d, int64_t now,
 		size_t k = (from + i) % SHARD_COUNT;
 		unsigned char *p = &d->pending[k];
 
-		if (*p == DUE_NONE && (!w->lease || lease_holds(w->lease, (unsigned)k)))
+		if (*p == DUE_NONE && worker_owns(w, (unsigned)k))
 			*p = DUE_POLL;
 	}
 	d->cursor = 0;
@@ -272,11 +277,8 @@ static int pass_run(struct worker *w, enum worker_job job, struct due_state *d, 
 
 			if (d->pending[d->cursor] == DUE_NONE)
 				continue;
-			if (w->lease && !lease_holds(w->lease, (unsigned)d->cursor)) {
-				/* given back or lost since the pass started */
-				d->pending[d->cursor] = DUE_NONE;
-				d->next_due[d->cursor] = INT64_MAX;
-				d->backlog[d->cursor] = 0;
+			if (!worker_owns(w, (unsigned)d->cursor)) {
+				forget(d, d->cursor); /* given back or lost since the pass started */
 				continue;
 			}
 			node = rconn_shard_primary(w->conn, (unsigned)d->cursor) % DUE_NODES_COUNTED;
@@ -308,11 +310,8 @@ static int pass_run(struct worker *w, enum worker_job job, struct due_state *d, 
 				 * leave the pass as a failed call does (the poll reads them again),
 				 * so the shards after them, on nodes that are up, are not held up.
 				 */
-				for (size_t i = 0; i < n; i++) {
-					d->pending[shard[i]] = DUE_NONE;
-					d->next_due[shard[i]] = INT64_MAX;
-					d->backlog[shard[i]] = 0;
-				}
+				for (size_t i = 0; i < n; i++)
+					forget(d, shard[i]);
 				if (!*failed) {
 					status_error(w, job, "redis: %s", rconn_errstr(w->conn));
 					*failed = rc;
@@ -331,9 +330,7 @@ static int pass_run(struct worker *w, enum worker_job job, struct due_state *d, 
 				/* the lease is another daemon's now: this call changed nothing */
 				lease_fenced(w->lease, (unsigned)shard[i]);
 				r->batches++;
-				d->pending[shard[i]] = DUE_NONE;
-				d->next_due[shard[i]] = INT64_MAX;
-				d->backlog[shard[i]] = 0;
+				forget(d, shard[i]);
 				continue;
 			}
 			rc = kind[i] == DUE_POLL ? fold_poll(d, shard[i], e, now, r, why, sizeof(why))
@@ -344,9 +341,7 @@ static int pass_run(struct worker *w, enum worker_job job, struct due_state *d, 
 				*failed = -EBADMSG;
 			}
 			if (rc) {
-				d->pending[shard[i]] = DUE_NONE;
-				d->next_due[shard[i]] = INT64_MAX;
-				d->backlog[shard[i]] = 0;
+				forget(d, shard[i]);
 				if (!*failed) {
 					char shown[320];
 

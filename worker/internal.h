@@ -54,7 +54,6 @@ struct worker;
  * of those pending, again after a refused one no sooner than the retry.
  */
 struct keep {
-	size_t pending;                  /* shards not known to hold it */
 	struct roll check;               /* the rolling check */
 	int check_all;                   /* the next step checks every shard */
 	int64_t retry_ms;                /* after a refused write: not again before (steps' clock) */
@@ -76,7 +75,7 @@ struct keep_ops {
  */
 static inline int worker_owns(const struct worker *w, unsigned k);
 
-/* Reset `k` for a new value to keep: every shard pending, checked whole at the next step. */
+/* Reset `k` for a new value to keep: checked whole at the next step, written without delay. */
 void keep_reset(struct keep *k);
 /*
  * One step of keeping `k` (`all`: check every shard).  0 or the first rconn
@@ -117,7 +116,8 @@ struct skew_state {
 	char text[24];                   /* ms in decimal, as written */
 	unsigned char state[SHARD_COUNT]; /* SKEW_UNKNOWN, SKEW_OK (seen or written holding it),
 					  * SKEW_MISSING (seen without it: to be written) */
-	struct keep keep;                /* the check and the writes (pending: shards not SKEW_OK) */
+	struct keep keep;                /* the check and the writes (pending: owned shards not SKEW_OK,
+					  * skew_pending) */
 	uint64_t written;                /* copies written since start */
 	uint64_t conflicts;              /* copies found holding another value after holding this
 					  * one (another daemon configured otherwise rewrites them) */
@@ -164,7 +164,7 @@ struct copies_state {
 	uint32_t colons[SHARD_COUNT];    /* ':' fields each copy held after its last whole write
 					  * or HKEYS, 0 when never seen (copies_check.c) */
 	struct keep keep;                /* the rolling check of the copies' ":version" and HLEN, and
-					  * the writes (pending: shards not COPY_OK) */
+					  * the writes (pending: owned shards not COPY_OK, copies_pending) */
 	uint64_t written;                /* copies written since start */
 	struct rbatch *wbatch;           /* the writes of one round trip (w->batch holds the reads) */
 	struct cmdargs cmd;              /* one command being built */

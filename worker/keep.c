@@ -8,7 +8,6 @@
 
 void keep_reset(struct keep *k)
 {
-	k->pending = SHARD_COUNT;
 	k->check_all = 1;
 	k->retry_ms = INT64_MIN;
 }
@@ -26,7 +25,7 @@ int keep_step(struct worker *w, struct keep *k, const struct keep_ops *ops, int6
 		goto out;
 	k->connects = connects;
 	k->check_all = 0;
-	if (k->pending && now >= k->retry_ms) {
+	if (now >= k->retry_ms && ops->pending(w)) {
 		if ((rc = ops->write(w, &failed)))
 			goto out;
 		k->retry_ms = failed ? now + ops->retry_ms : INT64_MIN;

@@ -55,7 +55,7 @@ struct lease {
 	int64_t valid_us[SHARD_COUNT];       /* held: surely ours until then (CLOCK_MONOTONIC) */
 	int64_t retry_us[SHARD_COUNT];       /* wanted, refused: not tried again before */
 	unsigned char refusals[SHARD_COUNT]; /* wanted: acquisitions refused in a row */
-	int64_t renewed_us;                  /* send of the last renewal round; 0: none */
+	unsigned char unsure[SHARD_COUNT];   /* an acquire of token[k] got no answer: it may hold the key */
 	struct members ms;                   /* the daemons, and which shards are this one's */
 	struct calls calls;                  /* the lease calls of the round trip being built */
 	struct cmdargs args;                 /* ... the ARGV of the call being built (`a`: its KEYS) */
@@ -117,6 +117,11 @@ uint32_t lease_gained(const struct lease *l, unsigned k)
 int64_t lease_ttl_ms(const struct lease *l)
 {
 	return l->ttl_ms;
+}
+
+size_t lease_live(const struct lease *l)
+{
+	return l->ms.live ? l->ms.live : 1;
 }
 
 /* "<id>:<token>" of token `t`: the token is hex, the incarnation (8 digits) then `t` (8 or more) */
@@ -264,6 +269,7 @@ static void fold_lease(struct lease *l, unsigned k, const redisReply *e, int64_t
 	}
 	switch (l->op[k]) {
 	case OP_ACQUIRE:
+		l->unsure[k] = 0; /* answered */
 		if (ok == 1) {
 			const redisReply *const *el;
 			const char *what;
@@ -325,7 +331,7 @@ static void fold_calls(struct lease *l, const struct calls *cs, const struct rba
 int lease_step(struct lease *l, struct rconn *c, struct rbatch *b, int64_t now_us)
 {
 	struct calls *cs = &l->calls;
-	int renew, rc, beat_rc = 0;
+	int rc, beat_rc = 0;
 
 	expire_local(l, now_us);
 	rbatch_clear(b);
@@ -356,24 +362,32 @@ int lease_step(struct lease *l, struct rconn *c, struct rbatch *b, int64_t now_u
 	 * renewed, so the shards stay maintained, but none is taken or given
 	 * back: the members are not known.
 	 */
-	renew = !l->renewed_us || now_us - l->renewed_us >= l->ttl_ms * 1000 / 3;
 	rbatch_clear(b);
 	calls_init(cs, c);
 	for (unsigned k = 0; k < SHARD_COUNT; k++) {
 		const char *op = NULL;
 
 		l->op[k] = OP_NONE;
-		if (beat_rc && !(l->held[k] && renew))
+		/* each lease renewed once a third of its TTL went by since its last renewal
+		 * (those taken together are renewed together: one call on a single Redis) */
+		int renew = l->held[k] && l->valid_us[k] - now_us <= l->ttl_ms * 1000 * 2 / 3;
+
+		if (beat_rc && !renew)
 			continue;
 		if (l->held[k] && !l->ms.mine[k] && !beat_rc) {
 			l->op[k] = OP_RELEASE;
 			op = "release";
-		} else if (l->held[k] && renew) {
+		} else if (renew) {
 			l->op[k] = OP_RENEW;
 			op = "renew";
 		} else if (!l->held[k] && l->ms.mine[k] && l->retry_us[k] <= now_us) {
 			l->op[k] = OP_ACQUIRE;
-			l->token[k] = ++l->tokens; /* a new string: no call from before matches it */
+			/* a new string, so no call from before matches it; but the same one again
+			 * when the last acquire got no answer: it may have set the key (lease.lua
+			 * answers an acquire of the string the key holds as done) */
+			if (!l->unsure[k])
+				l->token[k] = ++l->tokens;
+			l->unsure[k] = 1;
 			op = "acquire";
 		}
 		if (op && (rc = calls_add(l, cs, b, k, op, l->token[k])))
@@ -389,8 +403,6 @@ int lease_step(struct lease *l, struct rconn *c, struct rbatch *b, int64_t now_u
 	if (!beat_rc)
 		l->st.last_error[0] = '\0';
 	fold_calls(l, cs, b, now_us);
-	if (renew)
-		l->renewed_us = now_us;
 	rc = beat_rc;
 out:
 	if (rc == -ENOMEM)

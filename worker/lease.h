@@ -92,7 +92,9 @@ int lease_key_arg(const struct lease *l, unsigned k, struct cmdargs *a);
 void lease_fenced(struct lease *l, unsigned k);
 /* The lease timing: its TTL (ms). */
 int64_t lease_ttl_ms(const struct lease *l);
-/* Fill `out` (every field). */
+/* Daemons alive by the last heartbeat read, this one included (1 before any). */
+size_t lease_live(const struct lease *l);
+/* Fill `out` (every field): some 3 KB copied and the 1024 shards counted; the status's, not a hot path's. */
 void lease_status(const struct lease *l, struct worker_lease_status *out);
 
 #endif

@@ -41,7 +41,6 @@ void skew_init(struct skew_state *s, int64_t ms)
 		/* the first time, what the copies hold is checked before anything is written (a
 		 * restart writes nothing, at maxmemory too); a new value is written everywhere */
 		memset(s->state, s->on ? SKEW_MISSING : SKEW_UNKNOWN, sizeof(s->state));
-		s->keep.pending = SHARD_COUNT;
 	}
 	if (!s->on)
 		roll_init(&s->keep.check);
@@ -107,10 +106,7 @@ static int check(struct worker *w, size_t from, size_t n, int *failed)
 
 			if (e && e->type == REDIS_REPLY_ERROR)
 				skew_fail(s, shard[j], "HGET", e, failed);
-			if (holds && *st == SKEW_UNKNOWN)
-				s->keep.pending--;
-			else if (!holds && (*st == SKEW_OK || !worker_owns(w, shard[j]))) {
-				s->keep.pending += *st == SKEW_OK;
+			if (!holds && (*st == SKEW_OK || !worker_owns(w, shard[j]))) {
 				/* another number where this worker saw or wrote its own, or in a
 				 * shard another daemon keeps (read, never written: its owner keeps
 				 * it): someone else writes the copies with another max_clock_skew_ms */
@@ -164,7 +160,6 @@ static int write_pending(struct worker *w, int *failed)
 				continue;
 			}
 			s->state[shard[j]] = SKEW_OK;
-			s->keep.pending--;
 			s->written++;
 		}
 	}

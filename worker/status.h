@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/config.h"
 #include "core/rconn.h"
 #include "core/rules.h"
 #include "core/census.h"
@@ -71,8 +72,8 @@ struct worker_layout_status {
 	uint64_t failed;         /* paths a script refused or failed on alone */
 };
 
-/* Longest daemon id (config `id`), bytes */
-#define LEASE_ID_MAX 64
+/* Longest daemon id (config `id`), bytes: the config's */
+#define LEASE_ID_MAX CONFIG_ID_MAX
 /* Daemons the status lists (a larger set shows the first by id) */
 #define LEASE_PEERS_MAX 32
 

@@ -81,9 +81,9 @@ struct worker *worker_new(const struct worker_config *cfg)
 		w->st.job[j].oldest_due_age_ms = w->jobs[j].ndue ? 0 : -1;
 	}
 	w->st.skew_ms = w->skew.on ? w->skew.ms : -1;
-	w->st.skew_pending = w->skew.on ? w->skew.keep.pending : 0;
+	w->st.skew_pending = w->skew.on ? skew_pending(w) : 0;
 	w->st.copies_on = w->copies.on;
-	w->st.copies_pending = w->copies.on ? SHARD_COUNT : 0;
+	w->st.copies_pending = w->copies.on ? copies_pending(w) : 0;
 	if (cfg->sum_stats && !(w->stats = stats_new())) {
 		worker_free(w);
 		return NULL;
@@ -138,7 +138,7 @@ void worker_set_skew(struct worker *w, int64_t ms)
 	skew_init(&w->skew, ms);
 	pthread_mutex_lock(&w->lock);
 	w->st.skew_ms = ms;
-	w->st.skew_pending = w->skew.keep.pending;
+	w->st.skew_pending = skew_pending(w);
 	pthread_mutex_unlock(&w->lock);
 }
 
@@ -258,12 +258,8 @@ static int step_prepare(struct worker *w, enum worker_job job, int64_t now_ms, i
 		goto fail;
 	/* the census of mismatched paths, likewise */
 	what = "census";
-	if (w->census && w->lease) {
-		struct worker_lease_status ls;
-
-		lease_status(w->lease, &ls);
-		census_set_period(w->census, CENSUS_PERIOD_MS * (int64_t)(ls.live ? ls.live : 1));
-	}
+	if (w->census && w->lease)
+		census_set_period(w->census, CENSUS_PERIOD_MS * (int64_t)lease_live(w->lease));
 	if (job == WORKER_PRUNE && w->census &&
 	    (rc = census_step(w->census, w->conn, &w->rules, *now, WORKER_CENSUS_BUDGET_US, NULL)) &&
 	    note_later(w, job, what, rc, later))

@@ -122,16 +122,6 @@ int worker_sweep(struct worker *w, enum worker_job job, int64_t now_ms, struct w
 /* Record the scheduler's view of the job (lag and overruns), for the status. */
 void worker_note_schedule(struct worker *w, enum worker_job job, int64_t lag_us, uint64_t overruns);
 /*
- * Sweeps on request from another thread (POST /v1/worker/sweep), run by the
- * thread that drives the worker, so its Redis connection stays single-threaded.
- *
- * worker_request_sweep() and worker_status() are in worker/status.h.
- *
- * worker_request_fd(): an eventfd that turns readable when a request waits;
- * the driving thread polls it and then calls worker_serve_requests(), which
- * runs the sweeps and wakes every waiting requester.
- */
-/*
  * With leases (worker_config.lease_id): one lease step (worker/lease.h,
  * lease_step) on the worker's connection, then its status published.  The
  * caller runs it every min(drain interval, lease_ttl_ms / 4).  0 (also
@@ -145,6 +135,16 @@ int worker_lease_step(struct worker *w);
  * 0 or an rconn error.
  */
 int worker_lease_release(struct worker *w);
+/*
+ * Sweeps on request from another thread (POST /v1/worker/sweep), run by the
+ * thread that drives the worker, so its Redis connection stays single-threaded.
+ *
+ * worker_request_sweep() and worker_status() are in worker/status.h.
+ *
+ * worker_request_fd(): an eventfd that turns readable when a request waits;
+ * the driving thread polls it and then calls worker_serve_requests(), which
+ * runs the sweeps and wakes every waiting requester.
+ */
 int worker_request_fd(const struct worker *w);
 void worker_serve_requests(struct worker *w);
 /* Shutdown: wake every waiting requester with -ECANCELED and refuse new requests. */
