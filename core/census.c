@@ -312,9 +312,9 @@ int census_step(struct census *cs, struct rconn *c, const struct ruleset *rules,
 	if (!cs->in_pass) {
 		int changed = cs->have_last && !same_rules(cs->last_version, cs->last_epoch, rules);
 		/* not yet due: the period (or the retry after an abandoned first pass) runs, and the
-		 * clock did not go back past the last start */
-		int wait = (cs->have_last || cs->next_ms) && now_ms < cs->next_ms &&
-			   now_ms >= cs->next_ms - cs->period_ms;
+		 * clock did not go back past the last start (the start itself: a period set since
+		 * applies from the next pass on, shorter or longer) */
+		int wait = (cs->have_last || cs->next_ms) && now_ms < cs->next_ms && now_ms >= cs->start_ms;
 
 		if (!changed && wait)
 			return 0;

@@ -181,6 +181,8 @@ struct job_state {
 	size_t nlayouts;
 	size_t layout;           /* index into layouts of the cursor */
 	size_t node;             /* a SCAN layout's: the primary whose keyspace the cursor is in */
+	uint64_t map_epoch;      /* ... by the slot map of this epoch (rconn_map_epoch): a SCAN cursor
+				  * means nothing to another node, and primaries' ordinals move */
 	char cursor[REPLY_CURSOR_MAX]; /* SSCAN/SCAN cursor, "0" at the start of a layout */
 	int in_sweep;            /* a sweep is part-way: it started and not both parts ended */
 	int due_swept, walk_swept; /* the due passes / the foreign walk ended since the sweep started */

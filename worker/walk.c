@@ -57,8 +57,13 @@ int walk_step(struct worker *w, enum worker_job job, int64_t start_us, int64_t b
 	int rc;
 
 	rbatch_clear(w->batch);
-	if (js->node >= rconn_primaries(w->conn) && rconn_primaries(w->conn))
-		js->node = 0; /* the cluster lost a primary: its keyspace walk starts again */
+	if (js->layouts[js->layout]->scan && js->map_epoch != rconn_map_epoch(w->conn)) {
+		/* the slot map changed (failover, resharding): the ordinal may name another node
+		 * now, so the layout's keyspace walk starts again from the first primary */
+		js->node = 0;
+		strcpy(js->cursor, "0");
+	}
+	js->map_epoch = rconn_map_epoch(w->conn);
 	if ((rc = walk_queue(w->batch, js->layouts[js->layout], js->node, js->cursor, NULL, w->batch_size)) ||
 	    (rc = rbatch_run(w->conn, w->batch)))
 		goto fail;
