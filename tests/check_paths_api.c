@@ -62,6 +62,50 @@ START_TEST(test_path_leaky_bucket)
 END_TEST
 
 /*
+ * "daemon": the id of the daemon the path's shard lease names (the value
+ * before its last ':'), null when no lease, a value without ':' or an id no
+ * daemon has (a space, a byte outside printable ASCII), or a lease key of
+ * another type; the read writes nothing.
+ */
+START_TEST(test_path_daemon)
+{
+	static const struct {
+		const char *value, *want;
+	} cases[] = {
+		{ "d1:ab12cd", "d1" },
+		{ "host-a:4242:0a1b2c:ff00", "host-a:4242:0a1b2c" },
+		{ "ghost", NULL },
+		{ ":ab", NULL },
+	};
+
+	put_ok("api", "{\"match\":\"/api/*\",\"algorithm\":\"leaky_bucket\",\"capacity\":10,\"rate\":0.1}");
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		freeReplyObject(test_cmd(c, "SET sluice:{839}:lease %s", cases[i].value));
+		get("/v1/paths/%2Fapi%2Fusers");
+		ck_assert_int_eq(res.status, 200);
+		ck_assert_int_eq(jint("shard"), 839);
+		if (cases[i].want)
+			ck_assert_str_eq(jstr("daemon"), cases[i].want);
+		else
+			ck_assert_msg(cJSON_IsNull(jat("daemon")), "%s: daemon %s", cases[i].value, res.text);
+	}
+	freeReplyObject(test_cmd(c, "SET sluice:{839}:lease %b", "a b:1", (size_t)5));
+	get("/v1/paths/%2Fapi%2Fusers");
+	ck_assert_msg(cJSON_IsNull(jat("daemon")), "daemon %s", res.text);
+	freeReplyObject(test_cmd(c, "SET sluice:{839}:lease %b", "d\xff:1", (size_t)4));
+	get("/v1/paths/%2Fapi%2Fusers");
+	ck_assert_msg(cJSON_IsNull(jat("daemon")), "daemon %s", res.text);
+	/* a lease key of another type: answered (null), and left as it was */
+	freeReplyObject(test_cmd(c, "DEL sluice:{839}:lease"));
+	freeReplyObject(test_cmd(c, "HSET sluice:{839}:lease a b"));
+	get("/v1/paths/%2Fapi%2Fusers");
+	ck_assert_int_eq(res.status, 200);
+	ck_assert_msg(cJSON_IsNull(jat("daemon")), "daemon %s", res.text);
+	test_check_cmd(__FILE__, __LINE__, c, "\"b\"", "HGET sluice:{839}:lease a");
+}
+END_TEST
+
+/*
  * Issue 8, case 5: the rule says capacity 3 rate 0.5, the application passes
  * 10 and 2.  The state shows what the client applied (10, 2: it was admitted
  * 6 times) and is flagged; once the rule says the same, it is not; a rule of
@@ -1070,6 +1114,7 @@ static Suite *paths_api_suite(void)
 
 	tc = test_tcase(s, "paths", api_setup, api_teardown, 60);
 	tcase_add_test(tc, test_path_leaky_bucket);
+	tcase_add_test(tc, test_path_daemon);
 	tcase_add_test(tc, test_path_mismatch);
 	tcase_add_test(tc, test_path_state_without_rule);
 	tcase_add_test(tc, test_path_rule_without_state);

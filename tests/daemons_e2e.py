@@ -910,8 +910,11 @@ def run_config(store, url, sha):
         except subprocess.TimeoutExpired:
             rc = None
         d.terminate()
-        check("config: %s %s is refused at start (exit 2)" % (field, json.dumps(value)), rc == 2,
-              "exit %r; log: %s" % (rc, d.log_tail(2)))
+        tail = d.log_tail(1)
+        check("config: %s %s is refused at start (exit 2, the field named, nothing written to Redis)"
+              % (field, json.dumps(value)),
+              rc == 2 and tail.startswith("sluiced: %s: " % field) and store.any().dbsize() == 0,
+              "exit %r; log: %s; keys %d" % (rc, tail, store.any().dbsize()))
     for extra, args, want_id, want_ttl in [
             ({"id": "x" * 64, "lease_ttl_ms": 300}, [], "x" * 64, 300),
             ({"id": "!~#%:/"}, [], "!~#%:/", LEASE_TTL_MS),
@@ -927,11 +930,22 @@ def run_config(store, url, sha):
     # --check-config: the same reading, a summary, no Redis contacted (a port nothing listens on)
     conf = os.path.join(RUN["tmp"], "check.json")
     with open(conf, "w") as f:
-        json.dump({"redis": "redis://127.0.0.1:1/0", "id": "chk", "lease_ttl_ms": 900}, f)
+        json.dump({"redis": url, "id": "chk", "lease_ttl_ms": 900}, f)
+    store.flush()
+    r = store.any()
+    before = r.info("stats")["total_connections_received"]
     p = subprocess.run([RUN["sluiced"], "--check-config", "--config", conf], capture_output=True, text=True, timeout=10)
-    check("config: --check-config of a valid file exits 0 and says what it read, Redis not contacted",
-          p.returncode == 0 and p.stdout.startswith("sluiced: config valid: redis=127.0.0.1:1/0 ")
-          and " lease_ttl_ms=900 id=chk " in p.stdout, "exit %r: %r %r" % (p.returncode, p.stdout, p.stderr))
+    after = r.info("stats")["total_connections_received"]
+    check("config: --check-config of a valid file exits 0 and says what it read, Redis not contacted "
+          "(no connection received, nothing written)",
+          p.returncode == 0 and p.stdout.startswith("sluiced: config valid: redis=%s " % url[len("redis://"):])
+          and " lease_ttl_ms=900 id=chk " in p.stdout and after == before and r.dbsize() == 0,
+          "exit %r: %r %r; connections %d -> %d" % (p.returncode, p.stdout, p.stderr, before, after))
+    p = subprocess.run([RUN["sluiced"], "--check-config", "--config", conf, "--lease-ttl-ms", "10x"],
+                       capture_output=True, text=True, timeout=10)
+    check("config: --check-config with a bad flag exits 2 naming it",
+          p.returncode == 2 and p.stderr.startswith("sluiced: --lease-ttl-ms: ") and p.stdout == "",
+          "exit %r: %r %r" % (p.returncode, p.stdout, p.stderr))
     with open(conf, "w") as f:
         json.dump({"lease_ttl_ms": 299}, f)
     p = subprocess.run([RUN["sluiced"], "--check-config", "--config", conf], capture_output=True, text=True, timeout=10)
