@@ -139,7 +139,8 @@ $(B)/libsluice.a: $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(B)/bin/sluiced: $(B)/daemon/main.o $(B)/daemon/options.o $(B)/daemon/report.o $(B)/daemon/seed.o $(B)/libsluice.a
+DAEMON_OBJ := $(patsubst %.c,$(B)/%.o,$(sort $(wildcard daemon/*.c)))
+$(B)/bin/sluiced: $(DAEMON_OBJ) $(B)/libsluice.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $^ $(LDFLAGS) $(LDLIBS) -o $@
 

@@ -6,7 +6,9 @@
  * call it directly.  Routes and bodies are DESIGN.md's "Admin API".
  * Errors are {"error": {"code": "...", "message": "...", "field": "..."?}}.
  *
- * Threads: one api object per thread (it owns a Redis connection).
+ * Threads: one api object per thread (it owns a Redis connection); the api
+ * objects of one server share an api_shared (request counters, the rules'
+ * change count, the bulk reset jobs), which is thread-safe.
  */
 #include <cjson/cJSON.h>
 #include <stdatomic.h>
@@ -16,6 +18,8 @@
 #include "core/redis_target.h"
 #include "core/layout.h"
 #include "worker/status.h"
+
+struct api_shared;
 
 struct api_config {
 	const struct redis_target *redis; /* copied */
@@ -32,6 +36,7 @@ struct api_config {
 	const atomic_int *ready;          /* borrowed, or NULL (always ready): while *ready is 0 (the
 					   * daemon has not stored its config file's rules yet) /readyz,
 					   * /v1/rules... and /v1/paths... answer 503 redis_unavailable */
+	struct api_shared *shared;        /* borrowed (outlives the api), or NULL: the api makes its own */
 };
 
 struct api_request {
@@ -55,7 +60,17 @@ struct api_response {
 	const char *allow;         /* for 405: the Allow header value (static), else NULL */
 	int challenge;             /* for 401: send WWW-Authenticate: Bearer */
 	char etag[24];             /* an ETag header to send (a rule's), or "" */
+	char location[48];         /* a Location header to send (a new job's), or "" */
 };
+
+/*
+ * Where a request is answered (admin/server.c): INLINE on the thread that
+ * reads the connections (routes that never wait on Redis: /healthz, the
+ * page, /openapi.json, /v1/worker, the jobs, and every 401/404/405); PROBE on
+ * a thread of its own (/readyz, /metrics: they read Redis, and must not wait
+ * behind slow requests); POOL on the request threads (every other route).
+ */
+enum api_lane { API_LANE_INLINE, API_LANE_PROBE, API_LANE_POOL };
 
 /* One route the API answers: method and pattern ("{name}" stands for one path segment). */
 struct api_route {
@@ -66,6 +81,26 @@ struct api_route {
 const struct api_route *api_route(size_t i);
 
 struct api;
+
+/*
+ * New shared state for the api objects of one server; its bulk reset jobs
+ * run on a thread of their own with their own Redis connection (cfg's redis,
+ * timeout_ms, layouts).  NULL on ENOMEM or when the thread cannot start.
+ */
+struct api_shared *api_shared_new(const struct api_config *cfg);
+/* Cancel the jobs (a running one ends at its next batch) without waiting; new jobs are refused. */
+void api_shared_stop(struct api_shared *sh);
+/* api_shared_stop, wait for the jobs' thread, free.  NULL is a no-op. */
+void api_shared_free(struct api_shared *sh);
+/*
+ * The lane that answers `method` on `path` (raw, percent-encoded), and in
+ * *route the route's index (api_route) or -1 when none matches.
+ */
+enum api_lane api_lane_of(const char *method, const char *path, int *route);
+/* Count a request answered outside api_handle (by the server: 503 while stopping), by route (-1: none) and status. */
+void api_count(struct api *a, int route, int status);
+/* Add a request's duration (µs, from its headers read to its answer queued) to route's histogram (-1: none). */
+void api_observe(struct api *a, int route, int64_t us);
 
 /* New api; does not connect yet.  NULL on ENOMEM. */
 struct api *api_new(const struct api_config *cfg);

@@ -14,14 +14,18 @@
 #include <microhttpd.h>
 
 #include "admin/api.h"
+#include "admin/jobs.h"
 #include "admin/reply.h"
 #include "admin/routes.h"
 #include "core/jsonv.h"
 
 #define MAX_SEGMENTS 6
 #define ARG 2 /* the segment a pattern's {name} or {path} stands at: /v1/<group>/{...} */
+#define RESET_BATCH 200 /* paths per page and per pipeline in a bulk reset job */
 
-const int api_statuses[API_NSTATUS] = { 200, 201, 400, 401, 404, 405, 412, 413, 500, 503 };
+const int api_statuses[API_NSTATUS] = { 200, 201, 202, 400, 401, 404, 405, 409, 412, 413, 429, 500, 503 };
+const double api_duration_buckets[API_NDURATION] = { 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+						     0.25, 0.5, 1, 2.5, 5, 10 };
 
 /* A path split into percent-decoded segments (each NUL-terminated, with its length). */
 struct segs {
@@ -56,30 +60,40 @@ ADAPT(path_reset, route_path_reset(a, g->s[ARG], g->len[ARG], res))
 ADAPT(reset_match, route_reset_match(a, req, res))
 ADAPT(worker, route_worker(a, res))
 ADAPT(sweep, route_sweep(a, res))
+ADAPT(jobs_list, route_jobs_list(a, res))
+ADAPT(job_get, route_job_get(a, g->s[ARG], g->len[ARG], res))
+ADAPT(job_delete, route_job_delete(a, g->s[ARG], g->len[ARG], res))
 #undef ADAPT
 
 typedef void (*route_fn)(struct api *, const struct api_request *, const struct segs *,
 			 struct api_response *);
 
-/* Patterns are segment lists; "{...}" matches one non-empty segment (percent-decoded). */
+/*
+ * Patterns are segment lists; "{...}" matches one non-empty segment
+ * (percent-decoded).  The lane says which thread answers (api_lane).
+ */
 static const struct {
 	struct api_route r;
 	route_fn fn;
+	enum api_lane lane;
 } routes[] = {
-	{ { "GET", "/healthz" }, r_healthz },
-	{ { "GET", "/readyz" }, r_readyz },
-	{ { "GET", "/metrics" }, r_metrics },
-	{ { "GET", "/openapi.json" }, r_openapi },
-	{ { "GET", "/v1/rules" }, r_rules_list },
-	{ { "GET", "/v1/rules/{name}" }, r_rule_get },
-	{ { "PUT", "/v1/rules/{name}" }, r_rule_put },
-	{ { "DELETE", "/v1/rules/{name}" }, r_rule_delete },
-	{ { "GET", "/v1/paths" }, r_paths_list },
-	{ { "GET", "/v1/paths/{path}" }, r_path_get },
-	{ { "POST", "/v1/paths/{path}/reset" }, r_path_reset },
-	{ { "POST", "/v1/reset" }, r_reset_match },
-	{ { "GET", "/v1/worker" }, r_worker },
-	{ { "POST", "/v1/worker/sweep" }, r_sweep },
+	{ { "GET", "/healthz" }, r_healthz, API_LANE_INLINE },
+	{ { "GET", "/readyz" }, r_readyz, API_LANE_PROBE },
+	{ { "GET", "/metrics" }, r_metrics, API_LANE_PROBE },
+	{ { "GET", "/openapi.json" }, r_openapi, API_LANE_INLINE },
+	{ { "GET", "/v1/rules" }, r_rules_list, API_LANE_POOL },
+	{ { "GET", "/v1/rules/{name}" }, r_rule_get, API_LANE_POOL },
+	{ { "PUT", "/v1/rules/{name}" }, r_rule_put, API_LANE_POOL },
+	{ { "DELETE", "/v1/rules/{name}" }, r_rule_delete, API_LANE_POOL },
+	{ { "GET", "/v1/paths" }, r_paths_list, API_LANE_POOL },
+	{ { "GET", "/v1/paths/{path}" }, r_path_get, API_LANE_POOL },
+	{ { "POST", "/v1/paths/{path}/reset" }, r_path_reset, API_LANE_POOL },
+	{ { "POST", "/v1/reset" }, r_reset_match, API_LANE_INLINE },
+	{ { "GET", "/v1/jobs" }, r_jobs_list, API_LANE_INLINE },
+	{ { "GET", "/v1/jobs/{id}" }, r_job_get, API_LANE_INLINE },
+	{ { "DELETE", "/v1/jobs/{id}" }, r_job_delete, API_LANE_INLINE },
+	{ { "GET", "/v1/worker" }, r_worker, API_LANE_INLINE },
+	{ { "POST", "/v1/worker/sweep" }, r_sweep, API_LANE_POOL },
 };
 #define NROUTES (sizeof(routes) / sizeof(routes[0]))
 _Static_assert(NROUTES <= API_NROUTES_MAX, "api.http has no room for every route");
@@ -89,12 +103,46 @@ const struct api_route *api_route(size_t i)
 	return i < NROUTES ? &routes[i].r : NULL;
 }
 
+struct api_shared *api_shared_new(const struct api_config *cfg)
+{
+	struct api_shared *sh = calloc(1, sizeof(*sh));
+	struct jobs_config jc = { .redis = cfg->redis, .timeout_ms = cfg->timeout_ms, .layouts = cfg->layouts,
+				  .nlayouts = cfg->nlayouts, .batch = RESET_BATCH };
+
+	if (!sh)
+		return NULL;
+	if (!(sh->jobs = jobs_new(&jc))) {
+		free(sh);
+		return NULL;
+	}
+	return sh;
+}
+
+void api_shared_stop(struct api_shared *sh)
+{
+	if (sh)
+		jobs_stop(sh->jobs);
+}
+
+void api_shared_free(struct api_shared *sh)
+{
+	if (!sh)
+		return;
+	jobs_free(sh->jobs);
+	free(sh);
+}
+
 struct api *api_new(const struct api_config *cfg)
 {
 	struct api *a = calloc(1, sizeof(*a));
 
 	if (!a)
 		return NULL;
+	a->shared = cfg->shared;
+	if (!a->shared && !(a->shared = a->own_shared = api_shared_new(cfg))) {
+		free(a);
+		return NULL;
+	}
 	a->conn = rconn_new(cfg->redis, cfg->timeout_ms);
 	a->prefix = strdup(cfg->prefix);
 	a->layouts = cfg->layouts;
@@ -116,6 +164,7 @@ void api_free(struct api *a)
 	if (!a)
 		return;
 	rconn_free(a->conn);
+	api_shared_free(a->own_shared);
 	ruleset_clear(&a->rules);
 	free(a->rules_text);
 	free(a->prefix);
@@ -249,13 +298,30 @@ static int needs_token(const struct api *a, const struct api_request *req)
 	return a->token && (!read_only || (a->auth_reads && !is_probe(req->path))) && !authorized(a, req);
 }
 
+void api_count(struct api *a, int route, int status)
+{
+	size_t r = route >= 0 && (size_t)route < NROUTES ? (size_t)route : NROUTES, k;
+
+	for (k = 0; k < API_NSTATUS && api_statuses[k] != status; k++)
+		;
+	atomic_fetch_add_explicit(&a->shared->http[r][k], 1, memory_order_relaxed);
+}
+
+void api_observe(struct api *a, int route, int64_t us)
+{
+	size_t r = route >= 0 && (size_t)route < NROUTES ? (size_t)route : NROUTES, i;
+	double s = (double)us / 1e6;
+
+	for (i = 0; i < API_NDURATION && s > api_duration_buckets[i]; i++)
+		;
+	atomic_fetch_add_explicit(&a->shared->dur[r][i], 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&a->shared->dur_count[r], 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&a->shared->dur_sum_us[r], us > 0 ? (uint64_t)us : 0, memory_order_relaxed);
+}
+
 static void count_request(struct api *a, const struct api_response *res)
 {
-	size_t r = res->route >= 0 ? (size_t)res->route : NROUTES, k;
-
-	for (k = 0; k < API_NSTATUS && api_statuses[k] != res->status; k++)
-		;
-	a->http[r][k]++;
+	api_count(a, res->route, res->status);
 }
 
 /* Until the daemon has stored its config's rules, the routes that answer with rules wait. */
@@ -302,6 +368,26 @@ static void route(struct api *a, const struct api_request *req, const struct seg
 	snprintf(msg, sizeof(msg), "method not allowed; allowed: %s", a->allow);
 	reply_fail(res, 405, "method_not_allowed", msg, NULL);
 	res->allow = a->allow;
+}
+
+enum api_lane api_lane_of(const char *method, const char *path, int *route)
+{
+	struct api_request req = { .method = method, .path = path };
+	enum api_lane lane = API_LANE_INLINE;
+	struct segs g;
+
+	*route = -1;
+	if (segs_split(path, &g))
+		return API_LANE_INLINE; /* out of memory: answered at once (500) */
+	for (size_t i = 0; !g.too_many && !g.bad_escape && i < NROUTES; i++) {
+		if (pattern_matches(routes[i].r.pattern, &g) && method_is(&req, routes[i].r.method)) {
+			*route = (int)i;
+			lane = routes[i].lane;
+			break;
+		}
+	}
+	segs_free(&g);
+	return lane;
 }
 
 void api_handle(struct api *a, const struct api_request *req, struct api_response *res)

@@ -19,11 +19,30 @@
 #include "core/rules.h"
 #include "worker/status.h"
 
-#define API_NROUTES_MAX 16 /* routes api.http has room for (router.c checks the table fits) */
-#define API_NSTATUS 10     /* statuses counted apart in api.http */
+#define API_NROUTES_MAX 24 /* routes api_shared.http has room for (router.c checks the table fits) */
+#define API_NSTATUS 13     /* statuses counted apart in api_shared.http */
+#define API_NDURATION 13   /* request-duration histogram buckets (+Inf apart) */
 
-/* The statuses counted apart, in api.http's order; any other is counted last, as "other". */
+/* The statuses counted apart, in api_shared.http's order; any other is counted last, as "other". */
 extern const int api_statuses[API_NSTATUS];
+/* Upper bounds (s) of the request-duration buckets. */
+extern const double api_duration_buckets[API_NDURATION];
+
+/* What the api objects of one server share (admin/api.h); every member thread-safe. */
+struct api_shared {
+	/*
+	 * Requests answered, by route (the api_route index; the first index with
+	 * no route counts requests no route answered) and status (api_statuses
+	 * index; API_NSTATUS = any other).
+	 */
+	_Atomic uint64_t http[API_NROUTES_MAX + 1][API_NSTATUS + 1];
+	/* durations by route: dur[r][i] counts those <= api_duration_buckets[i] (not cumulative) */
+	_Atomic uint64_t dur[API_NROUTES_MAX + 1][API_NDURATION + 1];
+	_Atomic uint64_t dur_count[API_NROUTES_MAX + 1];
+	_Atomic uint64_t dur_sum_us[API_NROUTES_MAX + 1];
+	atomic_uint rules_gen;    /* bumped by every rule change through any api object */
+	struct jobs *jobs;        /* owned */
+};
 
 struct api {
 	struct rconn *conn;
@@ -39,13 +58,10 @@ struct api {
 	int64_t rules_checked_us; /* CLOCK_MONOTONIC of the last version check; 0 = must check */
 	char *rules_text;         /* rendered GET /v1/rules body for rules.version, or NULL */
 	uint64_t rules_text_version;
+	unsigned rules_gen_seen;  /* shared->rules_gen when the rules were last checked */
 	char allow[64];           /* the Allow header of the last 405 */
-	/*
-	 * Requests answered, by route (the api_route index; the first index with
-	 * no route counts requests no route answered) and status (api_statuses
-	 * index; API_NSTATUS = any other).
-	 */
-	uint64_t http[API_NROUTES_MAX + 1][API_NSTATUS + 1];
+	struct api_shared *shared;
+	struct api_shared *own_shared; /* == shared when the api made it (api_config.shared NULL) */
 };
 
 /* routes_rules.c */
@@ -65,7 +81,12 @@ void route_rule_delete(struct api *a, const struct api_request *req, const char 
 void route_paths_list(struct api *a, const struct api_request *req, struct api_response *res);
 void route_path_get(struct api *a, const char *path, size_t len, struct api_response *res);
 void route_path_reset(struct api *a, const char *path, size_t len, struct api_response *res);
+
+/* routes_jobs.c */
 void route_reset_match(struct api *a, const struct api_request *req, struct api_response *res);
+void route_jobs_list(struct api *a, struct api_response *res);
+void route_job_get(struct api *a, const char *id, size_t len, struct api_response *res);
+void route_job_delete(struct api *a, const char *id, size_t len, struct api_response *res);
 
 /* routes_worker.c */
 void route_worker(struct api *a, struct api_response *res);

@@ -268,16 +268,57 @@ static int put_requests(struct strbuf *b, const struct api *a)
 		const char *route = r ? r->pattern : "unmatched", *method = r ? r->method : "any";
 
 		for (size_t k = 0; k <= API_NSTATUS; k++) {
-			if (!a->http[i][k])
+			uint64_t n = atomic_load_explicit(&a->shared->http[i][k], memory_order_relaxed);
+
+			if (!n)
 				continue;
 			if (k < API_NSTATUS)
 				snprintf(status, sizeof(status), "%d", api_statuses[k]);
 			else
 				snprintf(status, sizeof(status), "other");
 			if (metrics_printf(b, "sluice_http_requests_total{route=\"%s\",method=\"%s\",status=\"%s\"} %llu\n",
-					   route, method, status, (unsigned long long)a->http[i][k]))
+					   route, method, status, (unsigned long long)n))
 				return -ENOMEM;
 		}
+		if (!r)
+			return 0;
+	}
+}
+
+/*
+ * sluice_http_request_duration_seconds: by route, from its headers read to
+ * its answer queued (the wait for a request thread included); the routes
+ * that answered at least once.  0 or -ENOMEM.
+ */
+static int put_durations(struct strbuf *b, const struct api *a)
+{
+	if (metrics_head(b, "sluice_http_request_duration_seconds", "histogram",
+			 "Admin API request durations by route and method, from the request read to its answer queued."))
+		return -ENOMEM;
+	for (size_t i = 0;; i++) {
+		const struct api_route *r = api_route(i);
+		const char *route = r ? r->pattern : "unmatched", *method = r ? r->method : "any";
+		uint64_t count = atomic_load_explicit(&a->shared->dur_count[i], memory_order_relaxed), cum = 0;
+
+		for (size_t k = 0; count && k <= API_NDURATION; k++) {
+			char le[24];
+
+			cum += atomic_load_explicit(&a->shared->dur[i][k], memory_order_relaxed);
+			if (k < API_NDURATION)
+				snprintf(le, sizeof(le), "%g", api_duration_buckets[k]);
+			else
+				snprintf(le, sizeof(le), "+Inf");
+			/* +Inf is the count, read once, so the buckets never exceed it */
+			if (metrics_printf(b, "sluice_http_request_duration_seconds_bucket{route=\"%s\",method=\"%s\",le=\"%s\"} %llu\n",
+					   route, method, le, (unsigned long long)(k < API_NDURATION && cum < count ? cum : count)))
+				return -ENOMEM;
+		}
+		if (count &&
+		    (metrics_printf(b, "sluice_http_request_duration_seconds_sum{route=\"%s\",method=\"%s\"} %.6f\n", route,
+				    method, (double)atomic_load_explicit(&a->shared->dur_sum_us[i], memory_order_relaxed) / 1e6) ||
+		     metrics_printf(b, "sluice_http_request_duration_seconds_count{route=\"%s\",method=\"%s\"} %llu\n", route,
+				    method, (unsigned long long)count)))
+			return -ENOMEM;
 		if (!r)
 			return 0;
 	}
@@ -290,7 +331,7 @@ void route_metrics(struct api *a, struct api_response *res)
 	int up = 0, bad = !batch || metrics_redis_probe(a, batch, &up);
 
 	bad = bad || metrics_put_redis(&b, a, batch, up) || (a->worker && put_worker(&b, a->worker)) || put_requests(&b, a) ||
-	      metrics_put_process(&b);
+	      put_durations(&b, a) || metrics_put_process(&b);
 	rbatch_free(batch);
 	if (bad || !b.p) {
 		strbuf_free(&b);

@@ -1,6 +1,6 @@
 /*
  * GET /v1/paths (paged across layouts and shards), GET /v1/paths/{path},
- * POST /v1/paths/{path}/reset and POST /v1/reset (bulk reset by glob).
+ * and POST /v1/paths/{path}/reset (POST /v1/reset: admin/routes_jobs.c).
  * The state itself is read by core/pathstate.c and reset by core/reset.c.
  */
 #include <errno.h>
@@ -28,7 +28,6 @@
  * about a microsecond).
  */
 #define PATHS_REGISTRIES_MAX 8192
-#define RESET_BATCH 200    /* paths per pipeline in a bulk reset */
 
 static void fail_cursor(struct api_response *res)
 {
@@ -194,72 +193,4 @@ void route_path_reset(struct api *a, const char *path, size_t len, struct api_re
 		return;
 	}
 	reply_json(res, 200, o);
-}
-
-/*
- * The fields of a bulk reset body {"match": glob, "dry_run": bool} (borrowed
- * from `body`; *dry NULL when absent): 0, or -EINVAL after answering 400.
- */
-static int parse_reset(const cJSON *body, struct api_response *res, const cJSON **match, const cJSON **dry)
-{
-	const cJSON *it, *m = NULL, *d = NULL;
-	const char *dup;
-
-	if (!cJSON_IsObject(body)) {
-		reply_fail(res, 400, "invalid_body", "the body must be an object {\"match\": glob, \"dry_run\": bool}",
-			   NULL);
-		return -EINVAL;
-	}
-	if ((dup = jsonv_duplicate_key(body))) {
-		reply_fail(res, 400, "invalid_body", "a field appears twice", dup);
-		return -EINVAL;
-	}
-	cJSON_ArrayForEach(it, body) {
-		if (!strcmp(it->string, "match")) {
-			m = it;
-		} else if (!strcmp(it->string, "dry_run")) {
-			d = it;
-		} else {
-			reply_fail(res, 400, "invalid_body", "unknown field", it->string);
-			return -EINVAL;
-		}
-	}
-	if (!cJSON_IsString(m) || !*m->valuestring || strlen(m->valuestring) > RULE_MATCH_MAX) {
-		reply_fail(res, 400, "invalid_body", "match must be a glob of 1..1024 bytes (\"*\" for every path)",
-			   "match");
-		return -EINVAL;
-	}
-	if (!glob_valid(m->valuestring, strlen(m->valuestring))) {
-		reply_fail(res, 400, "invalid_body",
-			   "match is not a valid glob (a '[' that does not close, or a '\\' at the end)", "match");
-		return -EINVAL;
-	}
-	if (d && !cJSON_IsBool(d)) {
-		reply_fail(res, 400, "invalid_body", "dry_run must be true or false", "dry_run");
-		return -EINVAL;
-	}
-	*match = m;
-	*dry = d;
-	return 0;
-}
-
-void route_reset_match(struct api *a, const struct api_request *req, struct api_response *res)
-{
-	const cJSON *match, *dry;
-	cJSON *body, *o = NULL;
-	int rc;
-
-	if (!(body = reply_parse_body(req, res)))
-		return;
-	if (parse_reset(body, res, &match, &dry))
-		goto out;
-	rc = reset_match(a->conn, a->layouts, a->nlayouts, match->valuestring, cJSON_IsTrue(dry),
-				   RESET_BATCH, &o);
-	if (rc) {
-		reply_redis_error(res, a->conn, rc);
-		goto out;
-	}
-	reply_json(res, 200, o);
-out:
-	cJSON_Delete(body);
 }

@@ -19,9 +19,12 @@
 int route_rules_fresh(struct api *a, struct api_response *res)
 {
 	int64_t now = clock_mono_us();
+	unsigned gen = atomic_load(&a->shared->rules_gen);
 	int changed = 0, rc;
 
-	if (a->rules.loaded && a->rules_checked_us && now - a->rules_checked_us < a->rules_ttl_us)
+	/* a change through another api object (thread) is seen at once too */
+	if (a->rules.loaded && a->rules_checked_us && now - a->rules_checked_us < a->rules_ttl_us &&
+	    gen == a->rules_gen_seen)
 		return 0;
 	rc = rulestore_refresh(a->conn, a->prefix, &a->rules, 0, &changed, NULL);
 	if (rc == -ENODATA && a->rules.loaded)
@@ -45,6 +48,7 @@ int route_rules_fresh(struct api *a, struct api_response *res)
 		return rc;
 	}
 	a->rules_checked_us = now;
+	a->rules_gen_seen = gen;
 	if (changed) {
 		free(a->rules_text);
 		a->rules_text = NULL;
@@ -52,10 +56,11 @@ int route_rules_fresh(struct api *a, struct api_response *res)
 	return 0;
 }
 
-/* After a change through this api: the next request checks Redis again. */
+/* After a change through this api: the next request to any api object checks Redis again. */
 static void rules_changed(struct api *a)
 {
 	a->rules_checked_us = 0;
+	atomic_fetch_add(&a->shared->rules_gen, 1);
 }
 
 /* A name a rule may have: no NUL inside (`len` is the decoded length), rule_name_valid. */

@@ -1,34 +1,34 @@
+/*
+ * The admin server's life: libmicrohttpd started on our own loop thread
+ * (epoll, suspend/resume), the lanes and their api objects, the header
+ * deadline, TLS, and the stop that answers every waiting client.
+ */
 #include "admin/server.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <microhttpd.h>
+#include <fcntl.h>
 #include <netdb.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
+#include "admin/server_int.h"
 #include "core/clock.h"
 #include "core/log.h"
 
-struct server {
-	struct MHD_Daemon *d;
-	struct api *api;
-	size_t max_body;
-	int port;
-};
-
-/* Per-request state, kept in *req_cls between calls of the access handler. */
-struct req {
-	char *body;
-	size_t len, cap;
-	size_t discarded;  /* bytes of an oversized chunked body read and dropped */
-	int64_t start_us;  /* CLOCK_MONOTONIC, for the access log */
-	int too_large;
-};
-
-#define DISCARD_FACTOR 16
+#define LOOP_TICK_MS 50        /* the loop wakes at least this often (header deadlines) */
+#define FLUSH_MS 300           /* when stopping: time for the 503s to go out */
+#define THREADS_DEFAULT 4
+#define QUEUE_MAX 4096         /* requests waiting for a lane's thread */
+#define TLS_FILE_MAX (1 << 20) /* bytes of a PEM file */
 
 /* Leave the URL and arguments percent-encoded: the API decodes path segments one by one. */
 static size_t keep_escapes(void *cls, struct MHD_Connection *c, char *s)
@@ -51,269 +51,262 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 	log_event(LOG_WARN, "http_error", "message=%s", log_quote(q, sizeof(q), msg, n));
 }
 
-static void completed(void *cls, struct MHD_Connection *c, void **req_cls,
-		      enum MHD_RequestTerminationCode toe)
+/* A connection opened or closed: kept in the list the header deadline walks. */
+static void notify_conn(void *cls, struct MHD_Connection *c, void **socket_context,
+			enum MHD_ConnectionNotificationCode toe)
 {
-	struct req *r = *req_cls;
+	struct server *s = cls;
+	struct hconn *h = *socket_context;
 
-	(void)cls;
-	(void)c;
-	(void)toe;
-	if (r) {
-		free(r->body);
-		free(r);
-		*req_cls = NULL;
+	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+		const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+
+		if (!ci || !(h = calloc(1, sizeof(*h))))
+			return; /* no deadline for it: the idle timeout still applies */
+		h->fd = ci->connect_fd;
+		h->deadline_us = clock_mono_us() + s->header_timeout_us;
+		h->next = s->conns.next;
+		h->prev = &s->conns;
+		s->conns.next->prev = h;
+		s->conns.next = h;
+		*socket_context = h;
+	} else if (h) {
+		h->prev->next = h->next;
+		h->next->prev = h->prev;
+		free(h);
+		*socket_context = NULL;
 	}
-}
-
-static enum MHD_Result send_json(struct MHD_Connection *c, int status, cJSON *body, const char *allow,
-				  int challenge, const char *etag)
-{
-	char *text = body ? cJSON_PrintUnformatted(body) : NULL;
-	struct MHD_Response *resp;
-	enum MHD_Result ret;
-
-	if (body && !text) {
-		status = 500;
-		text = strdup("{\"error\":{\"code\":\"internal\",\"message\":\"out of memory\"}}");
-	}
-	resp = MHD_create_response_from_buffer(text ? strlen(text) : 0, text, MHD_RESPMEM_MUST_FREE);
-	if (!resp) {
-		free(text);
-		return MHD_NO;
-	}
-	MHD_add_response_header(resp, "Content-Type", "application/json");
-	if (allow)
-		MHD_add_response_header(resp, "Allow", allow);
-	if (challenge)
-		MHD_add_response_header(resp, "WWW-Authenticate", "Bearer realm=\"sluice\"");
-	if (etag && *etag)
-		MHD_add_response_header(resp, "ETag", etag);
-	ret = MHD_queue_response(c, (unsigned)status, resp);
-	MHD_destroy_response(resp);
-	return ret;
-}
-
-static enum MHD_Result send_error_field(struct MHD_Connection *c, int status, const char *code, const char *msg,
-					 const char *field)
-{
-	cJSON *e = api_error(code, msg, field);
-	enum MHD_Result ret = send_json(c, status, e, NULL, 0, NULL);
-
-	cJSON_Delete(e);
-	return ret;
-}
-
-static enum MHD_Result send_error(struct MHD_Connection *c, int status, const char *code, const char *msg)
-{
-	cJSON *e = api_error(code, msg, NULL);
-	enum MHD_Result ret = send_json(c, status, e, NULL, 0, NULL);
-
-	cJSON_Delete(e);
-	return ret;
 }
 
 /*
- * A query argument, percent-decoded into a new string; NULL when absent.
- * Sets *oom, and *nul when the decoded value holds a NUL byte (%00: the
- * value would be cut there, a glob "match everything").
+ * Close the connections that waited past their deadline for a request's
+ * headers.  libmicrohttpd has no call for it: the socket is shut down (not
+ * closed: the fd stays libmicrohttpd's) and it sees the end of the stream.
+ * On the loop thread, between MHD_run calls, so the fd is still open.
  */
-static char *query_arg(struct MHD_Connection *c, const char *name, int *oom, int *nul)
+static void janitor(struct server *s)
 {
-	const char *v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, name);
-	char *copy;
-	size_t n;
+	int64_t now = clock_mono_us();
 
-	if (!v)
-		return NULL;
-	copy = strdup(v);
-	if (!copy) {
-		*oom = 1;
-		return NULL;
+	if (!s->header_timeout_us || now < s->janitor_us)
+		return;
+	s->janitor_us = now + LOOP_TICK_MS * 1000;
+	for (struct hconn *h = s->conns.next; h != &s->conns; h = h->next) {
+		if (h->busy || h->shut || now < h->deadline_us)
+			continue;
+		shutdown(h->fd, SHUT_RDWR);
+		h->shut = 1;
+		log_event(LOG_DEBUG, "http_header_timeout", "fd=%d", h->fd);
 	}
-	for (char *p = copy; *p; p++)
-		if (*p == '+')
-			*p = ' ';
-	n = MHD_http_unescape(copy);
-	if (strlen(copy) != n)
-		*nul = 1;
-	return copy;
 }
 
-static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
-			      const char *version, const char *upload_data, size_t *upload_size,
-			      void **req_cls)
+static void *loop_main(void *arg)
 {
-	struct server *s = cls;
-	struct req *r = *req_cls;
-	struct api_request req = { 0 };
-	struct api_response res;
-	char *match, *cursor, *count;
-	enum MHD_Result ret;
-	int oom = 0, nul[3] = { 0, 0, 0 };
+	struct server *s = arg;
+	const union MHD_DaemonInfo *ep = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_EPOLL_FD);
 
-	(void)version;
-	if (!r) {
-		const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+	while (!atomic_load(&s->quit)) {
+		struct pollfd pfd[2] = { { .fd = ep ? ep->epoll_fd : -1, .events = POLLIN },
+					 { .fd = s->wakefd, .events = POLLIN } };
+		MHD_UNSIGNED_LONG_LONG to = 0;
+		int ms = LOOP_TICK_MS;
+		uint64_t v;
 
-		if (!(r = calloc(1, sizeof(*r))))
-			return MHD_NO;
-		r->start_us = clock_mono_us();
-		*req_cls = r;
-		/* refuse an announced oversized body before reading any of it */
-		if (cl && strtoull(cl, NULL, 10) > s->max_body) {
-			char msg[96];
+		if (MHD_get_timeout(s->d, &to) == MHD_YES && to < (MHD_UNSIGNED_LONG_LONG)ms)
+			ms = (int)to;
+		if (poll(pfd, 2, ms) > 0 && (pfd[1].revents & POLLIN))
+			(void)!read(s->wakefd, &v, sizeof(v));
+		MHD_run(s->d);
+		if (atomic_load(&s->stopping) && !s->quiesced) {
+			MHD_socket fd = MHD_quiesce_daemon(s->d);
 
-			r->too_large = 1;
-			snprintf(msg, sizeof(msg), "request body larger than %zu bytes", s->max_body);
-			return send_error(c, 413, "payload_too_large", msg);
+			if (fd != MHD_INVALID_SOCKET)
+				close(fd); /* no new connections */
+			s->quiesced = 1;
 		}
-		return MHD_YES;
+		janitor(s);
 	}
-	if (*upload_size) {
-		if (!r->too_large && r->len + *upload_size > s->max_body)
-			r->too_large = 1;
-		if (r->too_large) {
-			/*
-			 * A body without Content-Length (chunked) grew too large.
-			 * libmicrohttpd 0.9.75 cannot answer in the middle of an
-			 * upload, so the rest is read and dropped (never stored) to
-			 * send a proper 413 at its end; past DISCARD_FACTOR times the
-			 * limit the connection is closed instead.
-			 */
-			r->discarded += *upload_size;
-			*upload_size = 0;
-			return r->discarded > DISCARD_FACTOR * s->max_body ? MHD_NO : MHD_YES;
-		}
-		if (r->len + *upload_size > r->cap) {
-			size_t cap = r->cap ? r->cap : 1024;
-			char *b;
+	return NULL;
+}
 
-			while (cap < r->len + *upload_size)
-				cap *= 2;
-			if (!(b = realloc(r->body, cap)))
-				return MHD_NO;
-			r->body = b;
-			r->cap = cap;
-		}
-		memcpy(r->body + r->len, upload_data, *upload_size);
-		r->len += *upload_size;
-		*upload_size = 0;
-		return MHD_YES;
-	}
-	if (r->too_large) {
-		char msg[96];
+void server_wake(struct server *s)
+{
+	uint64_t one = 1;
 
-		snprintf(msg, sizeof(msg), "request body larger than %zu bytes", s->max_body);
-		return send_error(c, 413, "payload_too_large", msg);
-	}
-	match = query_arg(c, "match", &oom, &nul[0]);
-	cursor = query_arg(c, "cursor", &oom, &nul[1]);
-	count = query_arg(c, "count", &oom, &nul[2]);
-	if (oom) {
-		ret = send_error(c, 500, "internal", "out of memory");
+	(void)!write(s->wakefd, &one, sizeof(one));
+}
+
+/* Read PEM file `path` (at most TLS_FILE_MAX bytes) into a new string.  NULL with `err` filled. */
+static char *read_pem(const char *what, const char *path, char *err, size_t cap)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	char *buf = NULL;
+	ssize_t n;
+
+	if (fd < 0 || fstat(fd, &st) || st.st_size <= 0 || st.st_size > TLS_FILE_MAX) {
+		snprintf(err, cap, "%s %s: %s", what, path,
+			 fd < 0 ? strerror(errno) : st.st_size <= 0 ? "empty" : "larger than 1 MiB");
 		goto out;
 	}
-	for (int i = 0; i < 3; i++) {
-		static const char *const names[3] = { "match", "cursor", "count" };
-
-		if (nul[i]) {
-			char msg[64];
-
-			snprintf(msg, sizeof(msg), "%s must not hold a NUL byte (%%00)", names[i]);
-			ret = send_error_field(c, 400, "invalid_query", msg, names[i]);
-			goto out;
-		}
+	if (!(buf = calloc(1, (size_t)st.st_size + 1))) {
+		snprintf(err, cap, "out of memory");
+		goto out;
 	}
-	req.method = method;
-	req.path = url;
-	req.query_match = match;
-	req.query_cursor = cursor;
-	req.query_count = count;
-	req.body = r->body;
-	req.body_len = r->len;
-	req.authorization = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
-	req.if_match = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "If-Match");
-	api_handle(s->api, &req, &res);
-	if (res.text) {
-		struct MHD_Response *resp = MHD_create_response_from_buffer(strlen(res.text), res.text,
-									   MHD_RESPMEM_MUST_FREE);
-
-		if (resp) {
-			MHD_add_response_header(resp, "Content-Type", res.content_type);
-			ret = MHD_queue_response(c, (unsigned)res.status, resp);
-			MHD_destroy_response(resp);
-		} else {
-			free(res.text);
-			ret = MHD_NO;
-		}
-	} else {
-		ret = send_json(c, res.status, res.body, res.allow, res.challenge, res.etag);
-	}
-	cJSON_Delete(res.body);
-	{
-		char q[300];
-
-		/* the probes and the scrapes come every few seconds: at debug, not to drown the rest */
-		int probe = !strcmp(url, "/healthz") || !strcmp(url, "/readyz") || !strcmp(url, "/metrics");
-
-		log_event(probe ? LOG_DEBUG : LOG_INFO, "http", "method=%s path=%s status=%d us=%lld", method,
-			  log_quote(q, sizeof(q), url, strlen(url)), res.status,
-			  (long long)(clock_mono_us() - r->start_us));
+	n = read(fd, buf, (size_t)st.st_size);
+	if (n != st.st_size || !strstr(buf, "-----BEGIN ")) {
+		snprintf(err, cap, "%s %s: %s", what, path, n != st.st_size ? "short read" : "not a PEM file");
+		free(buf);
+		buf = NULL;
 	}
 out:
-	free(match);
-	free(cursor);
-	free(count);
-	return ret;
+	if (fd >= 0)
+		close(fd);
+	return buf;
 }
 
-struct server *server_start(const struct server_config *cfg, struct api *api, char *err, size_t cap)
+static void opt(struct MHD_OptionItem *o, size_t *n, enum MHD_OPTION which, intptr_t value, void *ptr)
+{
+	o[*n].option = which;
+	o[*n].value = value;
+	o[*n].ptr_value = ptr;
+	(*n)++;
+}
+
+/* Start libmicrohttpd (not its thread: ours runs it).  0, or -1 with `err`. */
+static int start_mhd(struct server *s, const struct server_config *cfg, char *err, size_t cap)
 {
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE }, *ai = NULL;
+	unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ITC | MHD_USE_ERROR_LOG;
+	struct MHD_OptionItem o[16];
 	const union MHD_DaemonInfo *info;
-	struct server *s = calloc(1, sizeof(*s));
+	size_t n = 0;
 	char port[8];
-	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ERROR_LOG;
 	int rc;
 
-	if (!s) {
-		snprintf(err, cap, "out of memory");
-		api_free(api);
-		return NULL;
-	}
-	s->api = api;
-	s->max_body = cfg->max_body_bytes;
 	snprintf(port, sizeof(port), "%d", cfg->port);
-	rc = getaddrinfo(cfg->host, port, &hints, &ai);
-	if (rc) {
+	if ((rc = getaddrinfo(cfg->host, port, &hints, &ai))) {
 		snprintf(err, cap, "listen address %s: %s", cfg->host, gai_strerror(rc));
-		goto fail;
+		return -1;
 	}
 	if (ai->ai_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
-	s->d = MHD_start_daemon(flags, (uint16_t)cfg->port, NULL, NULL, handle, s,
-				MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, /* first, to catch every message */
-				MHD_OPTION_SOCK_ADDR, ai->ai_addr,
-				MHD_OPTION_CONNECTION_LIMIT, cfg->max_connections,
-				/* room for a 10,000-byte path percent-encoded (30 KB) in the request line */
-				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(128 * 1024),
-				MHD_OPTION_CONNECTION_TIMEOUT, cfg->idle_timeout_s,
-				MHD_OPTION_UNESCAPE_CALLBACK, keep_escapes, NULL,
-				MHD_OPTION_NOTIFY_COMPLETED, completed, NULL,
+	if (s->cert) {
+		if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
+			snprintf(err, cap, "admin.tls_cert: this libmicrohttpd was built without TLS");
+			freeaddrinfo(ai);
+			return -1;
+		}
+		flags |= MHD_USE_TLS;
+	}
+	/* the logger first, to catch every message */
+	opt(o, &n, MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_log, NULL);
+	opt(o, &n, MHD_OPTION_SOCK_ADDR, 0, ai->ai_addr);
+	opt(o, &n, MHD_OPTION_CONNECTION_LIMIT, (intptr_t)cfg->max_connections, NULL);
+	if (cfg->max_connections_per_ip)
+		opt(o, &n, MHD_OPTION_PER_IP_CONNECTION_LIMIT, (intptr_t)cfg->max_connections_per_ip, NULL);
+	/* room for a 10,000-byte path percent-encoded (30 KB) in the request line */
+	opt(o, &n, MHD_OPTION_CONNECTION_MEMORY_LIMIT, 128 * 1024, NULL);
+	opt(o, &n, MHD_OPTION_CONNECTION_TIMEOUT, (intptr_t)cfg->idle_timeout_s, NULL);
+	opt(o, &n, MHD_OPTION_UNESCAPE_CALLBACK, (intptr_t)keep_escapes, NULL);
+	opt(o, &n, MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)server_completed, s);
+	opt(o, &n, MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)notify_conn, s);
+	if (s->cert) {
+		opt(o, &n, MHD_OPTION_HTTPS_MEM_CERT, 0, s->cert);
+		opt(o, &n, MHD_OPTION_HTTPS_MEM_KEY, 0, s->key);
+	}
+	opt(o, &n, MHD_OPTION_END, 0, NULL);
+	s->d = MHD_start_daemon(flags, (uint16_t)cfg->port, NULL, NULL, server_handle, s, MHD_OPTION_ARRAY, o,
 				MHD_OPTION_END);
 	freeaddrinfo(ai);
 	if (!s->d) {
-		snprintf(err, cap, "cannot listen on %s:%d (address in use, or not permitted)", cfg->host,
-			 cfg->port);
-		goto fail;
+		snprintf(err, cap, s->cert ? "cannot listen on %s:%d (address in use, not permitted, or the TLS "
+					     "certificate and key do not load or do not match)"
+					   : "cannot listen on %s:%d (address in use, or not permitted)",
+			 cfg->host, cfg->port);
+		return -1;
 	}
 	info = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
 	s->port = info ? info->port : cfg->port;
+	return 0;
+}
+
+/* The api objects: the shared state, the loop thread's, and the lanes'.  0 or -1 with `err`. */
+static int start_apis(struct server *s, const struct server_config *cfg, const struct api_config *ac, char *err,
+		      size_t cap)
+{
+	struct api_config c = *ac;
+	unsigned threads = cfg->threads ? cfg->threads : THREADS_DEFAULT;
+
+	if (!(s->shared = api_shared_new(ac)))
+		goto oom;
+	c.shared = s->shared;
+	if (!(s->api = api_new(&c)) || !(s->probe = lane_new(1, QUEUE_MAX, &c)) ||
+	    !(s->pool = lane_new(threads, QUEUE_MAX, &c)))
+		goto oom;
+	return 0;
+oom:
+	snprintf(err, cap, "out of memory, or a thread could not start");
+	return -1;
+}
+
+static void free_server(struct server *s)
+{
+	if (s->d)
+		MHD_stop_daemon(s->d);
+	lane_free(s->probe);
+	lane_free(s->pool);
+	api_free(s->api);
+	api_shared_free(s->shared);
+	while (s->conns.next && s->conns.next != &s->conns) {
+		struct hconn *h = s->conns.next;
+
+		s->conns.next = h->next;
+		free(h);
+	}
+	if (s->wakefd >= 0)
+		close(s->wakefd);
+	free(s->cert);
+	if (s->key) {
+		explicit_bzero(s->key, strlen(s->key));
+		free(s->key);
+	}
+	free(s);
+}
+
+struct server *server_start(const struct server_config *cfg, const struct api_config *ac, char *err, size_t cap)
+{
+	struct server *s = calloc(1, sizeof(*s));
+
+	if (!s) {
+		snprintf(err, cap, "out of memory");
+		return NULL;
+	}
+	s->wakefd = -1;
+	s->conns.next = s->conns.prev = &s->conns;
+	s->max_body = cfg->max_body_bytes;
+	s->header_timeout_us = (int64_t)cfg->header_timeout_ms * 1000;
+	if (!cfg->tls_cert != !cfg->tls_key) {
+		snprintf(err, cap, "admin.tls_cert and admin.tls_key go together: give both or neither");
+		goto fail;
+	}
+	if (cfg->tls_cert && (!(s->cert = read_pem("admin.tls_cert", cfg->tls_cert, err, cap)) ||
+			      !(s->key = read_pem("admin.tls_key", cfg->tls_key, err, cap))))
+		goto fail;
+	if ((s->wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
+		snprintf(err, cap, "eventfd: %s", strerror(errno));
+		goto fail;
+	}
+	if (start_apis(s, cfg, ac, err, cap) || start_mhd(s, cfg, err, cap))
+		goto fail;
+	if (pthread_create(&s->loop, NULL, loop_main, s)) {
+		snprintf(err, cap, "cannot start the admin server's thread");
+		goto fail;
+	}
+	s->loop_started = 1;
 	return s;
 fail:
-	api_free(s->api);
-	free(s);
+	free_server(s);
 	return NULL;
 }
 
@@ -346,12 +339,35 @@ int server_port(const struct server *s)
 	return s->port;
 }
 
+static void sleep_ms(int ms)
+{
+	struct timespec ts = { 0, (long)ms * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
 void server_stop(struct server *s)
 {
+	int64_t until;
+
 	if (!s)
 		return;
-	if (s->d)
-		MHD_stop_daemon(s->d);
-	api_free(s->api);
-	free(s);
+	atomic_store(&s->stopping, 1);
+	server_wake(s);
+	api_shared_stop(s->shared); /* jobs: cancelled at their next batch */
+	lane_close(s->probe);       /* waiting requests: 503 now */
+	lane_close(s->pool);
+	until = clock_mono_us() + SERVER_STOP_GRACE_MS * 1000;
+	while (lane_running(s->pool) + lane_running(s->probe) && clock_mono_us() < until)
+		sleep_ms(5);
+	lane_abandon_running(s->probe); /* still running: 503 too */
+	lane_abandon_running(s->pool);
+	until = clock_mono_us() + FLUSH_MS * 1000;
+	while (atomic_load(&s->active) > 0 && clock_mono_us() < until)
+		sleep_ms(5);
+	atomic_store(&s->quit, 1);
+	server_wake(s);
+	if (s->loop_started)
+		pthread_join(s->loop, NULL);
+	free_server(s);
 }

@@ -25,7 +25,10 @@ int config_defaults(struct config *cfg)
 	cfg->max_clock_skew_ms = CONFIG_SKEW_DEFAULT_MS;
 	cfg->lease_ttl_ms = CONFIG_LEASE_TTL_DEFAULT_MS;
 	cfg->max_body_bytes = 65536;
-	cfg->max_connections = 64;
+	cfg->max_connections = 1024;
+	cfg->max_connections_per_ip = 64;
+	cfg->header_timeout_ms = 5000;
+	cfg->admin_threads = 4;
 	cfg->idle_timeout_s = 30;
 	cfg->log_level = LOG_INFO;
 	cfg->redis_url = strdup("redis://127.0.0.1:6379/0");
@@ -56,6 +59,8 @@ void config_free(struct config *cfg)
 	free(cfg->id);
 	free(cfg->admin_token_file);
 	free(cfg->admin_token_env);
+	free(cfg->admin_tls_cert);
+	free(cfg->admin_tls_key);
 	token_free(cfg->admin_token);
 	rules_free(cfg->rules, cfg->nrules);
 	layouts_free(cfg->layouts, cfg->nlayouts);
@@ -112,6 +117,8 @@ struct staged {
 	char *id;
 	char *token_file;
 	char *token_env;
+	char *tls_cert;
+	char *tls_key;
 	int have_layouts;             /* the file has "layouts" (an empty array clears them) */
 	struct layout *layouts;
 	size_t nlayouts;
@@ -148,6 +155,9 @@ static const struct int_field int_fields[] = {
 	{ "lease_ttl_ms", CONFIG_LEASE_TTL_MIN_MS, CONFIG_LEASE_TTL_MAX_MS, offsetof(struct config, lease_ttl_ms) },
 	{ "max_body_bytes", 1, 64 << 20, offsetof(struct config, max_body_bytes) },
 	{ "max_connections", 1, 65536, offsetof(struct config, max_connections) },
+	{ "max_connections_per_ip", 0, 65536, offsetof(struct config, max_connections_per_ip) },
+	{ "header_timeout_ms", 0, 600000, offsetof(struct config, header_timeout_ms) },
+	{ "admin_threads", 1, 64, offsetof(struct config, admin_threads) },
 	{ "idle_timeout_s", 1, 3600, offsetof(struct config, idle_timeout_s) },
 };
 
@@ -272,13 +282,17 @@ static int apply_admin_member(struct staged *st, const cJSON *a, const char *f, 
 		st->next.admin_auth_reads = cJSON_IsTrue(a);
 		return 0;
 	}
-	if (strcmp(a->string, "token_file") && strcmp(a->string, "token_env"))
+	if (strcmp(a->string, "token_file") && strcmp(a->string, "token_env") && strcmp(a->string, "tls_cert") &&
+	    strcmp(a->string, "tls_key"))
 		return sl_fail(err, f, "unknown field");
 	if ((rc = jsonv_string(a, f, &s, err)))
 		return rc;
 	if (!*s)
 		return sl_fail(err, f, "must not be empty");
-	return set_str(!strcmp(a->string, "token_file") ? &st->token_file : &st->token_env, s);
+	return set_str(!strcmp(a->string, "token_file") ? &st->token_file
+		       : !strcmp(a->string, "token_env") ? &st->token_env
+		       : !strcmp(a->string, "tls_cert")  ? &st->tls_cert
+							 : &st->tls_key, s);
 }
 
 static int apply_admin(struct staged *st, const cJSON *it, struct sl_error *err)
@@ -461,6 +475,8 @@ static void staged_commit(struct staged *st, struct config *cfg)
 	take_str(&n->id, &st->id);
 	take_str(&n->admin_token_file, &st->token_file);
 	take_str(&n->admin_token_env, &st->token_env);
+	take_str(&n->admin_tls_cert, &st->tls_cert);
+	take_str(&n->admin_tls_key, &st->tls_key);
 	if (st->have_layouts) {
 		layouts_free(n->layouts, n->nlayouts);
 		n->layouts = st->layouts;
@@ -488,6 +504,8 @@ static void staged_clear(struct staged *st)
 	free(st->id);
 	free(st->token_file);
 	free(st->token_env);
+	free(st->tls_cert);
+	free(st->tls_key);
 	layouts_free(st->layouts, st->nlayouts);
 	rules_free(st->rules, st->nrules);
 }

@@ -42,12 +42,18 @@ struct config {
 				      * daemon makes one, "<hostname>:<pid>:<6 hex random>") */
 	int64_t lease_ttl_ms;        /* shard leases' TTL, CONFIG_LEASE_TTL_MIN_MS..MAX, default 2000 */
 	int64_t max_body_bytes;      /* admin request bodies, default 65536 */
-	int64_t max_connections;     /* admin connections, default 64 */
+	int64_t max_connections;     /* admin connections, default 1024 */
+	int64_t max_connections_per_ip; /* admin connections one client address may hold, default 64 (0: no limit) */
+	int64_t header_timeout_ms;   /* a request's headers must have come this long after the connection
+				      * opened or its previous answer, default 5000 (0: no deadline) */
+	int64_t admin_threads;       /* threads answering the admin requests that read Redis, default 4 */
 	int64_t idle_timeout_s;      /* admin connections idle this long are closed, default 30 */
 	enum log_level log_level;    /* default info */
 	char *admin_token_file;      /* owned or NULL: file holding the admin bearer token */
 	char *admin_token_env;       /* owned: environment variable with the token, default SLUICE_ADMIN_TOKEN */
 	int admin_auth_reads;        /* 1: reads need the token too (probes stay open) */
+	char *admin_tls_cert;        /* owned or NULL: PEM certificate (chain) of the admin API's HTTPS */
+	char *admin_tls_key;         /* owned or NULL: PEM private key of admin_tls_cert */
 	int insecure;                /* --insecure: allow a non-loopback listen address without a token */
 	char *admin_token;           /* owned or NULL: the token, filled by config_load_token() */
 	struct rule **rules;         /* owned, from the config file's "rules" */

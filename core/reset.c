@@ -221,8 +221,24 @@ static int page_skipped(const struct layout *l, const struct walk_page *pg, stru
 	return rc;
 }
 
+/* Publish the sums so far to `prog` (may be NULL). */
+static void progress(struct reset_progress *prog, const struct reset_sum *sum, long long walked)
+{
+	if (!prog)
+		return;
+	atomic_fetch_add(&prog->walked, walked);
+	atomic_store(&prog->paths, sum->paths);
+	atomic_store(&prog->keys, sum->keys);
+	atomic_store(&prog->entries, sum->entries);
+}
+
+static int cancelled(const struct reset_progress *prog)
+{
+	return prog && prog->cancel && atomic_load(prog->cancel);
+}
+
 int reset_match(struct rconn *c, const struct layout *layouts, size_t nlayouts,
-		const char *match, int dry_run, size_t batch, cJSON **out)
+		const char *match, int dry_run, size_t batch, struct reset_progress *prog, cJSON **out)
 {
 	struct reset_sum sum = { 0 };
 	struct walk_pages pages = { 0 };
@@ -240,11 +256,16 @@ int reset_match(struct rconn *c, const struct layout *layouts, size_t nlayouts,
 	pos.done = nlayouts == 0;
 	rc = 0;
 	while (!pos.done && !rc) {
+		if (cancelled(prog)) {
+			rc = -ECANCELED;
+			break;
+		}
 		if ((rc = walk_read(c, layouts, nlayouts, &pos, match, batch, RESET_WALK_WIDTH, &pages)))
 			break;
-		for (size_t i = 0; i < pages.n && !rc; i++) {
+		for (size_t i = 0; i < pages.n && !rc && !cancelled(prog); i++) {
 			const struct walk_page *pg = &pages.page[i];
 			const struct layout *l = &layouts[pg->layout];
+			long long met = pg->error ? 0 : (long long)walk_page_len(l, pg);
 
 			if (pg->error)
 				rc = page_skipped(l, pg, &sum);
@@ -255,6 +276,7 @@ int reset_match(struct rconn *c, const struct layout *layouts, size_t nlayouts,
 				 !(rc = dry_run ? page_drop_earlier(c, b, &p, layouts, pg->layout) : 0))
 				rc = page_reset(c, b, &p, layouts, nlayouts, dry_run, batch, &sum);
 			walk_after(layouts, nlayouts, pg, &pos);
+			progress(prog, &sum, met);
 		}
 	}
 	if (rc)

@@ -17,6 +17,7 @@
  * there is one to report, at most 64 of them).
  */
 #include <cjson/cJSON.h>
+#include <stdatomic.h>
 #include <stddef.h>
 
 #include "core/layout.h"
@@ -49,8 +50,18 @@ int reset_path(struct rconn *c, const struct layout *layouts, size_t nlayouts,
  * reported, the walk goes on.  Errors as reset_path, and -EINVAL for a glob
  * that is not glob_valid; a failure part-way leaves the paths already reset
  * reset.
+ *
+ * `prog` (may be NULL) is kept current after every page, for another thread
+ * to read; when *prog->cancel is set (non-zero) the walk stops before its
+ * next page and answers -ECANCELED (what was reset stays reset and is
+ * counted in `prog`).
  */
+struct reset_progress {
+	atomic_llong walked;               /* registry members met so far (matching the glob) */
+	atomic_llong paths, keys, entries; /* as in *out, so far */
+	const atomic_int *cancel;          /* borrowed, or NULL */
+};
 int reset_match(struct rconn *c, const struct layout *layouts, size_t nlayouts,
-		const char *match, int dry_run, size_t batch, cJSON **out);
+		const char *match, int dry_run, size_t batch, struct reset_progress *prog, cJSON **out);
 
 #endif

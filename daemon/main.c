@@ -32,6 +32,7 @@
 #include "core/rconn.h"
 #include "core/rulestore.h"
 #include "scheduler/sched.h"
+#include "daemon/listen.h"
 #include "daemon/options.h"
 #include "daemon/report.h"
 #include "daemon/seed.h"
@@ -237,6 +238,15 @@ static void reload(struct daemon *d, int argc, char **argv)
 	config_free(&next);
 }
 
+/* A SIGTERM or SIGINT waits to be read: a sweep asked for over the API stops for it. */
+static int term_pending(void *arg)
+{
+	sigset_t p;
+
+	(void)arg;
+	return !sigpending(&p) && (sigismember(&p, SIGTERM) == 1 || sigismember(&p, SIGINT) == 1);
+}
+
 static int setup_signals(void)
 {
 	sigset_t set;
@@ -259,7 +269,7 @@ int main(int argc, char **argv)
 	struct sl_error err = { 0 };
 	enum options_action action;
 	struct server *srv = NULL;
-	struct api *api = NULL;
+	struct api_config ac = { 0 };
 	char errbuf[256], where[160];
 	int sfd = -1, status = 1, stop = 0;
 
@@ -288,10 +298,7 @@ int main(int argc, char **argv)
 		config_free(&d.cfg);
 		return 2;
 	}
-	if (!d.cfg.admin_token && !d.cfg.insecure && !server_host_is_loopback(d.cfg.listen_host)) {
-		fprintf(stderr, "sluiced: --listen: %s is not a loopback address; set an admin token "
-			"(admin.token_file, or $%s) or pass --insecure\n", d.cfg.listen_host,
-			d.cfg.admin_token_env);
+	if (listen_check(&d.cfg)) {
 		config_free(&d.cfg);
 		return 2;
 	}
@@ -335,18 +342,14 @@ int main(int argc, char **argv)
 			.census = 1,
 			.lease_id = d.id, .lease_ttl_ms = d.cfg.lease_ttl_ms,
 		};
-		struct api_config ac = {
+		if (!(d.worker = worker_new(&wc)))
+			goto oom;
+		ac = (struct api_config){
 			.redis = &d.cfg.redis, .timeout_ms = d.cfg.redis_timeout_ms, .prefix = d.cfg.prefix,
 			.layouts = d.layouts, .nlayouts = d.nlayouts, .token = d.cfg.admin_token,
 			.auth_reads = d.cfg.admin_auth_reads, .rules_ttl_ms = API_RULES_TTL_MS,
-			.ready = &d.rules_ready,
+			.ready = &d.rules_ready, .worker = d.worker,
 		};
-
-		if (!(d.worker = worker_new(&wc)))
-			goto oom;
-		ac.worker = d.worker;
-		if (!(api = api_new(&ac)))
-			goto oom;
 	}
 	/*
 	 * The config's rules are stored before the admin server answers: when
@@ -367,11 +370,16 @@ int main(int argc, char **argv)
 			.host = d.cfg.listen_host, .port = d.cfg.listen_port,
 			.max_body_bytes = (size_t)d.cfg.max_body_bytes,
 			.max_connections = (unsigned)d.cfg.max_connections,
+			.max_connections_per_ip = (unsigned)d.cfg.max_connections_per_ip,
 			.idle_timeout_s = (unsigned)d.cfg.idle_timeout_s,
+			.header_timeout_ms = (unsigned)d.cfg.header_timeout_ms,
+			.threads = (unsigned)d.cfg.admin_threads,
+			.tls_cert = d.cfg.admin_tls_cert, .tls_key = d.cfg.admin_tls_key,
 		};
 
-		srv = server_start(&sc, api, errbuf, sizeof(errbuf));
-		api = NULL; /* owned by the server now, even on failure */
+		listen_raise_fd_limit(d.cfg.max_connections);
+		listen_warn(&d.cfg);
+		srv = server_start(&sc, &ac, errbuf, sizeof(errbuf));
 		if (!srv) {
 			fprintf(stderr, "sluiced: admin server: %s\n", errbuf);
 			goto out;
@@ -423,7 +431,7 @@ int main(int argc, char **argv)
 			goto out;
 		}
 		if (n > 0 && (pfd[1].revents & POLLIN))
-			worker_serve_requests(d.worker); /* POST /v1/worker/sweep */
+			worker_serve_requests(d.worker, term_pending, NULL); /* POST /v1/worker/sweep */
 		if (n > 0 && (pfd[0].revents & POLLIN)) {
 			struct signalfd_siginfo si;
 
@@ -466,7 +474,6 @@ out:
 			log_event(LOG_INFO, "leases_released", "id=%s released=%llu", d.id,
 				  (unsigned long long)(ws.lease.released - before));
 	}
-	api_free(api);
 	worker_free(d.worker);
 	seed_free(&d.seed);
 	layouts_free(d.layouts, d.nlayouts);

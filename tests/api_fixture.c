@@ -1,7 +1,10 @@
 #include "tests/api_fixture.h"
 
+#include <time.h>
+
 #include "core/shard.h"
 
+#include "core/clock.h"
 #include "core/keys.h"
 #include "core/strbuf.h"
 
@@ -48,6 +51,7 @@ int call_on(struct api *a, const char *method, const char *path, const char *bod
 	res.status = rs.status;
 	res.challenge = rs.challenge;
 	memcpy(res.etag, rs.etag, sizeof(res.etag));
+	memcpy(res.location, rs.location, sizeof(res.location));
 	res.allow = rs.allow;
 	ck_assert_msg(rs.body != NULL || rs.text != NULL, "%s: no body (status %d)", res.what, rs.status);
 	if (rs.text) {
@@ -67,6 +71,75 @@ int call_on(struct api *a, const char *method, const char *path, const char *bod
 int call(const char *method, const char *path, const char *body)
 {
 	return call_on(api, method, path, body, body ? strlen(body) : 0, NULL, NULL, NULL);
+}
+
+/* The done job in `res` as the answer of a synchronous reset (reset_wait_on). */
+static void job_as_result(void)
+{
+	static const char *const keep[] = { "match", "dry_run", "paths", "keys", "entries", "skipped_registries" };
+	cJSON *o = cJSON_CreateObject(), *err = cJSON_GetObjectItemCaseSensitive(res.json, "error");
+	const char *state = jstr("state");
+
+	ck_assert_ptr_nonnull(o);
+	if (!strcmp(state, "failed")) {
+		const cJSON *code = cJSON_GetObjectItemCaseSensitive(err, "code");
+
+		ck_assert_msg(cJSON_IsString(code), "a failed job names its error: %s", res.text);
+		res.status = !strcmp(code->valuestring, "redis_unavailable") ? 503 : 500;
+		cJSON_AddItemToObject(o, "error", cJSON_DetachItemViaPointer(res.json, err));
+	} else {
+		ck_assert_msg(!strcmp(state, "done"), "the job ended %s: %s", state, res.text);
+		ck_assert_msg(!err, "a done job has no error: %s", res.text);
+		ck_assert_msg(jint("walked") >= jint("paths"), "walked >= paths: %s", res.text);
+		ck_assert_msg(cJSON_IsFalse(jat("cancel_requested")), "not cancelled: %s", res.text);
+		for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++) {
+			cJSON *v = cJSON_GetObjectItemCaseSensitive(res.json, keep[i]);
+
+			if (v)
+				cJSON_AddItemToObject(o, keep[i], cJSON_DetachItemViaPointer(res.json, v));
+		}
+		res.status = 200;
+	}
+	cJSON_Delete(res.json);
+	free(res.text);
+	res.json = o;
+	res.text = cJSON_PrintUnformatted(o);
+	ck_assert_ptr_nonnull(res.text);
+}
+
+int reset_wait_on(struct api *a, const char *body)
+{
+	char id[24], where[64], what[300];
+	const char *state;
+	int64_t until = clock_mono_ms() + 60000;
+
+	if (call_on(a, "POST", "/v1/reset", body, body ? strlen(body) : 0, NULL, NULL, NULL) != 202)
+		return res.status;
+	snprintf(what, sizeof(what), "%s", res.what);
+	snprintf(id, sizeof(id), "%s", jstr("id"));
+	state = jstr("state");
+	ck_assert_msg(!strcmp(state, "queued") || !strcmp(state, "running"), "a new job: %s", res.text);
+	snprintf(where, sizeof(where), "/v1/jobs/%s", id);
+	ck_assert_str_eq(res.location, where);
+	for (;;) {
+		struct timespec ms = { 0, 1000000 };
+
+		ck_assert_int_eq(call_on(a, "GET", where, NULL, 0, NULL, NULL, NULL), 200);
+		ck_assert_str_eq(jstr("id"), id);
+		state = jstr("state");
+		if (strcmp(state, "queued") && strcmp(state, "running"))
+			break;
+		ck_assert_msg(clock_mono_ms() < until, "job %s still %s after 60 s", id, state);
+		nanosleep(&ms, NULL);
+	}
+	job_as_result();
+	snprintf(res.what, sizeof(res.what), "%s", what);
+	return res.status;
+}
+
+int reset_wait(const char *body)
+{
+	return reset_wait_on(api, body);
 }
 
 int get(const char *path)

@@ -50,6 +50,7 @@ struct last_response {
 	const char *allow;
 	int challenge;
 	char etag[24];
+	char location[48];
 };
 /* Set by every call_on; cleared by res_clear and the teardown. */
 extern struct last_response res;
@@ -72,6 +73,17 @@ int call_on(struct api *a, const char *method, const char *path, const char *bod
 int call(const char *method, const char *path, const char *body);
 int get(const char *path);
 int put(const char *path, const char *body);
+/*
+ * POST /v1/reset `body` to api `a`, and when it answers 202 (a job: its
+ * Location, state and id checked), GET /v1/jobs/{id} until the job ended;
+ * then `res` holds what the reset did as one answer: 200 and
+ * {"match", "dry_run", "paths", "keys", "entries"[, "skipped_registries"]}
+ * from the done job (its walked >= paths checked), or the failed job's
+ * {"error"} with 503 (redis_unavailable) or 500.  Any other first answer (400)
+ * stays in `res` as it came.  Returns res.status.
+ */
+int reset_wait_on(struct api *a, const char *body);
+int reset_wait(const char *body);
 /* GET /v1/paths with the query parameters given (NULL: absent). */
 int list(const char *match, const char *cursor, const char *count);
 

@@ -8,10 +8,17 @@ struct redis_target target;
 struct worker *w;
 struct api *api;
 
-struct api *api_make(const struct redis_target *t, struct worker *wk, const char *token, int auth_reads)
+struct api_config api_config_of(const struct redis_target *t, struct worker *wk, const char *token, int auth_reads)
 {
 	struct api_config ac = { .redis = t, .timeout_ms = OBJECTS_TIMEOUT_MS, .prefix = PFX, .layouts = layouts,
 				 .nlayouts = nlayouts, .worker = wk, .token = token, .auth_reads = auth_reads };
+
+	return ac;
+}
+
+struct api *api_make(const struct redis_target *t, struct worker *wk, const char *token, int auth_reads)
+{
+	struct api_config ac = api_config_of(t, wk, token, auth_reads);
 	struct api *a = api_new(&ac);
 
 	ck_assert_ptr_nonnull(a);
@@ -61,7 +68,7 @@ static void *sweeps_serve(void *arg)
 
 	while (poll(pfd, 2, 30000) > 0 && !(pfd[1].revents & POLLIN))
 		if (pfd[0].revents & POLLIN)
-			worker_serve_requests(sw->wk);
+			worker_serve_requests(sw->wk, NULL, NULL);
 	return NULL;
 }
 

@@ -55,6 +55,8 @@ extern struct api *api;
 
 /* An api on `t` and sluice's layouts, with worker `wk` (may be NULL) and `token` (NULL: no auth); caller frees. */
 struct api *api_make(const struct redis_target *t, struct worker *wk, const char *token, int auth_reads);
+/* The api_config api_make uses (for server_start); its pointers are `t`, `wk`, `token` and the fixture's layouts. */
+struct api_config api_config_of(const struct redis_target *t, struct worker *wk, const char *token, int auth_reads);
 /* A worker on `t` and sluice's layouts, in batches of 100; caller frees. */
 struct worker *worker_make(const struct redis_target *t);
 

@@ -196,6 +196,8 @@ START_TEST(test_auth_writes)
 	ck_err(401, "unauthorized", NULL);
 	call_on(a, "POST", "/v1/reset", "{\"match\":\"*\"}", 13, NULL, NULL, NULL);
 	ck_err(401, "unauthorized", NULL);
+	call_on(a, "DELETE", "/v1/jobs/1", NULL, 0, NULL, NULL, NULL);
+	ck_err(401, "unauthorized", NULL);
 	ck_snapshot_same(keys_before);
 	free(keys_before);
 	rules_snapshot(after, sizeof(after));
@@ -216,7 +218,7 @@ START_TEST(test_auth_writes)
 		struct api_response rs;
 
 		api_handle(a, &rq, &rs);
-		ck_assert_ptr_nonnull(strstr(rs.text, "sluice_http_requests_total{route=\"unmatched\",method=\"any\",status=\"401\"} 6\n"));
+		ck_assert_ptr_nonnull(strstr(rs.text, "sluice_http_requests_total{route=\"unmatched\",method=\"any\",status=\"401\"} 7\n"));
 		free(rs.text);
 	}
 	api_free(a);

@@ -56,7 +56,7 @@ START_TEST(test_server_smoke)
 	sc.max_body_bytes = 1024;
 	sc.max_connections = 8;
 	sc.idle_timeout_s = 5;
-	s = server_start(&sc, api_new(&ac), err, sizeof(err));
+	s = server_start(&sc, &ac, err, sizeof(err));
 	ck_assert_msg(s != NULL, "server_start: %s", err);
 	port = server_port(s);
 	ck_assert_int_gt(port, 0);

@@ -22,7 +22,8 @@ START_TEST(test_document_well_formed)
 	struct op ops[MAX_OPS];
 	size_t n;
 	const cJSON *codes = jget(resolve(pointer("#/components/schemas/ErrorCode")), "enum");
-	static const char *const statuses[] = { "200", "201", "400", "401", "404", "405", "412", "413", "500", "503" };
+	static const char *const statuses[] = { "200", "201", "202", "400", "401", "404", "405", "409",
+						"412", "413", "429", "500", "503" };
 
 	if (!cJSON_IsString(jget(doc, "openapi")) || strcmp(jget_str(doc, "openapi"), "3.0.3") != 0)
 		addf(&f, "\"openapi\" is not \"3.0.3\"");
@@ -225,7 +226,7 @@ static int set_has(const struct strset *s, const char *str)
  */
 static void scan_codes(const char *src, struct strset *out)
 {
-	static const char *const calls[] = { "fail(res,", "send_error(c," };
+	static const char *const calls[] = { "fail(res,", "send_error(s, c," };
 	static const char canned[] = "\\\"code\\\":\\\"";
 
 	for (size_t k = 0; k < sizeof(calls) / sizeof(calls[0]); k++)

@@ -36,6 +36,8 @@ START_TEST(test_probe_every_operation)
 		struct answer a;
 
 		seed();
+		if (strstr(ops[i].path, "{id}"))
+			seed_jobs(strcmp(ops[i].upper, "DELETE") == 0 ? 3 : 1); /* a job that has not ended, to cancel */
 		fill_template(ops[i].path, path, sizeof(path));
 		call_serving(api, w, &rq, &a);
 		check_answer(&ops[i], &rq, &a, &f);
@@ -134,10 +136,13 @@ static const struct eprobe {
 	  .code = "invalid_body", .field = "dry_run" },
 	{ A_NORMAL, "POST", "/v1/reset", "/v1/reset", .body = "{\"match\":\"*\",\"force\":true}", .status = 400,
 	  .code = "invalid_body", .field = "force" },
-	{ A_NORMAL, "POST", "/v1/reset", "/v1/reset", .body = "{\"match\":\"*\"}", .status = 200 },
+	{ A_NORMAL, "POST", "/v1/reset", "/v1/reset", .body = "{\"match\":\"*\"}", .status = 202 },
 	{ A_NORMAL, "POST", "/v1/reset", "/v1/reset", .body = "{\"match\":\"*\"}",
-	  .pre = { "SET sluice:{986}:registry:sliding_log oops" }, .status = 200 },
-	{ A_NORMAL, "POST", "/v1/reset", "/v1/reset", .body = "{\"match\":\"/doc*\",\"dry_run\":true}", .status = 200 },
+	  .pre = { "SET sluice:{986}:registry:sliding_log oops" }, .status = 202 },
+	{ A_NORMAL, "POST", "/v1/reset", "/v1/reset", .body = "{\"match\":\"/doc*\",\"dry_run\":true}", .status = 202 },
+	{ A_NORMAL, "GET", "/v1/jobs/{id}", "/v1/jobs/999999", .status = 404, .code = "not_found" },
+	{ A_NORMAL, "GET", "/v1/jobs/{id}", "/v1/jobs/x1", .status = 404, .code = "not_found" },
+	{ A_NORMAL, "DELETE", "/v1/jobs/{id}", "/v1/jobs/999999", .status = 404, .code = "not_found" },
 	{ A_NORMAL, "POST", "/v1/reset", "/v1/reset", .body = "{\"match\":\"/doc[\"}", .status = 400,
 	  .code = "invalid_body", .field = "match" },
 	{ A_NO_WORKER, "GET", "/v1/worker", "/v1/worker", .status = 503, .code = "no_worker" },
@@ -399,7 +404,11 @@ START_TEST(test_http_413_and_headers)
 
 	ck_assert_msg(put && get && metrics && reset, "PUT and GET /v1/rules/{name}, GET /metrics, POST /v1/reset documented");
 	ck_assert_int_eq(curl_global_init(CURL_GLOBAL_DEFAULT), 0);
-	s = server_start(&sc, api_make(&target, w, NULL, 0), err, sizeof(err));
+	{
+		struct api_config ac = api_config_of(&target, w, NULL, 0);
+
+		s = server_start(&sc, &ac, err, sizeof(err));
+	}
 	ck_assert_msg(s != NULL, "server_start: %s", err);
 	port = server_port(s);
 

@@ -932,7 +932,7 @@ START_TEST(test_foreign_layouts_state_and_reset)
 	{
 		const char *b = "{\"match\":\"u1*\",\"dry_run\":true}";
 
-		call_on(fa, "POST", "/v1/reset", b, strlen(b), NULL, NULL, NULL);
+		reset_wait_on(fa, b);
 		ck_res(200, "{\"match\":\"u1*\",\"dry_run\":true,\"paths\":1,\"keys\":1,\"entries\":1}");
 		ck_assert_int_eq(test_cmd_int(c, "EXISTS limit:u1:/api"), 1);
 	}

@@ -200,12 +200,12 @@ START_TEST(test_foreign_registry_of_wrong_type)
 	{
 		const char *b = "{\"match\":\"*\"}";
 
-		call_on(fa, "POST", "/v1/reset", b, strlen(b), NULL, NULL, NULL);
+		reset_wait_on(fa, b);
 		ck_res(200, "{\"match\":\"*\",\"dry_run\":false,\"paths\":1,\"keys\":2,\"entries\":1,"
 			    "\"skipped_registries\":[{\"key\":\"LeakyBucket::pathSet\",\"error\":\"a hash, not a sorted "
 			    "set or set: left alone\"}]}");
 		/* alone, the walk's own report */
-		call_on(fa, "POST", "/v1/reset", b, strlen(b), NULL, NULL, NULL);
+		reset_wait_on(fa, b);
 		ck_res(200, "{\"match\":\"*\",\"dry_run\":false,\"paths\":0,\"keys\":0,\"entries\":0,"
 			    "\"skipped_registries\":[{\"key\":\"LeakyBucket::pathSet\",\"error\":\"WRONGTYPE Operation "
 			    "against a key holding the wrong kind of value\"}]}");
@@ -246,9 +246,9 @@ START_TEST(test_bulk_reset_big_shard)
 			nz++;
 		}
 	}
-	call("POST", "/v1/reset", "{\"match\":\"/big/*\",\"dry_run\":true}");
+	reset_wait("{\"match\":\"/big/*\",\"dry_run\":true}");
 	ck_res(200, "{\"match\":\"/big/*\",\"dry_run\":true,\"paths\":303,\"keys\":606,\"entries\":303}");
-	call("POST", "/v1/reset", "{\"match\":\"/big/*\"}");
+	reset_wait("{\"match\":\"/big/*\"}");
 	ck_res(200, "{\"match\":\"/big/*\",\"dry_run\":false,\"paths\":303,\"keys\":606,\"entries\":303}");
 	ck_assert_int_eq(test_cmd_int(c, "ZCARD sluice:{%u}:registry:leaky_bucket", k), 300); /* the /zzz/ ones */
 }
@@ -268,13 +268,13 @@ START_TEST(test_bulk_reset)
 	dbsize = test_dbsize(c);
 
 	body = "{\"match\":\"/api/*\",\"dry_run\":true}";
-	call("POST", "/v1/reset", body);
+	reset_wait(body);
 	/* /api/a: bucket (2) + meta + log (1); /api/b: bucket (1) + meta; /api/x: log (1) */
 	ck_res(200, "{\"match\":\"/api/*\",\"dry_run\":true,\"paths\":3,\"keys\":6,\"entries\":5}");
 	ck_assert_int_eq(test_dbsize(c), dbsize); /* nothing removed */
 	ck_assert_int_eq(due_of_path("leaky_bucket", "/api/a"), t + 10000 + test_skew_ms());
 
-	call("POST", "/v1/reset", "{\"match\":\"/api/*\"}");
+	reset_wait("{\"match\":\"/api/*\"}");
 	ck_res(200, "{\"match\":\"/api/*\",\"dry_run\":false,\"paths\":3,\"keys\":6,\"entries\":5}");
 	ck_assert_int_eq(due_of_path("leaky_bucket", "/api/a"), -1);
 	ck_assert_int_eq(due_of_path("leaky_bucket", "/api/b"), -1);
@@ -288,7 +288,7 @@ START_TEST(test_bulk_reset)
 	/* /web/c's bucket, meta and due index */
 	ck_assert_int_eq(test_dbsize(c), 3);
 	/* again: nothing left to match */
-	call("POST", "/v1/reset", "{\"match\":\"/api/*\",\"dry_run\":false}");
+	reset_wait("{\"match\":\"/api/*\",\"dry_run\":false}");
 	ck_res(200, "{\"match\":\"/api/*\",\"dry_run\":false,\"paths\":0,\"keys\":0,\"entries\":0}");
 }
 END_TEST
@@ -309,9 +309,9 @@ START_TEST(test_bulk_reset_many)
 	}
 	put_state("leaky_bucket", "/keep", 1, t, t + 1000);
 	/* entries: 150 x (1 + 2 + 3) of the buckets + 90 token buckets (a hash counts its fields: 1) */
-	call("POST", "/v1/reset", "{\"match\":\"/bulk/*\",\"dry_run\":true}");
+	reset_wait("{\"match\":\"/bulk/*\",\"dry_run\":true}");
 	ck_res(200, "{\"match\":\"/bulk/*\",\"dry_run\":true,\"paths\":450,\"keys\":540,\"entries\":990}");
-	call("POST", "/v1/reset", "{\"match\":\"/bulk/*\"}");
+	reset_wait("{\"match\":\"/bulk/*\"}");
 	ck_res(200, "{\"match\":\"/bulk/*\",\"dry_run\":false,\"paths\":450,\"keys\":540,\"entries\":990}");
 	ck_assert_int_eq(test_cmd_int(c, "ZCARD %s", test_lb_key("/keep")), 1);
 	ck_assert_int_eq(test_dbsize(c), 2); /* /keep's bucket and due index */
@@ -347,7 +347,7 @@ START_TEST(test_bulk_reset_errors)
 	lb_admit("/api/a", 10, "0.1", test_server_ms(c) + AHEAD_MS);
 	before = test_snapshot(c);
 	for (size_t i = 0; i < TEST_N(bad); i++) {
-		call("POST", "/v1/reset", bad[i].body);
+		reset_wait(bad[i].body);
 		ck_err(bad[i].status, bad[i].code, bad[i].field);
 		ck_snapshot_same(before);
 	}
@@ -373,16 +373,16 @@ START_TEST(test_bulk_reset_glob_dialect)
 
 	for (size_t i = 0; i < TEST_N(paths); i++)
 		lb_admit(paths[i], 10, "0.1", t);
-	call("POST", "/v1/reset", "{\"match\":\"/a[!b]\",\"dry_run\":true}");
+	reset_wait("{\"match\":\"/a[!b]\",\"dry_run\":true}");
 	ck_res(200, "{\"match\":\"/a[!b]\",\"dry_run\":true,\"paths\":3,\"keys\":6,\"entries\":3}");
-	call("POST", "/v1/reset", "{\"match\":\"/a[]!]\",\"dry_run\":false}"); /* a leading ']' is literal */
+	reset_wait("{\"match\":\"/a[]!]\",\"dry_run\":false}"); /* a leading ']' is literal */
 	ck_res(200, "{\"match\":\"/a[]!]\",\"dry_run\":false,\"paths\":1,\"keys\":2,\"entries\":1}");
 	ck_assert_int_eq(test_cmd_int(c, "EXISTS %s", test_lb_key("/a!")), 0);
 	ck_assert_int_eq(test_cmd_int(c, "EXISTS %s", test_lb_key("/ab")), 1);
 	before = test_snapshot(c);
-	call("POST", "/v1/reset", "{\"match\":\"/a[b\",\"dry_run\":false}");
+	reset_wait("{\"match\":\"/a[b\",\"dry_run\":false}");
 	ck_err(400, "invalid_body", "match");
-	call("POST", "/v1/reset", "{\"match\":\"/a\\\\\",\"dry_run\":false}");
+	reset_wait("{\"match\":\"/a\\\\\",\"dry_run\":false}");
 	ck_err(400, "invalid_body", "match");
 	call_on(api, "GET", "/v1/paths", NULL, 0, "/a[b", NULL, NULL);
 	ck_err(400, "invalid_query", "match");
@@ -402,12 +402,12 @@ START_TEST(test_bulk_reset_binary_paths)
 	lb_admit_bin("}\0", 2, 10, "1", t);
 	lb_admit("}z", 10, "1", t);
 	lb_admit("/other", 10, "1", t);
-	call("POST", "/v1/reset", "{\"match\":\"}*\",\"dry_run\":true}");
+	reset_wait("{\"match\":\"}*\",\"dry_run\":true}");
 	ck_res(200, "{\"match\":\"}*\",\"dry_run\":true,\"paths\":3,\"keys\":6,\"entries\":3}");
-	call("POST", "/v1/reset", "{\"match\":\"}?\"}");
+	reset_wait("{\"match\":\"}?\"}");
 	ck_res(200, "{\"match\":\"}?\",\"dry_run\":false,\"paths\":2,\"keys\":4,\"entries\":2}");
 	ck_assert_int_eq(test_cmd_int(c, "EXISTS %s", test_lb_key("}z")), 0);
-	call("POST", "/v1/reset", "{\"match\":\"}*\"}");
+	reset_wait("{\"match\":\"}*\"}");
 	ck_res(200, "{\"match\":\"}*\",\"dry_run\":false,\"paths\":1,\"keys\":2,\"entries\":1}");
 	ck_assert_int_eq(test_cmd_int(c, "ZCARD %s", test_lb_key("/other")), 1);
 }
@@ -431,7 +431,7 @@ START_TEST(test_bulk_reset_scan_prefix_with_star)
 	fa = api_new(&ac);
 	freeReplyObject(test_cmd(c, "ZADD lim*it:u1:/a %lld %lld", t, t));
 	freeReplyObject(test_cmd(c, "ZADD limXit:u1:/b %lld %lld", t, t)); /* another limiter's key */
-	call_on(fa, "POST", "/v1/reset", b, strlen(b), NULL, NULL, NULL);
+	reset_wait_on(fa, b);
 	ck_res(200, "{\"match\":\"u1*\",\"dry_run\":false,\"paths\":1,\"keys\":1,\"entries\":1}");
 	ck_assert_int_eq(test_cmd_int(c, "EXISTS lim*it:u1:/a"), 0);
 	ck_assert_int_eq(test_cmd_int(c, "EXISTS limXit:u1:/b"), 1);
@@ -464,9 +464,9 @@ START_TEST(test_bulk_reset_across_layouts)
 	freeReplyObject(test_cmd(c, "ZADD limit:/p 1 a"));
 	freeReplyObject(test_cmd(c, "ZADD limit:/p2 1 a"));
 	/* /p: own bucket + meta (1), foreign bucket (2), SCAN layout's key (1); /p2: the SCAN layout's (1) */
-	call_on(fa, "POST", "/v1/reset", dry, strlen(dry), NULL, NULL, NULL);
+	reset_wait_on(fa, dry);
 	ck_res(200, "{\"match\":\"/p*\",\"dry_run\":true,\"paths\":2,\"keys\":5,\"entries\":5}");
-	call_on(fa, "POST", "/v1/reset", wet, strlen(wet), NULL, NULL, NULL);
+	reset_wait_on(fa, wet);
 	ck_res(200, "{\"match\":\"/p*\",\"dry_run\":false,\"paths\":2,\"keys\":5,\"entries\":5}");
 	ck_assert_int_eq(test_cmd_int(c, "EXISTS LeakyBucket:/p limit:/p limit:/p2 %s", test_lb_key("/p")), 0);
 	{

@@ -581,6 +581,27 @@ void check_answer(const struct op *op, const struct request *rq, const struct an
 
 /* ---- probes of documented operations --------------------------------------------- */
 
+/* The id fill_template puts for {id}: seed_jobs's last job. */
+static char job_id[24] = "0";
+
+void seed_jobs(int n)
+{
+	for (int i = 0; i < n; i++) {
+		struct request rq = { .method = "POST", .path = "/v1/reset", .body = "{\"match\":\"*\",\"dry_run\":true}" };
+		struct answer a;
+		cJSON *o, *id;
+
+		call_answer(api, &rq, &a);
+		ck_assert_msg(a.status == 202, "seeding POST /v1/reset: %d %s", a.status, a.text);
+		o = cJSON_Parse(a.text);
+		id = cJSON_GetObjectItemCaseSensitive(o, "id");
+		ck_assert_msg(cJSON_IsString(id), "a job id: %s", a.text);
+		snprintf(job_id, sizeof(job_id), "%s", id->valuestring);
+		cJSON_Delete(o);
+		answer_clear(&a);
+	}
+}
+
 void fill_template(const char *tpl, char *out, size_t cap)
 {
 	size_t o = 0;
@@ -597,6 +618,8 @@ void fill_template(const char *tpl, char *out, size_t cap)
 				snprintf(val, sizeof(val), "doc-rule");
 			else if (strcmp(name, "path") == 0)
 				snprintf(val, sizeof(val), "%%2Fdoc");
+			else if (strcmp(name, "id") == 0)
+				snprintf(val, sizeof(val), "%s", job_id);
 			else
 				snprintf(val, sizeof(val), "doc-%s", name);
 			o += (size_t)snprintf(out + o, cap - o, "%s", val);

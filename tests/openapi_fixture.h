@@ -128,6 +128,12 @@ void check_answer(const struct op *op, const struct request *rq, const struct an
 
 /* "/v1/rules/{name}" -> "/v1/rules/doc-rule"; {path} -> "%2Fdoc"; any other {x} -> "doc-x". */
 void fill_template(const char *tpl, char *out, size_t cap);
+/*
+ * Make `n` bulk reset jobs (dry runs of "*") through the fixture's api; the
+ * last one's id is what fill_template puts for {id} from now on (with n >= 3
+ * it still waits or runs a moment later: the jobs run one after another).
+ */
+void seed_jobs(int n);
 /* The operation's requestBody example as text (caller frees), or NULL when it takes no body. */
 char *example_body(const struct op *op);
 

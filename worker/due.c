@@ -369,8 +369,8 @@ next:
 }
 
 int due_step(struct worker *w, enum worker_job job, int64_t start_us, int64_t budget_us, int64_t now,
-	     const char *nows, int full, struct worker_result *r, struct worker_layout_status lr[WORKER_MAX_LAYOUTS],
-	     int *failed)
+	     const char *nows, int restart, int full, struct worker_result *r,
+	     struct worker_layout_status lr[WORKER_MAX_LAYOUTS], int *failed)
 {
 	struct job_state *js = &w->jobs[job];
 	int rc = 1;
@@ -378,7 +378,7 @@ int due_step(struct worker *w, enum worker_job job, int64_t start_us, int64_t bu
 	*failed = 0;
 	if (js->ndue == 0)
 		return 1;
-	if (full) {
+	if (restart) {
 		/* a whole sweep: every shard of every layout, from the first */
 		js->due_at = 0;
 		for (size_t i = 0; i < js->ndue; i++)

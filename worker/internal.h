@@ -175,6 +175,7 @@ struct job_state {
 	struct due_state *due;   /* sluice's own layouts of this job (ndue), walked by due index */
 	size_t ndue, due_at;     /* due_at: the one whose pass goes on */
 	int full;                /* the next step starts a whole sweep (worker_sweep) */
+	int full_sweep;          /* a whole sweep is part-way: every layout's pass polls every shard */
 	int64_t now_ms;          /* the now (ms) of the last due step */
 	const struct layout *layouts[WORKER_MAX_LAYOUTS]; /* the foreign layouts this job walks, in order */
 	size_t index[WORKER_MAX_LAYOUTS]; /* each one's index in the worker's layouts (for the status) */
@@ -297,7 +298,7 @@ void due_init(struct due_state *d, const struct layout *l, size_t index);
  * first one's errno goes to *failed (0: none) and its text to last_error.
  */
 int due_step(struct worker *w, enum worker_job job, int64_t start_us, int64_t budget_us, int64_t now,
-	     const char *nows, int full, struct worker_result *r, struct worker_layout_status lr[WORKER_MAX_LAYOUTS],
+	     const char *nows, int restart, int full, struct worker_result *r, struct worker_layout_status lr[WORKER_MAX_LAYOUTS],
 	     int *failed);
 /* Add d's due backlog (paths) to *paths and lower *oldest to its oldest due time (ms) by now. */
 void due_backlog(const struct due_state *d, int64_t now, uint64_t *paths, int64_t *oldest);

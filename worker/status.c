@@ -199,7 +199,7 @@ void worker_cancel_requests(struct worker *w)
 	pthread_mutex_unlock(&w->lock);
 }
 
-void worker_serve_requests(struct worker *w)
+void worker_serve_requests(struct worker *w, int (*stop)(void *arg), void *arg)
 {
 	struct worker_result r[WORKER__JOBS] = { 0 };
 	int64_t us[WORKER__JOBS] = { 0 };
@@ -214,7 +214,7 @@ void worker_serve_requests(struct worker *w)
 	for (int j = 0; j < WORKER__JOBS && !rc; j++) {
 		int64_t t0 = clock_mono_us();
 
-		rc = worker_sweep(w, (enum worker_job)j, -1, &r[j]);
+		rc = worker_sweep_until(w, (enum worker_job)j, -1, stop, arg, &r[j]);
 		us[j] = clock_mono_us() - t0;
 	}
 	pthread_mutex_lock(&w->lock);

@@ -322,25 +322,27 @@ int worker_step(struct worker *w, enum worker_job job, int64_t budget_us, int64_
 	struct worker_layout_status lr[WORKER_MAX_LAYOUTS] = { 0 };
 	int64_t start = clock_mono_us(), now;
 	char nows[24] = "";
-	int rc, full, later = 0;
+	int rc, full, restart, later = 0;
 
 	if ((unsigned)job >= WORKER__JOBS)
 		return -EINVAL;
 	js = &w->jobs[job];
-	full = js->full;
+	restart = js->full;
+	full = restart || js->full_sweep;
 	if (now_ms >= 0)
 		snprintf(nows, sizeof(nows), "%lld", (long long)now_ms);
-	if (!(rc = step_prepare(w, job, now_ms, full, &now, &later))) {
+	if (!(rc = step_prepare(w, job, now_ms, restart, &now, &later))) {
 		int due_rc, failed = 0;
 
 		js->full = 0;
+		js->full_sweep = full;
 		if (!js->in_sweep) {
 			js->in_sweep = 1;
 			js->due_swept = js->walk_swept = 0;
 			js->sweep_start_us = start;
 		}
 		/* sluice's own layouts by due index first (cheap), then the foreign walk */
-		due_rc = due_step(w, job, start, budget_us, now, nows, full, &r, lr, &failed);
+		due_rc = due_step(w, job, start, budget_us, now, nows, restart, full, &r, lr, &failed);
 		if (due_rc < 0) {
 			rc = due_rc;
 		} else {
@@ -360,7 +362,7 @@ int worker_step(struct worker *w, enum worker_job job, int64_t budget_us, int64_
 		/* a sweep ends when both parts ended since it started */
 		r.sweep_done = js->due_swept && (js->walk_swept || js->nlayouts == 0);
 		if (r.sweep_done)
-			js->in_sweep = 0;
+			js->in_sweep = js->full_sweep = 0;
 	}
 	status_fold(w, job, rc, start, &r, lr);
 	if (res)
@@ -370,7 +372,13 @@ int worker_step(struct worker *w, enum worker_job job, int64_t budget_us, int64_
 
 int worker_sweep(struct worker *w, enum worker_job job, int64_t now_ms, struct worker_result *res)
 {
-	struct worker_result total = { 0 }, r;
+	return worker_sweep_until(w, job, now_ms, NULL, NULL, res);
+}
+
+int worker_sweep_until(struct worker *w, enum worker_job job, int64_t now_ms, int (*stop)(void *arg), void *arg,
+		       struct worker_result *res)
+{
+	struct worker_result total = { 0 }, r = { 0 };
 	int rc;
 
 	if ((unsigned)job >= WORKER__JOBS)
@@ -382,7 +390,11 @@ int worker_sweep(struct worker *w, enum worker_job job, int64_t now_ms, struct w
 	w->jobs[job].in_sweep = 0;
 	strcpy(w->jobs[job].cursor, "0");
 	do {
-		rc = worker_step(w, job, INT64_MAX, now_ms, &r);
+		if (stop && stop(arg)) {
+			rc = -ECANCELED;
+			break;
+		}
+		rc = worker_step(w, job, stop ? WORKER_SWEEP_STEP_US : INT64_MAX, now_ms, &r);
 		total.paths += r.paths;
 		total.entries += r.entries;
 		total.emptied += r.emptied;

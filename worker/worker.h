@@ -119,6 +119,14 @@ int worker_step(struct worker *w, enum worker_job job, int64_t budget_us, int64_
  * whether it had ended).
  */
 int worker_sweep(struct worker *w, enum worker_job job, int64_t now_ms, struct worker_result *res);
+/*
+ * worker_sweep in steps of WORKER_SWEEP_STEP_US, asking `stop(arg)` between
+ * them: when it answers non-zero the sweep ends there with -ECANCELED (the
+ * next tick resumes where it stopped).  `stop` NULL: worker_sweep.
+ */
+#define WORKER_SWEEP_STEP_US 50000
+int worker_sweep_until(struct worker *w, enum worker_job job, int64_t now_ms, int (*stop)(void *arg), void *arg,
+		       struct worker_result *res);
 /* Record the scheduler's view of the job (lag and overruns), for the status. */
 void worker_note_schedule(struct worker *w, enum worker_job job, int64_t lag_us, uint64_t overruns);
 /*
@@ -143,10 +151,12 @@ int worker_lease_release(struct worker *w);
  *
  * worker_request_fd(): an eventfd that turns readable when a request waits;
  * the driving thread polls it and then calls worker_serve_requests(), which
- * runs the sweeps and wakes every waiting requester.
+ * runs the sweeps (worker_sweep_until with `stop`, `arg`: a sweep asked for
+ * when the daemon is stopping ends at once, answered -ECANCELED) and wakes
+ * every waiting requester.
  */
 int worker_request_fd(const struct worker *w);
-void worker_serve_requests(struct worker *w);
+void worker_serve_requests(struct worker *w, int (*stop)(void *arg), void *arg);
 /* Shutdown: wake every waiting requester with -ECANCELED and refuse new requests. */
 void worker_cancel_requests(struct worker *w);
 
