@@ -37,6 +37,9 @@ struct api_config {
 					   * daemon has not stored its config file's rules yet) /readyz,
 					   * /v1/rules... and /v1/paths... answer 503 redis_unavailable */
 	struct api_shared *shared;        /* borrowed (outlives the api), or NULL: the api makes its own */
+	int64_t metrics_fresh_ms;         /* GET /metrics reuses a Redis sample younger than this
+					   * (admin/sampler.h); 0: SAMPLER_FRESH_MS, < 0: never */
+	int64_t metrics_wait_ms;          /* and waits this long for a new one; 0: SAMPLER_WAIT_MS */
 };
 
 struct api_request {
@@ -90,6 +93,12 @@ struct api;
 struct api_shared *api_shared_new(const struct api_config *cfg);
 /* Cancel the jobs (a running one ends at its next batch) without waiting; new jobs are refused. */
 void api_shared_stop(struct api_shared *sh);
+/* 1 while a bulk reset job runs. */
+int api_shared_busy(struct api_shared *sh);
+/* From any thread: the Redis calls of the jobs and of the metrics sampler in flight fail now, and later ones at once (rconn_abort). */
+void api_shared_abort(struct api_shared *sh);
+/* From any thread: the api's Redis calls in flight fail now, and later ones at once (rconn_abort). */
+void api_abort(struct api *a);
 /* api_shared_stop, wait for the jobs' thread, free.  NULL is a no-op. */
 void api_shared_free(struct api_shared *sh);
 /*

@@ -147,8 +147,8 @@ static void run_one(struct jobs *j, struct job *jb)
 	if (rc == 0) {
 		jb->state = JOB_DONE;
 		take_result(jb, out);
-	} else if (rc == -ECANCELED) {
-		jb->state = JOB_CANCELLED;
+	} else if (rc == -ECANCELED || atomic_load(&jb->cancel)) {
+		jb->state = JOB_CANCELLED; /* also when the stop cut its last call short */
 	} else {
 		jb->state = JOB_FAILED;
 		jb->result = failure(j->conn, rc);
@@ -228,6 +228,22 @@ void jobs_stop(struct jobs *j)
 	}
 	pthread_cond_broadcast(&j->wake);
 	pthread_mutex_unlock(&j->lock);
+}
+
+int jobs_busy(struct jobs *j)
+{
+	int busy = 0;
+
+	pthread_mutex_lock(&j->lock);
+	for (size_t i = 0; i < j->n && !busy; i++)
+		busy = j->job[i]->state == JOB_RUNNING;
+	pthread_mutex_unlock(&j->lock);
+	return busy;
+}
+
+void jobs_abort(struct jobs *j)
+{
+	rconn_abort(j->conn);
 }
 
 void jobs_free(struct jobs *j)

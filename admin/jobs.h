@@ -46,6 +46,10 @@ struct jobs *jobs_new(const struct jobs_config *cfg);
  * at its next batch boundary); from now on jobs_add_reset refuses.
  */
 void jobs_stop(struct jobs *j);
+/* 1 while a job runs (its thread inside a reset). */
+int jobs_busy(struct jobs *j);
+/* From any thread: the job's Redis call in flight fails now, later ones at once (rconn_abort). */
+void jobs_abort(struct jobs *j);
 /* jobs_stop, then wait for the thread and free everything.  NULL is a no-op. */
 void jobs_free(struct jobs *j);
 /*

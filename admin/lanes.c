@@ -200,6 +200,12 @@ void lane_abandon_running(struct lane *l)
 	pthread_mutex_unlock(&l->lock);
 }
 
+void lane_abort(struct lane *l)
+{
+	for (unsigned i = 0; i < l->n; i++)
+		api_abort(l->th[i].api);
+}
+
 void lane_free(struct lane *l)
 {
 	if (!l)

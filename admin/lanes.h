@@ -54,6 +54,8 @@ void lane_close(struct lane *l);
 size_t lane_running(struct lane *l);
 /* Abandon the running tasks (woken now; their threads' results are dropped when they end). */
 void lane_abandon_running(struct lane *l);
+/* From any thread: every thread's Redis call in flight fails now, later ones at once (api_abort). */
+void lane_abort(struct lane *l);
 /* Close, wait for the threads (each ends its task first), free the apis and the lane.  NULL is a no-op. */
 void lane_free(struct lane *l);
 

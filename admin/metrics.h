@@ -15,15 +15,8 @@
 int metrics_printf(struct strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The "# HELP" and "# TYPE" lines of metric `name`. */
 int metrics_head(struct strbuf *b, const char *name, const char *type, const char *help);
-/*
- * PING and the commands that count every layout's registered paths, queued
- * on `batch` and run: *up is 1 when Redis answered the PING; the counts are
- * replies 1.. for metrics_put_redis.  -ENOMEM when the pipeline could not
- * be put together.
- */
-int metrics_redis_probe(struct api *a, struct rbatch *batch, int *up);
-/* sluice_build_info, sluice_redis_up and, when `up`, sluice_registry_paths from the probe's replies. */
-int metrics_put_redis(struct strbuf *b, const struct api *a, struct rbatch *batch, int up);
+/* sluice_build_info, sluice_redis_up (and its sample's age) and sluice_registry_paths, from the sampler.  0 or -ENOMEM. */
+int metrics_put_redis(struct strbuf *b, const struct api *a);
 /* sluice_redis_node_* and sluice_redis_redirects_total, per primary of the worker's status. */
 int metrics_put_nodes(struct strbuf *b, const struct worker_status *st);
 /*

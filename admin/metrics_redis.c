@@ -1,98 +1,60 @@
 /*
  * GET /metrics, the Redis side: whether the admin API reached Redis for the
- * scrape, the paths registered per layout, and per primary (a single Redis
+ * scrape (sampled: admin/sampler.h), the paths registered per layout, and per primary (a single Redis
  * is one) what the worker's connection sees of it.
  */
 #include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "admin/metrics.h"
+#include "admin/routes.h"
+#include "admin/sampler.h"
 #include "core/reply.h"
 #include "core/shard.h"
 
 /*
- * How many replies of redis_probe's pipeline count layout `l`'s registered
- * paths: 1024 ZCARDs (one per shard's due index) for sluice's own, one
- * SCARD for a foreign registry set, none for a layout found by SCAN (no
- * registry to count).
+ * sluice_build_info, sluice_redis_up, sluice_redis_sample_age_seconds and,
+ * when Redis was up, sluice_registry_paths: from the sampler (admin/sampler.h),
+ * so a scrape waits on Redis at most metrics_wait_ms.  0 or -ENOMEM.
  */
-static size_t registry_cmds(const struct layout *l)
+int metrics_put_redis(struct strbuf *b, const struct api *a)
 {
-	return !l->foreign ? SHARD_COUNT : l->scan ? 0 : 1;
-}
+	long long *paths = calloc(a->nlayouts ? a->nlayouts : 1, sizeof(*paths));
+	int *have = calloc(a->nlayouts ? a->nlayouts : 1, sizeof(*have)), up = 0, rc = -ENOMEM;
+	int64_t age_ms = -1;
 
-/*
- * PING and the commands that count every layout's registered paths
- * (registry_cmds), in one pipeline on `batch`: *up is 1 when Redis answered
- * the PING (replies 1.. are then the counts, layout after layout).  Summing
- * the 1024 shards of the five own layouts is 5120 ZCARDs a scrape, some
- * 1.5 ms of Redis CPU (ZCARD is O(1); tests/check_metrics.c measures it),
- * which a scrape every few seconds affords, so the gauge is exact and
- * uncached.  0, or -ENOMEM when the pipeline could not be put together.
- */
-int metrics_redis_probe(struct api *a, struct rbatch *batch, int *up)
-{
-	const char *ping[1] = { "PING" };
-	size_t pl[1] = { 4 };
-	struct cmdargs c = { 0 };
-	int rc = -ENOMEM;
-
-	if (rbatch_cmd(batch, 1, ping, pl))
+	if (!paths || !have)
 		goto out;
-	for (size_t i = 0; i < a->nlayouts; i++) {
-		const struct layout *l = &a->layouts[i];
-
-		for (size_t k = 0; k < registry_cmds(l); k++) {
-			const char *const *argv;
-			const size_t *lens;
-			int argc;
-
-			cmdargs_reset(&c);
-			if (cmdargs_str(&c, l->foreign ? "SCARD" : "ZCARD") ||
-			    (l->foreign ? cmdargs_str(&c, l->registry)
-					: cmdargs_end(&c, layout_shard_registry(l, (unsigned)k, cmdargs_begin(&c)))) ||
-			    (argc = cmdargs_view(&c, NULL, &argv, &lens)) < 0 || rbatch_cmd(batch, argc, argv, lens))
-				goto out;
-		}
-	}
-	*up = rbatch_run(a->conn, batch) == 0 && rbatch_reply(batch, 0) &&
-	      rbatch_reply(batch, 0)->type == REDIS_REPLY_STATUS;
-	rc = 0;
-out:
-	cmdargs_free(&c);
-	return rc;
-}
-
-/* sluice_build_info, sluice_redis_up and, when Redis is `up`, sluice_registry_paths.  0 or -ENOMEM. */
-int metrics_put_redis(struct strbuf *b, const struct api *a, struct rbatch *batch, int up)
-{
+	sampler_get(a->shared->sampler, a->shared->metrics_fresh_ms, a->shared->metrics_wait_ms, &up, paths, have,
+		    &age_ms);
 	if (metrics_head(b, "sluice_build_info", "gauge", "sluiced version.") ||
 	    metrics_printf(b, "sluice_build_info{version=\"%s\"} 1\n", SLUICE_VERSION) ||
-	    metrics_head(b, "sluice_redis_up", "gauge", "1 when the admin API reached Redis for this scrape.") ||
-	    metrics_printf(b, "sluice_redis_up %d\n", up))
-		return -ENOMEM;
+	    metrics_head(b, "sluice_redis_up", "gauge",
+			 "1 when the admin API reached Redis at its last sample (see sluice_redis_sample_age_seconds).") ||
+	    metrics_printf(b, "sluice_redis_up %d\n", up) ||
+	    metrics_head(b, "sluice_redis_sample_age_seconds", "gauge",
+			 "Age of the Redis sample sluice_redis_up and sluice_registry_paths come from (-1: none yet); "
+			 "a scrape takes a new one unless the last is under a second old or Redis is slow to answer.") ||
+	    metrics_printf(b, "sluice_redis_sample_age_seconds %.3f\n", age_ms < 0 ? -1.0 : (double)age_ms / 1000))
+		goto out;
+	rc = 0;
 	if (!up)
-		return 0;
+		goto out;
+	rc = -ENOMEM;
 	if (metrics_head(b, "sluice_registry_paths", "gauge",
 		     "Paths registered: in the 1024 shards' due indexes of each of sluice's own layouts, in a "
 		     "foreign layout's registry set."))
-		return -ENOMEM;
-	for (size_t i = 0, at = 1; i < a->nlayouts; i++) {
-		size_t n = registry_cmds(&a->layouts[i]);
-		long long sum = 0, v;
-		int ok = n > 0;
-
-		for (size_t k = 0; k < n; k++, at++) {
-			if (reply_int(rbatch_reply(batch, at), &v))
-				ok = 0; /* a registry of another type: no sample rather than a wrong one */
-			else
-				sum += v;
-		}
-		if (ok && metrics_printf(b, "sluice_registry_paths{layout=\"%s\"} %lld\n", a->layouts[i].name, sum))
-			return -ENOMEM;
-	}
-	return 0;
+		goto out;
+	for (size_t i = 0; i < a->nlayouts; i++)
+		if (have[i] && metrics_printf(b, "sluice_registry_paths{layout=\"%s\"} %lld\n", a->layouts[i].name, paths[i]))
+			goto out;
+	rc = 0;
+out:
+	free(paths);
+	free(have);
+	return rc;
 }
 
 /* The worker's view of each primary: up, slots, connection errors, redirections.  0 or -ENOMEM. */

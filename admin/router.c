@@ -16,6 +16,7 @@
 #include "admin/api.h"
 #include "admin/jobs.h"
 #include "admin/reply.h"
+#include "admin/sampler.h"
 #include "admin/routes.h"
 #include "core/jsonv.h"
 
@@ -111,7 +112,12 @@ struct api_shared *api_shared_new(const struct api_config *cfg)
 
 	if (!sh)
 		return NULL;
-	if (!(sh->jobs = jobs_new(&jc))) {
+	sh->metrics_fresh_ms = cfg->metrics_fresh_ms > 0 ? cfg->metrics_fresh_ms : cfg->metrics_fresh_ms < 0 ? 0
+												  : SAMPLER_FRESH_MS;
+	sh->metrics_wait_ms = cfg->metrics_wait_ms > 0 ? cfg->metrics_wait_ms : SAMPLER_WAIT_MS;
+	if (!(sh->jobs = jobs_new(&jc)) ||
+	    !(sh->sampler = sampler_new(cfg->redis, cfg->timeout_ms, cfg->layouts, cfg->nlayouts))) {
+		jobs_free(sh->jobs);
 		free(sh);
 		return NULL;
 	}
@@ -124,11 +130,30 @@ void api_shared_stop(struct api_shared *sh)
 		jobs_stop(sh->jobs);
 }
 
+int api_shared_busy(struct api_shared *sh)
+{
+	return sh && jobs_busy(sh->jobs);
+}
+
+void api_shared_abort(struct api_shared *sh)
+{
+	if (!sh)
+		return;
+	jobs_abort(sh->jobs);
+	sampler_abort(sh->sampler);
+}
+
+void api_abort(struct api *a)
+{
+	rconn_abort(a->conn);
+}
+
 void api_shared_free(struct api_shared *sh)
 {
 	if (!sh)
 		return;
 	jobs_free(sh->jobs);
+	sampler_free(sh->sampler);
 	free(sh);
 }
 

@@ -42,6 +42,8 @@ struct api_shared {
 	_Atomic uint64_t dur_sum_us[API_NROUTES_MAX + 1];
 	atomic_uint rules_gen;    /* bumped by every rule change through any api object */
 	struct jobs *jobs;        /* owned */
+	struct sampler *sampler;  /* owned: GET /metrics's Redis side */
+	int64_t metrics_fresh_ms, metrics_wait_ms; /* api_config's, defaults applied (fresh 0: never reuse) */
 };
 
 struct api {

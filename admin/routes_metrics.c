@@ -327,12 +327,8 @@ static int put_durations(struct strbuf *b, const struct api *a)
 void route_metrics(struct api *a, struct api_response *res)
 {
 	struct strbuf b = { 0 };
-	struct rbatch *batch = rbatch_new();
-	int up = 0, bad = !batch || metrics_redis_probe(a, batch, &up);
-
-	bad = bad || metrics_put_redis(&b, a, batch, up) || (a->worker && put_worker(&b, a->worker)) || put_requests(&b, a) ||
+	int bad = metrics_put_redis(&b, a) || (a->worker && put_worker(&b, a->worker)) || put_requests(&b, a) ||
 	      put_durations(&b, a) || metrics_put_process(&b);
-	rbatch_free(batch);
 	if (bad || !b.p) {
 		strbuf_free(&b);
 		reply_json(res, 500, NULL);

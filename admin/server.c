@@ -220,8 +220,9 @@ static int start_mhd(struct server *s, const struct server_config *cfg, char *er
 				MHD_OPTION_END);
 	freeaddrinfo(ai);
 	if (!s->d) {
-		snprintf(err, cap, s->cert ? "cannot listen on %s:%d (address in use, not permitted, or the TLS "
-					     "certificate and key do not load or do not match)"
+		snprintf(err, cap, s->cert ? "admin.tls_cert, admin.tls_key: cannot serve HTTPS on %s:%d (the "
+					     "certificate and key do not load or do not match: see the log line "
+					     "before; or the address is in use)"
 					   : "cannot listen on %s:%d (address in use, or not permitted)",
 			 cfg->host, cfg->port);
 		return -1;
@@ -358,10 +359,15 @@ void server_stop(struct server *s)
 	lane_close(s->probe);       /* waiting requests: 503 now */
 	lane_close(s->pool);
 	until = clock_mono_us() + SERVER_STOP_GRACE_MS * 1000;
-	while (lane_running(s->pool) + lane_running(s->probe) && clock_mono_us() < until)
+	/* a job ends at its next batch; a request runs to its end: both normally within the grace */
+	while ((lane_running(s->pool) + lane_running(s->probe) || api_shared_busy(s->shared)) &&
+	       clock_mono_us() < until)
 		sleep_ms(5);
-	lane_abandon_running(s->probe); /* still running: 503 too */
+	lane_abandon_running(s->probe); /* still running: 503 too, and their Redis calls cut short */
 	lane_abandon_running(s->pool);
+	lane_abort(s->probe);
+	lane_abort(s->pool);
+	api_shared_abort(s->shared);
 	until = clock_mono_us() + FLUSH_MS * 1000;
 	while (atomic_load(&s->active) > 0 && clock_mono_us() < until)
 		sleep_ms(5);

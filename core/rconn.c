@@ -58,6 +58,7 @@ unsigned rconn_node_at(struct rconn *c, const char *host, int port, const char *
 			if (rnode_init(&c->nodes[i], host, port, socket, c->t.user, c->t.password, c->t.db, c->timeout_ms))
 				return RCONN_NO_NODE;
 			c->nodes[i].gen = c->gen;
+			c->nodes[i].abort = &c->abort;
 			return (unsigned)i;
 		}
 		return RCONN_NO_NODE;
@@ -74,6 +75,7 @@ unsigned rconn_node_at(struct rconn *c, const char *host, int port, const char *
 		       c->timeout_ms))
 		return RCONN_NO_NODE;
 	c->nodes[c->nnodes].gen = c->gen;
+	c->nodes[c->nnodes].abort = &c->abort;
 	return (unsigned)c->nnodes++;
 }
 
@@ -90,6 +92,7 @@ struct rconn *rconn_new(const struct redis_target *t, int64_t timeout_ms)
 	c->t.user = dup_or_null(t->user);
 	c->t.password = dup_or_null(t->password);
 	c->timeout_ms = timeout_ms > 0 ? timeout_ms : 1000;
+	rabort_init(&c->abort);
 	if ((t->host && !c->t.host) || (t->socket && !c->t.socket) || (t->user && !c->t.user) ||
 	    (t->password && !c->t.password))
 		goto bad;
@@ -116,7 +119,13 @@ void rconn_free(struct rconn *c)
 		rnode_clear(&c->nodes[i]);
 	free(c->nodes);
 	redis_target_clear(&c->t);
+	rabort_destroy(&c->abort);
 	free(c);
+}
+
+void rconn_abort(struct rconn *c)
+{
+	rabort_fire(&c->abort);
 }
 
 /* ---- topology ---------------------------------------------------------------- */
@@ -170,10 +179,8 @@ static int install_map(struct rconn *c, const struct slotmap *m)
 
 		for (j = 0; j < np && primary[j] != i; j++)
 			;
-		if (j == np && c->nodes[i].ctx) {
-			redisFree(c->nodes[i].ctx);
-			c->nodes[i].ctx = NULL;
-		}
+		if (j == np)
+			rnode_close(&c->nodes[i]);
 	}
 	if (changed)
 		c->epoch++;

@@ -47,6 +47,12 @@ struct rconn;
 struct rconn *rconn_new(const struct redis_target *t, int64_t timeout_ms);
 /* Close and free; NULL is a no-op. */
 void rconn_free(struct rconn *c);
+/*
+ * From any thread: a call in flight on `c` (blocked on a Redis that hangs)
+ * fails now, and every later one fails at once (-EIO, "aborted"): for a
+ * daemon that stops.  `c` is still freed by its owner, after its thread ended.
+ */
+void rconn_abort(struct rconn *c);
 /* Learn the topology and connect to every primary now (honouring backoff).  0, -EAGAIN, -EIO. */
 int rconn_ensure(struct rconn *c);
 /* 1 when every primary known has a live connection (0 before first contact). */

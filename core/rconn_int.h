@@ -6,6 +6,7 @@
  * outside these two files includes it.
  */
 #include "core/rconn.h"
+#include "core/rabort.h"
 #include "core/rnode.h"
 #include "core/shard.h"
 
@@ -29,6 +30,7 @@ struct rconn {
 	uint64_t epoch;             /* bumped when the map changed */
 	uint64_t gen;               /* bumped at each map install: the nodes it names are not reused */
 	char err[600];
+	struct rabort abort;        /* rconn_abort: every node's socket registered here */
 };
 
 struct rbatch_cmd {

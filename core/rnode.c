@@ -30,10 +30,19 @@ int rnode_init(struct rnode *n, const char *host, int port, const char *socket, 
 	return 0;
 }
 
+void rnode_close(struct rnode *n)
+{
+	if (!n->ctx)
+		return;
+	if (n->abort && n->ctx->fd >= 0)
+		rabort_del(n->abort, n->ctx->fd);
+	redisFree(n->ctx);
+	n->ctx = NULL;
+}
+
 void rnode_clear(struct rnode *n)
 {
-	if (n->ctx)
-		redisFree(n->ctx);
+	rnode_close(n);
 	free(n->socket);
 	memset(n, 0, sizeof(*n));
 }
@@ -53,10 +62,7 @@ int rnode_fail(struct rnode *n, const char *what)
 		n->timed_out = 1;
 	snprintf(n->err, sizeof(n->err), "%s: %s", what,
 		 n->timed_out ? "timed out" : n->ctx && n->ctx->errstr[0] ? n->ctx->errstr : "connection lost");
-	if (n->ctx) {
-		redisFree(n->ctx);
-		n->ctx = NULL;
-	}
+	rnode_close(n);
 	n->errors++;
 	n->retry_at_ms = clock_mono_ms() + n->backoff_ms;
 	n->backoff_ms = n->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : n->backoff_ms * 2;
@@ -123,6 +129,10 @@ int rnode_ensure(struct rnode *n, char sha[SCRIPT__COUNT][41])
 
 	if (n->ctx)
 		return 0;
+	if (n->abort && rabort_fired(n->abort)) {
+		snprintf(n->err, sizeof(n->err), "connect: aborted (the daemon is stopping)");
+		return -EIO;
+	}
 	if (clock_mono_ms() < n->retry_at_ms)
 		return -EAGAIN;
 	n->ctx = n->socket ? redisConnectUnixWithTimeout(n->socket, tv) : redisConnectWithTimeout(n->host, n->port, tv);
@@ -132,6 +142,12 @@ int rnode_ensure(struct rnode *n, char sha[SCRIPT__COUNT][41])
 	}
 	if (n->ctx->err)
 		return rnode_fail(n, "connect");
+	if (n->abort && rabort_add(n->abort, n->ctx->fd)) {
+		redisFree(n->ctx); /* never registered */
+		n->ctx = NULL;
+		snprintf(n->err, sizeof(n->err), "connect: aborted (the daemon is stopping)");
+		return -EIO;
+	}
 	if (redisSetTimeout(n->ctx, tv) != REDIS_OK)
 		return rnode_fail(n, "set timeout");
 	if (n->password) {

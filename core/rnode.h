@@ -17,6 +17,8 @@
  * the cause).  -ENOMEM.  A Redis error reply is a reply, not an error here.
  */
 #include <hiredis/hiredis.h>
+
+#include "core/rabort.h"
 #include <stddef.h>
 #include <stdint.h>
 
@@ -41,8 +43,11 @@ struct rnode {
 	char err[256];             /* the last connection error, "" when none */
 	char addr[RNODE_HOST_MAX + 16]; /* "host:port" or the socket path, for messages */
 	uint64_t gen;              /* the owner's bookkeeping: the map install that last named it */
+	struct rabort *abort;      /* borrowed (the owner's), or NULL: where its socket is registered */
 };
 
+/* Close the connection, if any (unregistered from n->abort first). */
+void rnode_close(struct rnode *n);
 /*
  * Set `n` up for host:port (or `socket` when not NULL, copied) with the
  * owner's credentials (borrowed: they must outlive the node).  Does not

@@ -36,6 +36,7 @@
 #include "daemon/options.h"
 #include "daemon/report.h"
 #include "daemon/seed.h"
+#include "daemon/stopwatch.h"
 #include "worker/members.h"
 #include "worker/worker.h"
 
@@ -43,6 +44,8 @@ struct daemon;
 
 /* The admin API rechecks the rules version at most this often (ms): one drain tick. */
 #define API_RULES_TTL_MS 100
+/* the leases given back at the stop: at most this long (the exit within 1 s of SIGTERM) */
+#define STOP_RELEASE_MS 400
 
 struct job_ctx {
 	struct daemon *d;
@@ -463,9 +466,13 @@ out:
 		uint64_t before;
 		int rc;
 
+		struct stopwatch sw;
+
 		worker_status(d.worker, &ws);
 		before = ws.lease.released;
+		stopwatch_start(&sw, d.worker, STOP_RELEASE_MS); /* a Redis that hangs does not hold the exit */
 		rc = worker_lease_release(d.worker);
+		stopwatch_end(&sw);
 		worker_status(d.worker, &ws);
 		if (rc)
 			log_event(LOG_WARN, "leases_not_released", "id=%s reason=\"%s\" hint=\"the others take them once "

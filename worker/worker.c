@@ -112,6 +112,11 @@ struct worker *worker_new(const struct worker_config *cfg)
 	return w;
 }
 
+void worker_abort(struct worker *w)
+{
+	rconn_abort(w->conn);
+}
+
 void worker_free(struct worker *w)
 {
 	if (!w)

@@ -157,6 +157,12 @@ int worker_lease_release(struct worker *w);
  */
 int worker_request_fd(const struct worker *w);
 void worker_serve_requests(struct worker *w, int (*stop)(void *arg), void *arg);
+/*
+ * From any thread: the worker's Redis call in flight fails now, and every
+ * later one at once (rconn_abort): bounds a stop's last calls on a Redis
+ * that hangs.
+ */
+void worker_abort(struct worker *w);
 /* Shutdown: wake every waiting requester with -ECANCELED and refuse new requests. */
 void worker_cancel_requests(struct worker *w);
 
