@@ -178,7 +178,7 @@ check-includes:
 # Redis Cluster; takes only the Lua folder), cluster_e2e (sluiced on a real cluster:
 # drain, resharding, failover, a hung node, admin), daemons_e2e (several sluiced
 # sharing the shards by leases, on one Redis and a cluster).
-PY_SUITES := conformance rules_e2e cluster_clients cluster_e2e daemons_e2e
+PY_SUITES := conformance rules_e2e cluster_clients cluster_e2e daemons_e2e admin_e2e
 empty :=
 space := $(empty) $(empty)
 

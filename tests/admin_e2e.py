@@ -37,6 +37,7 @@ Prints "ok   ..." / "FAIL ..." lines and "admin_e2e: N passed, M failed"; exit 1
 import http.client as httpc
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -251,6 +252,13 @@ def run_slow(r, port, tmp):
           % (waited, HEADER_MS), got.startswith(b"HTTP/1.1 200") and shut and
           HEADER_MS / 1000.0 - 0.1 <= waited <= HEADER_MS / 1000.0 + 0.7, repr(got[:40]))
     c.close()
+    st, m = http(lp, "GET", "/metrics")
+    want = len(res["/healthz"]) + 2
+    cnt = re.search(rb'\nsluice_http_request_duration_seconds_count\{route="/healthz",method="GET"\} (\d+)\n', m)
+    inf = re.search(rb'\nsluice_http_request_duration_seconds_bucket\{route="/healthz",method="GET",le="\+Inf"\} (\d+)\n', m)
+    check("the request-duration histogram counts every /healthz answered (%d), +Inf bucket == count" % want,
+          st == 200 and cnt and inf and int(cnt.group(1)) == want and int(inf.group(1)) == want,
+          "%r %r" % (cnt and cnt.group(1), inf and inf.group(1)))
     rc, _ = stop(d, lg)
     check("the daemon exits 0 after the slow clients", rc == 0, "exit %r" % rc)
 

@@ -2,6 +2,8 @@
  * GET /metrics (admin/routes_metrics.c): the Prometheus text after sweeps and requests,
  * line by line.  The fixture and the conventions are tests/api_fixture.h's.
  */
+#include <unistd.h>
+#include "core/clock.h"
 #include "tests/api_fixture.h"
 
 /* ---- GET /metrics ------------------------------------------------------------- */
@@ -134,6 +136,64 @@ START_TEST(test_metrics)
 }
 END_TEST
 
+/* The number after `name ` in metrics text `m` (fails when absent). */
+static double metric(const char *m, const char *name)
+{
+	char needle[160];
+	const char *p;
+
+	snprintf(needle, sizeof(needle), "\n%s ", name);
+	ck_assert_msg((p = strstr(m, needle)) != NULL, "no %s", name);
+	return atof(p + strlen(needle));
+}
+
+/*
+ * The daemon's sampling (api_config defaults): a scrape within a second of
+ * the last sample reuses it (its age exported), a later one takes a new one.
+ */
+START_TEST(test_metrics_sampled)
+{
+	struct api_config ac = api_config_of(&target, w, NULL, 0);
+	struct api *a;
+	char *m;
+	int64_t until;
+
+	ac.metrics_fresh_ms = 0; /* the defaults: SAMPLER_FRESH_MS, SAMPLER_WAIT_MS */
+	ac.metrics_wait_ms = 0;
+	ck_assert_ptr_nonnull(a = api_new(&ac));
+	/* the first sample may take longer than the 25 ms a scrape waits: until there is one */
+	until = clock_mono_ms() + 10000;
+	do {
+		m = metrics_of(a);
+		if (metric(m, "sluice_redis_sample_age_seconds") >= 0)
+			break;
+		free(m);
+		ck_assert(clock_mono_ms() < until);
+	} while (1);
+	has_line(m, "sluice_redis_up 1");
+	has_line(m, "sluice_registry_paths{layout=\"leaky_bucket\"} 0");
+	free(m);
+	lb_admit("/api/s", 10, "0.1", test_server_ms(c) + AHEAD_MS);
+	m = metrics_of(a);
+	/* within the second: the same sample */
+	has_line(m, "sluice_registry_paths{layout=\"leaky_bucket\"} 0");
+	ck_assert_msg(metric(m, "sluice_redis_sample_age_seconds") < 1.0, "%.3000s", m);
+	free(m);
+	usleep(1100 * 1000);
+	until = clock_mono_ms() + 10000;
+	do {
+		m = metrics_of(a);
+		if (strstr(m, "\nsluice_registry_paths{layout=\"leaky_bucket\"} 1\n"))
+			break;
+		free(m);
+		ck_assert_msg(clock_mono_ms() < until, "no new sample in 10 s");
+	} while (1);
+	ck_assert_msg(metric(m, "sluice_redis_sample_age_seconds") < 1.0, "%.3000s", m);
+	free(m);
+	api_free(a);
+}
+END_TEST
+
 /* INFO's used_cpu_sys + used_cpu_user of the test server, in µs. */
 static long long redis_cpu_us(void)
 {
@@ -236,6 +296,7 @@ static Suite *metrics_suite(void)
 
 	tc = test_tcase(s, "metrics", api_setup, api_teardown, 60);
 	tcase_add_test(tc, test_metrics);
+	tcase_add_test(tc, test_metrics_sampled);
 	tcase_add_test(tc, test_registry_gauge_cost);
 	tcase_add_test(tc, test_metrics_skew);
 	tcase_add_test(tc, test_openapi_served);
