@@ -115,9 +115,11 @@ struct api_shared *api_shared_new(const struct api_config *cfg)
 	sh->metrics_fresh_ms = cfg->metrics_fresh_ms > 0 ? cfg->metrics_fresh_ms : cfg->metrics_fresh_ms < 0 ? 0
 												  : SAMPLER_FRESH_MS;
 	sh->metrics_wait_ms = cfg->metrics_wait_ms > 0 ? cfg->metrics_wait_ms : SAMPLER_WAIT_MS;
+	pthread_mutex_init(&sh->rules_lock, NULL);
 	if (!(sh->jobs = jobs_new(&jc)) ||
 	    !(sh->sampler = sampler_new(cfg->redis, cfg->timeout_ms, cfg->layouts, cfg->nlayouts))) {
 		jobs_free(sh->jobs);
+		pthread_mutex_destroy(&sh->rules_lock);
 		free(sh);
 		return NULL;
 	}
@@ -154,6 +156,8 @@ void api_shared_free(struct api_shared *sh)
 		return;
 	jobs_free(sh->jobs);
 	sampler_free(sh->sampler);
+	ruleset_clear(&sh->rules_last);
+	pthread_mutex_destroy(&sh->rules_lock);
 	free(sh);
 }
 

@@ -9,6 +9,7 @@
  *
  * The admin API sees the worker only through worker/status.h.
  */
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -43,6 +44,9 @@ struct api_shared {
 	atomic_uint rules_gen;    /* bumped by every rule change through any api object */
 	struct jobs *jobs;        /* owned */
 	struct sampler *sampler;  /* owned: GET /metrics's Redis side */
+	pthread_mutex_t rules_lock;
+	struct ruleset rules_last; /* under rules_lock: the rules an api object last loaded, for one
+				    * that cannot reach the store's node (a cluster node down) */
 	int64_t metrics_fresh_ms, metrics_wait_ms; /* api_config's, defaults applied (fresh 0: never reuse) */
 };
 

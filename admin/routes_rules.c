@@ -16,6 +16,24 @@
  * would cost the admin thread most of its time under load.  On a cluster,
  * rules once loaded are used while a node of the store does not answer.
  */
+/* Take the rules another api object loaded last.  0, or -ENODATA when there are none (or out of memory). */
+static int take_last(struct api *a)
+{
+	int rc = -ENODATA;
+
+	pthread_mutex_lock(&a->shared->rules_lock);
+	if (a->shared->rules_last.loaded && ruleset_copy(&a->rules, &a->shared->rules_last) == 0) {
+		a->rules.digest_due_ms = 0;
+		rc = 0;
+	}
+	pthread_mutex_unlock(&a->shared->rules_lock);
+	if (!rc) {
+		free(a->rules_text);
+		a->rules_text = NULL;
+	}
+	return rc;
+}
+
 int route_rules_fresh(struct api *a, struct api_response *res)
 {
 	int64_t now = clock_mono_us();
@@ -35,11 +53,13 @@ int route_rules_fresh(struct api *a, struct api_response *res)
 			   "its config's rules again", NULL);
 		return rc;
 	}
-	if (rc && (rc == -EIO || rc == -EAGAIN) && a->rules.loaded && rconn_is_cluster(a->conn)) {
+	if (rc && (rc == -EIO || rc == -EAGAIN) && rconn_is_cluster(a->conn) &&
+	    (a->rules.loaded || take_last(a) == 0)) {
 		/*
 		 * A cluster node of the rule store is down (its three keys are in three
-		 * slots): reads go on with the rules held, checked again next time, so
-		 * a path on a node that is up still answers.
+		 * slots): reads go on with the rules held (or those another request
+		 * thread loaded last), checked again next time, so a path on a node
+		 * that is up still answers.
 		 */
 		return 0;
 	}
@@ -52,6 +72,11 @@ int route_rules_fresh(struct api *a, struct api_response *res)
 	if (changed) {
 		free(a->rules_text);
 		a->rules_text = NULL;
+		pthread_mutex_lock(&a->shared->rules_lock);
+		if (!a->shared->rules_last.loaded || a->shared->rules_last.version != a->rules.version ||
+		    strcmp(a->shared->rules_last.epoch, a->rules.epoch))
+			(void)ruleset_copy(&a->shared->rules_last, &a->rules); /* out of memory: none kept */
+		pthread_mutex_unlock(&a->shared->rules_lock);
 	}
 	return 0;
 }

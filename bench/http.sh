@@ -21,9 +21,18 @@
 # error, sluiced's body differs from the one nginx serves, or sluiced dies or
 # logs an error.  See BENCHMARKS.md, "Admin API under load".
 #
-# Knobs (environment): HTTP_BENCH_CONNS ("1 16"; sluiced's max_connections is
-# 64), HTTP_BENCH_DURATION (3 s a run), HTTP_BENCH_REPEAT (3 rounds),
-# HTTP_BENCH_WARMUP (1 s per case, once).
+# 4. Reads during a sweep: HTTP_BENCH_SWEEP_PATHS (100000; 0 skips it) leaky
+#    buckets (capacity 100, rate 0.5/s, filled with 100 by the client script,
+#    bench/fill_buckets.py), then GET /v1/paths/{one of them} and GET
+#    /v1/paths?count=100 at 16 connections, first with the worker idle (a
+#    sluiced whose drain comes once an hour), then with it draining all of them
+#    (max_clock_skew_ms 0: every bucket leaks every 2 s, 50,000 drains/s); the
+#    p99s against their targets (path < 5 ms, listing < 20 ms during the sweep)
+#    and the ratio to the idle worker's.
+#
+# Knobs (environment): HTTP_BENCH_CONNS ("1 16"), HTTP_BENCH_DURATION (3 s a run),
+# HTTP_BENCH_REPEAT (3 rounds), HTTP_BENCH_WARMUP (1 s per case, once),
+# HTTP_BENCH_SWEEP_PATHS (100000).
 set -euo pipefail
 
 : "${SLUICED:?set SLUICED to the sluiced binary}"
@@ -31,6 +40,7 @@ CONNS=${HTTP_BENCH_CONNS:-"1 16"}
 DURATION=${HTTP_BENCH_DURATION:-3}
 REPEAT=${HTTP_BENCH_REPEAT:-3}
 WARMUP=${HTTP_BENCH_WARMUP:-1}
+SWEEP_PATHS=${HTTP_BENCH_SWEEP_PATHS:-100000}
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 PATH_ENC=%2Fapi%2Fusers
@@ -42,7 +52,7 @@ BENCH_NAME="http bench"
 require_tools " (BENCH=1 tools/deps.sh installs it)" redis-server redis-cli curl wrk
 [ -x "$NGINX" ] || die "nginx not found (BENCH=1 tools/deps.sh installs it)"
 [ -x "$SLUICED" ] || die "$SLUICED is not an executable"
-for n in $CONNS "$DURATION" "$REPEAT" "$WARMUP"; do
+for n in $CONNS "$DURATION" "$REPEAT" "$WARMUP" "$SWEEP_PATHS"; do
 	[[ $n =~ ^[0-9]+$ ]] || die "HTTP_BENCH_* must be whole numbers (got \"$n\")"
 done
 if [ "$REPEAT" -lt 1 ] || [ "$DURATION" -lt 1 ]; then
@@ -69,11 +79,13 @@ http_status() {
 	curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$1" 2>/dev/null || true
 }
 
+# start_sluiced [CONFIG]: sluiced on a free port (SLUICED_PORT), with the JSON config file CONFIG when given.
 start_sluiced() {
-	local port i
+	local port i conf=()
+	[ -n "${1:-}" ] && conf=(--config "$1")
 	for _ in $(seq 10); do
 		port=$(free_port)
-		"$SLUICED" --redis "redis://127.0.0.1:$REDIS_PORT/0" --listen "127.0.0.1:$port" \
+		"$SLUICED" "${conf[@]}" --redis "redis://127.0.0.1:$REDIS_PORT/0" --listen "127.0.0.1:$port" \
 			--log-level warn 2>"$TMP/sluiced.log" &
 		SLUICED_PID=$!
 		for i in $(seq 50); do
@@ -417,4 +429,53 @@ if grep -q 'level=error' "$TMP/sluiced.log"; then
 	grep 'level=error' "$TMP/sluiced.log" | tail -5 >&2
 	die "sluiced logged errors"
 fi
+
+# ---- reads during a sweep -------------------------------------------------------
+if [ "$SWEEP_PATHS" -gt 0 ]; then
+	echo
+	echo "== reads during a sweep: $SWEEP_PATHS leaky buckets (capacity 100, rate 0.5/s, 100 entries), c=16"
+	/usr/bin/python3 "$ROOT/bench/fill_buckets.py" "$REDIS_PORT" "$ROOT/build/lua" "$SWEEP_PATHS" 100 0.5 100 /sweep/ ||
+		die "bench/fill_buckets.py failed"
+	printf '{"drain_interval_ms": 3600000, "prune_interval_ms": 3600000, "max_clock_skew_ms": 0}\n' >"$TMP/idle.json"
+	printf '{"drain_interval_ms": 100, "max_clock_skew_ms": 0}\n' >"$TMP/busy.json"
+	declare -A SW_P99 SW_RPS
+	for round in $(seq "$REPEAT"); do
+		for mode in idle busy; do
+			stop_pid "$SLUICED_PID"
+			start_sluiced "$TMP/$mode.json"
+			sleep 1 # the busy worker's first ticks: every bucket due
+			d0=$(curl -s "http://127.0.0.1:$SLUICED_PORT/v1/worker" | grep -o '"drained":[0-9]*' | head -1 | cut -d: -f2)
+			for what in path list; do
+				[ $what = path ] && url="http://127.0.0.1:$SLUICED_PORT/v1/paths/%2Fsweep%2F7" ||
+					url="http://127.0.0.1:$SLUICED_PORT/v1/paths?count=100"
+				wrk_run "$url" 16 "$DURATION" "$TMP/wrk.out"
+				SW_P99[$mode-$what]+="$W_P99 "
+				SW_RPS[$mode-$what]+="$W_RPS "
+				printf 'round %s  worker %-4s GET %-24s c=16 %8.0f req/s  p99 %6.2f ms\n' "$round" "$mode" \
+					"$([ $what = path ] && echo /v1/paths/%2Fsweep%2F7 || echo '/v1/paths?count=100')" "$W_RPS" "$W_P99"
+			done
+			d1=$(curl -s "http://127.0.0.1:$SLUICED_PORT/v1/worker" | grep -o '"drained":[0-9]*' | head -1 | cut -d: -f2)
+			echo "         worker $mode: drained $((d1 - d0)) entries meanwhile"
+			[ $mode = busy ] && [ $((d1 - d0)) -le 0 ] && die "the busy worker drained nothing"
+		done
+	done
+	for what in path list; do
+		ip=$(stat_median <<<"${SW_P99[idle-$what]}")
+		bp=$(stat_median <<<"${SW_P99[busy-$what]}")
+		ir=$(stat_median <<<"${SW_RPS[idle-$what]}")
+		br=$(stat_median <<<"${SW_RPS[busy-$what]}")
+		[ $what = path ] && target=5 || target=20
+		verdict=$(awk -v p="$bp" -v t="$target" 'BEGIN { print (p < t ? "met" : "NOT met") }')
+		echo "SWEEP GET $([ $what = path ] && echo '/v1/paths/{path}' || echo '/v1/paths?count=100') c=16:" \
+			"p99 $(fmt2 "$bp") ms during the sweep [$(fmt2 "$(stat_min <<<"${SW_P99[busy-$what]}")")-$(fmt2 "$(stat_max <<<"${SW_P99[busy-$what]}")")]," \
+			"$(fmt2 "$ip") ms with the worker idle (ratio $(div "$bp" "$ip")); $(fmt0 "$br") req/s vs $(fmt0 "$ir")" \
+			"(ratio $(div "$br" "$ir")); target p99 < $target ms: $verdict"
+	done
+	kill -0 "$SLUICED_PID" 2>/dev/null || die "sluiced died during the sweep part"
+	if grep -q 'level=error' "$TMP/sluiced.log"; then
+		grep 'level=error' "$TMP/sluiced.log" | tail -5 >&2
+		die "sluiced logged errors during the sweep part"
+	fi
+fi
+
 exit 0

@@ -307,6 +307,26 @@ int rule_matches(const struct rule *r, const char *path, size_t len)
 	return glob_match(r->match, strlen(r->match), path, len);
 }
 
+int ruleset_copy(struct ruleset *dst, const struct ruleset *src)
+{
+	struct ruleset n = *src;
+
+	n.v = src->n ? calloc(src->n, sizeof(*n.v)) : NULL;
+	n.cap = src->n;
+	if (src->n && !n.v)
+		return -ENOMEM;
+	for (size_t i = 0; i < src->n; i++) {
+		if (!(n.v[i] = rule_dup(src->v[i]))) {
+			n.n = i;
+			ruleset_clear(&n);
+			return -ENOMEM;
+		}
+	}
+	ruleset_clear(dst);
+	*dst = n;
+	return 0;
+}
+
 void ruleset_clear(struct ruleset *rs)
 {
 	for (size_t i = 0; i < rs->n; i++)

@@ -79,6 +79,8 @@ struct ruleset {
 
 /* Empty the set (frees every rule) and keep it usable. */
 void ruleset_clear(struct ruleset *rs);
+/* Replace `dst` by a deep copy of `src` (its version, epoch and state too).  0, or -ENOMEM with `dst` unchanged. */
+int ruleset_copy(struct ruleset *dst, const struct ruleset *src);
 /* Add `r`, taking ownership; a rule with the same name is replaced in place. 0 or -ENOMEM (r freed). */
 int ruleset_put(struct ruleset *rs, struct rule *r);
 /* The rule named `name`, or NULL; borrowed. */

@@ -162,6 +162,12 @@ static int64_t budget_us(const struct config *cfg, int64_t interval_ms)
  * log level apply at once; the Redis address, listen address, prefix, batch size
  * and admin settings need a restart (logged when they differ).
  */
+/* Two optional strings equal (both NULL, or the same text). */
+static int same_str(const char *a, const char *b)
+{
+	return (!a && !b) || (a && b && strcmp(a, b) == 0);
+}
+
 static void reload(struct daemon *d, int argc, char **argv)
 {
 	struct config next;
@@ -197,6 +203,11 @@ static void reload(struct daemon *d, int argc, char **argv)
 			{ "max_body_bytes", next.max_body_bytes != d->cfg.max_body_bytes },
 			{ "max_connections", next.max_connections != d->cfg.max_connections },
 			{ "idle_timeout_s", next.idle_timeout_s != d->cfg.idle_timeout_s },
+			{ "max_connections_per_ip", next.max_connections_per_ip != d->cfg.max_connections_per_ip },
+			{ "header_timeout_ms", next.header_timeout_ms != d->cfg.header_timeout_ms },
+			{ "admin_threads", next.admin_threads != d->cfg.admin_threads },
+			{ "admin.tls_cert", !same_str(next.admin_tls_cert, d->cfg.admin_tls_cert) },
+			{ "admin.tls_key", !same_str(next.admin_tls_key, d->cfg.admin_tls_key) },
 			{ "admin.auth_reads", next.admin_auth_reads != d->cfg.admin_auth_reads },
 			{ "layouts", next.nlayouts != d->cfg.nlayouts },
 			{ "id", next.id && strcmp(next.id, d->id) != 0 },
