@@ -51,7 +51,8 @@ LUA      := $(LUA_SRC:lua/%=build/lua/%)
 # into build/lua-test/ (neither embedded nor installed): the suites read them.
 LUA_TEST := $(patsubst tests/lua/%,build/lua-test/%,$(sort $(wildcard tests/lua/*.lua)))
 LIB_SRC  := $(sort $(wildcard core/*.c core/alg/*.c scheduler/*.c worker/*.c admin/*.c))
-LIB_OBJ  := $(LIB_SRC:%.c=$(B)/%.o) $(B)/gen/scripts_gen.o $(B)/gen/slottag_gen.o $(B)/gen/openapi_gen.o
+LIB_OBJ  := $(LIB_SRC:%.c=$(B)/%.o) $(B)/gen/scripts_gen.o $(B)/gen/slottag_gen.o $(B)/gen/openapi_gen.o \
+            $(B)/gen/page_gen.o
 TEST_SRC := $(sort $(wildcard tests/check_*.c))
 TEST_BIN := $(TEST_SRC:tests/%.c=$(B)/tests/%)
 # Every tests/*.c that is not a suite is a module of the suites (the harness,
@@ -119,6 +120,14 @@ $(B)/gen/openapi_gen.c: build/embed-file docs/openapi.json
 	build/embed-file admin_openapi_json docs/openapi.json > $@.tmp && mv $@.tmp $@
 
 $(B)/gen/openapi_gen.o: $(B)/gen/openapi_gen.c
+	$(CC) $(CPPFLAGS) $(CFLAGS) -Wno-missing-variable-declarations -c $< -o $@
+
+# the operator page, one self-contained HTML file, served by GET / (admin/routes_docs.c)
+$(B)/gen/page_gen.c: build/embed-file admin/page/index.html
+	@mkdir -p $(dir $@)
+	build/embed-file admin_page_html admin/page/index.html > $@.tmp && mv $@.tmp $@
+
+$(B)/gen/page_gen.o: $(B)/gen/page_gen.c
 	$(CC) $(CPPFLAGS) $(CFLAGS) -Wno-missing-variable-declarations -c $< -o $@
 
 # The slot tag table (core/slottag.h), computed once at build time by the

@@ -55,6 +55,7 @@ struct api_response {
 	const char *allow;         /* for 405: the Allow header value (static), else NULL */
 	int challenge;             /* for 401: send WWW-Authenticate: Bearer */
 	char etag[24];             /* an ETag header to send (a rule's), or "" */
+	const char *cache_control; /* for `text`: a Cache-Control header to send (static), or NULL */
 };
 
 /* One route the API answers: method and pattern ("{name}" stands for one path segment). */

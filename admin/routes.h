@@ -19,7 +19,7 @@
 #include "core/rules.h"
 #include "worker/status.h"
 
-#define API_NROUTES_MAX 16 /* routes api.http has room for (router.c checks the table fits) */
+#define API_NROUTES_MAX 24 /* routes api.http has room for (router.c checks the table fits) */
 #define API_NSTATUS 10     /* statuses counted apart in api.http */
 
 /* The statuses counted apart, in api.http's order; any other is counted last, as "other". */
@@ -71,9 +71,13 @@ void route_reset_match(struct api *a, const struct api_request *req, struct api_
 void route_worker(struct api *a, struct api_response *res);
 void route_sweep(struct api *a, struct api_response *res);
 
-/* routes_metrics.c */
+/* routes_docs.c */
 /* GET /openapi.json: docs/openapi.json as built in (application/json). */
 void route_openapi(struct api_response *res);
+/* GET /: the operator page, admin/page/index.html as built in (text/html; Cache-Control: no-cache). */
+void route_page(struct api_response *res);
+
+/* routes_metrics.c */
 void route_metrics(struct api *a, struct api_response *res);
 
 /* routes_health.c */

@@ -241,6 +241,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 
 		if (resp) {
 			MHD_add_response_header(resp, "Content-Type", res.content_type);
+			if (res.cache_control)
+				MHD_add_response_header(resp, "Cache-Control", res.cache_control);
 			ret = MHD_queue_response(c, (unsigned)res.status, resp);
 			MHD_destroy_response(resp);
 		} else {
