@@ -185,8 +185,9 @@ check-includes:
 # through redis-py and the admin API), cluster_clients (the client scripts on a real
 # Redis Cluster; takes only the Lua folder), cluster_e2e (sluiced on a real cluster:
 # drain, resharding, failover, a hung node, admin), daemons_e2e (several sluiced
-# sharing the shards by leases, on one Redis and a cluster).
-PY_SUITES := conformance rules_e2e cluster_clients cluster_e2e daemons_e2e
+# sharing the shards by leases, on one Redis and a cluster), page_e2e (the operator
+# page in headless Chromium; screenshots in $(B)/page.png and $(B)/page-auth.png).
+PY_SUITES := conformance rules_e2e cluster_clients cluster_e2e daemons_e2e page_e2e
 empty :=
 space := $(empty) $(empty)
 
