@@ -51,7 +51,8 @@ LUA      := $(LUA_SRC:lua/%=build/lua/%)
 # into build/lua-test/ (neither embedded nor installed): the suites read them.
 LUA_TEST := $(patsubst tests/lua/%,build/lua-test/%,$(sort $(wildcard tests/lua/*.lua)))
 LIB_SRC  := $(sort $(wildcard core/*.c core/alg/*.c scheduler/*.c worker/*.c admin/*.c))
-LIB_OBJ  := $(LIB_SRC:%.c=$(B)/%.o) $(B)/gen/scripts_gen.o $(B)/gen/slottag_gen.o $(B)/gen/openapi_gen.o
+LIB_OBJ  := $(LIB_SRC:%.c=$(B)/%.o) $(B)/gen/scripts_gen.o $(B)/gen/slottag_gen.o $(B)/gen/openapi_gen.o \
+            $(B)/gen/page_gen.o
 TEST_SRC := $(sort $(wildcard tests/check_*.c))
 TEST_BIN := $(TEST_SRC:tests/%.c=$(B)/tests/%)
 # Every tests/*.c that is not a suite is a module of the suites (the harness,
@@ -121,6 +122,14 @@ $(B)/gen/openapi_gen.c: build/embed-file docs/openapi.json
 $(B)/gen/openapi_gen.o: $(B)/gen/openapi_gen.c
 	$(CC) $(CPPFLAGS) $(CFLAGS) -Wno-missing-variable-declarations -c $< -o $@
 
+# the operator page, one self-contained HTML file, served by GET / (admin/routes_docs.c)
+$(B)/gen/page_gen.c: build/embed-file admin/page/index.html
+	@mkdir -p $(dir $@)
+	build/embed-file admin_page_html admin/page/index.html > $@.tmp && mv $@.tmp $@
+
+$(B)/gen/page_gen.o: $(B)/gen/page_gen.c
+	$(CC) $(CPPFLAGS) $(CFLAGS) -Wno-missing-variable-declarations -c $< -o $@
+
 # The slot tag table (core/slottag.h), computed once at build time by the
 # search in core/slottag.c.
 build/slottag-gen: tools/slottag_gen.c core/slottag.c core/slottag.h core/shard.c core/shard.h
@@ -177,8 +186,9 @@ check-includes:
 # through redis-py and the admin API), cluster_clients (the client scripts on a real
 # Redis Cluster; takes only the Lua folder), cluster_e2e (sluiced on a real cluster:
 # drain, resharding, failover, a hung node, admin), daemons_e2e (several sluiced
-# sharing the shards by leases, on one Redis and a cluster).
-PY_SUITES := conformance rules_e2e cluster_clients cluster_e2e daemons_e2e admin_e2e
+# sharing the shards by leases, on one Redis and a cluster), page_e2e (the operator
+# page in headless Chromium; screenshots in $(B)/page.png and $(B)/page-auth.png).
+PY_SUITES := conformance rules_e2e cluster_clients cluster_e2e daemons_e2e admin_e2e page_e2e
 empty :=
 space := $(empty) $(empty)
 

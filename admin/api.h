@@ -64,6 +64,7 @@ struct api_response {
 	int challenge;             /* for 401: send WWW-Authenticate: Bearer */
 	char etag[24];             /* an ETag header to send (a rule's), or "" */
 	char location[48];         /* a Location header to send (a new job's), or "" */
+	const char *cache_control; /* for `text`: a Cache-Control header to send (static), or NULL */
 };
 
 /*

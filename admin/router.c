@@ -51,6 +51,7 @@ ADAPT(healthz, route_healthz(res))
 ADAPT(readyz, route_readyz(a, res))
 ADAPT(metrics, route_metrics(a, res))
 ADAPT(openapi, route_openapi(res))
+ADAPT(page, route_page(res))
 ADAPT(rules_list, route_rules_list(a, res))
 ADAPT(rule_get, route_rule_get(a, g->s[ARG], g->len[ARG], res))
 ADAPT(rule_put, route_rule_put(a, req, g->s[ARG], g->len[ARG], res))
@@ -82,6 +83,7 @@ static const struct {
 	{ { "GET", "/readyz" }, r_readyz, API_LANE_PROBE },
 	{ { "GET", "/metrics" }, r_metrics, API_LANE_PROBE },
 	{ { "GET", "/openapi.json" }, r_openapi, API_LANE_INLINE },
+	{ { "GET", "/" }, r_page, API_LANE_INLINE },
 	{ { "GET", "/v1/rules" }, r_rules_list, API_LANE_POOL },
 	{ { "GET", "/v1/rules/{name}" }, r_rule_get, API_LANE_POOL },
 	{ { "PUT", "/v1/rules/{name}" }, r_rule_put, API_LANE_POOL },
@@ -314,9 +316,13 @@ static int authorized(const struct api *a, const struct api_request *req)
 	return api_token_equal(h, n, a->token, strlen(a->token));
 }
 
-static int is_probe(const char *path)
+/*
+ * Reads that never need the token: the probes, and the operator page (static,
+ * it holds no data; its own requests to the API carry the token it asks for).
+ */
+static int is_open(const char *path)
 {
-	return strcmp(path, "/healthz") == 0 || strcmp(path, "/readyz") == 0;
+	return strcmp(path, "/healthz") == 0 || strcmp(path, "/readyz") == 0 || strcmp(path, "/") == 0;
 }
 
 /* Does this request need the token and lack it? */
@@ -324,7 +330,7 @@ static int needs_token(const struct api *a, const struct api_request *req)
 {
 	int read_only = strcmp(req->method, "GET") == 0 || strcmp(req->method, "HEAD") == 0;
 
-	return a->token && (!read_only || (a->auth_reads && !is_probe(req->path))) && !authorized(a, req);
+	return a->token && (!read_only || (a->auth_reads && !is_open(req->path))) && !authorized(a, req);
 }
 
 void api_count(struct api *a, int route, int status)

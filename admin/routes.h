@@ -98,9 +98,13 @@ void route_job_delete(struct api *a, const char *id, size_t len, struct api_resp
 void route_worker(struct api *a, struct api_response *res);
 void route_sweep(struct api *a, struct api_response *res);
 
-/* routes_metrics.c */
+/* routes_docs.c */
 /* GET /openapi.json: docs/openapi.json as built in (application/json). */
 void route_openapi(struct api_response *res);
+/* GET /: the operator page, admin/page/index.html as built in (text/html; Cache-Control: no-cache). */
+void route_page(struct api_response *res);
+
+/* routes_metrics.c */
 void route_metrics(struct api *a, struct api_response *res);
 
 /* routes_health.c */

@@ -351,6 +351,29 @@ static int add_layouts(cJSON *o, const struct worker_status *st)
 	return 0;
 }
 
+/* "history": the period and the samples, oldest first (worker/status.h).  0 or -ENOMEM. */
+static int add_history(cJSON *o, const struct worker_status *st)
+{
+	cJSON *h = add_object(o, "history"), *arr;
+
+	if (!h || jsonv_add_int(h, "period_ms", WORKER_HISTORY_PERIOD_MS) ||
+	    !(arr = cJSON_AddArrayToObject(h, "samples")))
+		return -ENOMEM;
+	for (size_t i = 0; i < st->nhistory; i++) {
+		const struct worker_sample *s = &st->history[i];
+		cJSON *e = cJSON_CreateObject();
+
+		if (!e || !cJSON_AddItemToArray(arr, e))
+			return cJSON_Delete(e), -ENOMEM;
+		if (jsonv_add_int(e, "t_ms", s->t_ms) || jsonv_add_int(e, "ticks", (int64_t)s->ticks) ||
+		    jsonv_add_int(e, "drained", (int64_t)s->drained) || jsonv_add_int(e, "pruned", (int64_t)s->pruned) ||
+		    jsonv_add_int(e, "errors", (int64_t)s->errors) ||
+		    jsonv_add_int(e, "due_backlog", (int64_t)s->due_backlog))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
 void route_worker(struct api *a, struct api_response *res)
 {
 	struct worker_status st;
@@ -370,7 +393,7 @@ void route_worker(struct api *a, struct api_response *res)
 	    add_job(jobs, "prune", "pruned", &st.job[WORKER_PRUNE]) || add_layouts(o, &st) || add_nodes(o, &st) ||
 	    add_skew(o, &st) ||
 	    add_copies(o, &st) || add_leases(o, &st) || add_stats(o, worker_stats(a->worker), &st) ||
-	    add_census(o, worker_census(a->worker))) {
+	    add_census(o, worker_census(a->worker)) || add_history(o, &st)) {
 		cJSON_Delete(o);
 		o = NULL;
 	}

@@ -121,6 +121,8 @@ static enum MHD_Result send_answer(struct server *s, struct MHD_Connection *c, s
 		if (!resp)
 			return MHD_NO;
 		MHD_add_response_header(resp, "Content-Type", res->content_type);
+		if (res->cache_control)
+			MHD_add_response_header(resp, "Cache-Control", res->cache_control);
 		add_headers(resp, s, res);
 		ret = MHD_queue_response(c, (unsigned)res->status, resp);
 		MHD_destroy_response(resp);

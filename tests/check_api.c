@@ -1,11 +1,61 @@
 /*
  * The admin API as a whole (admin/router.c, admin/routes_health.c): the health probes (with Redis away too), routing
- * (405 with Allow, 404, bad percent-encoding) and the bearer token of writes
- * and reads.  The fixture and the conventions are tests/api_fixture.h's.
+ * (405 with Allow, 404, bad percent-encoding), the bearer token of writes
+ * and reads, and the operator page (GET /, admin/routes_docs.c: served
+ * without the token and without Redis).  The fixture and the conventions are
+ * tests/api_fixture.h's.
  */
 #include "tests/api_fixture.h"
 
 /* ---- health ----------------------------------------------------------------- */
+
+/* `method` / through `a` with Authorization `auth` (or NULL): 200, the page as HTML, no-cache. */
+static void ck_page(struct api *a, const char *method, const char *auth)
+{
+	struct api_request rq = { .method = method, .path = "/", .authorization = auth };
+	struct api_response rs;
+
+	api_handle(a, &rq, &rs);
+	ck_assert_msg(rs.status == 200, "%s / (Authorization %s): %d", method, auth ? auth : "none", rs.status);
+	ck_assert_ptr_null(rs.body);
+	ck_assert_ptr_nonnull(rs.text);
+	ck_assert_str_eq(rs.content_type, "text/html; charset=utf-8");
+	ck_assert_str_eq(rs.cache_control, "no-cache");
+	ck_assert_ptr_nonnull(strstr(rs.text, "<title>sluice</title>"));
+	/* no external resource: the only URL in it is the SVG namespace (a name, never fetched) */
+	for (const char *p = strstr(rs.text, "://"); p; p = strstr(p + 3, "://"))
+		ck_assert_msg(p - rs.text >= 4 && strncmp(p - 4, "http://www.w3.org/2000/svg'", 27) == 0,
+			      "the page names a URL: %.40s", p - 4 > rs.text ? p - 4 : rs.text);
+	free(rs.text);
+}
+
+/* Commands Redis has processed (INFO stats), this one's included. */
+static long long redis_commands(void)
+{
+	redisReply *r = test_cmd(c, "INFO stats");
+	const char *at = strstr(r->str, "total_commands_processed:");
+	long long n;
+
+	ck_assert_ptr_nonnull(at);
+	n = atoll(at + strlen("total_commands_processed:"));
+	freeReplyObject(r);
+	return n;
+}
+
+/* GET and HEAD / answer the page, which sends nothing to Redis: the INFO calls are all it counts. */
+START_TEST(test_page)
+{
+	long long idle, n;
+
+	n = redis_commands();
+	idle = redis_commands() - n; /* what one INFO adds */
+	n = redis_commands();
+	for (int i = 0; i < 3; i++)
+		ck_page(api, "GET", NULL);
+	ck_page(api, "HEAD", NULL);
+	ck_assert_int_eq(redis_commands() - n, idle);
+}
+END_TEST
 
 START_TEST(test_healthz)
 {
@@ -49,9 +99,10 @@ START_TEST(test_readyz_redis_down)
 	/* again at once (inside the reconnect backoff): still 503 */
 	call_on(down, "GET", "/readyz", NULL, 0, NULL, NULL, NULL);
 	ck_err(503, "redis_unavailable", NULL);
-	/* liveness does not need Redis */
+	/* liveness does not need Redis, nor does the operator page */
 	call_on(down, "GET", "/healthz", NULL, 0, NULL, NULL, NULL);
 	ck_res(200, "{\"status\":\"ok\"}");
+	ck_page(down, "GET", NULL);
 	/* every Redis-backed route answers 503 */
 	call_on(down, "GET", "/v1/rules", NULL, 0, NULL, NULL, NULL);
 	ck_err(503, "redis_unavailable", NULL);
@@ -88,6 +139,8 @@ static const struct {
 	{ "GET", "/v1/paths/x/reset", "POST" },
 	{ "DELETE", "/v1/paths/x/reset", "POST" },
 	{ "POST", "/v1/worker", "GET" },
+	{ "POST", "/", "GET" },
+	{ "DELETE", "/", "GET" },
 };
 
 START_TEST(test_405)
@@ -109,7 +162,7 @@ START_TEST(test_405)
 END_TEST
 
 static const char *const unknown_routes[] = {
-	"/v2/rules", "/v1/rules/a/b", "/", "", "/v1", "/v1/", "/v1/rules/", "/v1/nope",
+	"/v2/rules", "/v1/rules/a/b", "//", "", "/v1", "/v1/", "/v1/rules/", "/v1/nope",
 	"/v1/paths/", "/v1/paths/x/y", "/v1/paths/x/reset/more", "/v1/paths//reset", "/healthz/",
 	"/HEALTHZ", "/v1/worker/x", "/v1/a/b/c/d/e/f/g", "/metrics2",
 };
@@ -237,6 +290,12 @@ START_TEST(test_auth_reads)
 	ck_res(200, "{\"status\":\"ok\"}");
 	call_on(a, "GET", "/readyz", NULL, 0, NULL, NULL, NULL);
 	ck_assert_int_eq(res.status, 200);
+	/* the page holds no data: served without the token, or with a wrong one (it asks for the right one) */
+	ck_page(a, "GET", NULL);
+	ck_page(a, "HEAD", "Bearer wrong");
+	/* a write to it is a write: the token is checked first */
+	call_on(a, "POST", "/", NULL, 0, NULL, NULL, NULL);
+	ck_err(401, "unauthorized", NULL);
 	next_auth = "Bearer t";
 	call_on(a, "GET", "/v1/rules", NULL, 0, NULL, NULL, NULL);
 	ck_assert_int_eq(res.status, 200);
@@ -264,6 +323,7 @@ static Suite *api_suite(void)
 	tcase_add_test(tc, test_healthz);
 	tcase_add_test(tc, test_readyz);
 	tcase_add_test(tc, test_readyz_redis_down);
+	tcase_add_test(tc, test_page);
 
 	tc = test_tcase(s, "routing", api_setup, api_teardown, 60);
 	tcase_add_loop_test(tc, test_405, 0, TEST_N(not_allowed));

@@ -2,7 +2,7 @@
  * admin/server.c, the libmicrohttpd server in front of the api, through a real
  * socket with the harness's HTTP client (libcurl): bodies by length and
  * chunked, 413 over max_body_bytes, percent-decoding of paths and queries
- * done once, Allow on 405.  The fixture is tests/api_fixture.h's.
+ * done once, Allow on 405, the operator page's headers.  The fixture is tests/api_fixture.h's.
  */
 #include "tests/api_fixture.h"
 
@@ -65,6 +65,14 @@ START_TEST(test_server_smoke)
 	ck_http(h, 200, "{\"status\":\"ok\"}");
 	test_http(port, "GET", "/readyz", NULL, 0, &h);
 	ck_http(h, 200, "{\"status\":\"ready\",\"redis\":\"up\",\"mode\":\"single\",\"primaries\":1}");
+	/* the operator page: HTML, checked again by caches at every load */
+	test_http(port, "GET", "/", NULL, 0, &h);
+	ck_assert_int_eq(h.status, 200);
+	ck_assert_str_eq(h.ctype, "text/html; charset=utf-8");
+	ck_assert_str_eq(h.cache_control, "no-cache");
+	ck_assert_int_eq(strncmp(h.body, "<!doctype html>", 15), 0);
+	test_http(port, "GET", "/healthz", NULL, 0, &h);
+	ck_assert_str_eq(h.cache_control, ""); /* only the page says so */
 
 	test_http(port, "PUT", "/v1/rules/api", API_BODY, 0, &h);
 	ck_http(h, 201, API_ECHO);

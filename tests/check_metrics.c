@@ -289,6 +289,27 @@ START_TEST(test_openapi_served)
 }
 END_TEST
 
+/* GET / answers admin/page/index.html, byte for byte, as HTML that caches must check again. */
+START_TEST(test_page_served)
+{
+	struct api_request rq = { .method = "GET", .path = "/" };
+	struct api_response rs;
+	size_t len;
+	char *want = test_read_src("admin/page/index.html", &len);
+
+	api_handle(api, &rq, &rs);
+	ck_assert_int_eq(rs.status, 200);
+	ck_assert_ptr_null(rs.body);
+	ck_assert_ptr_nonnull(rs.text);
+	ck_assert_str_eq(rs.content_type, "text/html; charset=utf-8");
+	ck_assert_str_eq(rs.cache_control, "no-cache");
+	ck_assert_uint_eq(strlen(rs.text), len);
+	ck_assert_msg(memcmp(rs.text, want, len) == 0, "GET / differs from admin/page/index.html");
+	free(rs.text);
+	free(want);
+}
+END_TEST
+
 static Suite *metrics_suite(void)
 {
 	Suite *s = suite_create("metrics");
@@ -300,6 +321,7 @@ static Suite *metrics_suite(void)
 	tcase_add_test(tc, test_registry_gauge_cost);
 	tcase_add_test(tc, test_metrics_skew);
 	tcase_add_test(tc, test_openapi_served);
+	tcase_add_test(tc, test_page_served);
 	return s;
 }
 

@@ -39,7 +39,8 @@ START_TEST(test_worker_status)
 		    "\"census\":{\"in_pass\":false,\"pass_paths\":0,\"passes\":0,\"last_pass_ms\":null,\"mismatched\":{"
 		    "\"leaky_bucket\":0,\"sliding_log\":0,\"sliding_counter\":0,\"fixed_window\":0,\"token_bucket\":0},"
 		    "\"paths\":0,\"unmatched\":0,\"unreadable\":0,\"registries_skipped\":0,\"last_span_ms\":0,"
-		    "\"last_busy_us\":0,\"steps\":0,\"round_trips\":0,\"restarts\":0,\"abandoned\":0,\"last_error\":null}}");
+		    "\"last_busy_us\":0,\"steps\":0,\"round_trips\":0,\"restarts\":0,\"abandoned\":0,\"last_error\":null},"
+		    "\"history\":{\"period_ms\":10000,\"samples\":[]}}");
 
 	put_ok("api", "{\"match\":\"/api/*\",\"algorithm\":\"leaky_bucket\",\"capacity\":10,\"rate\":0.01}");
 	put_ok("log", "{\"match\":\"/log/*\",\"algorithm\":\"sliding_log\",\"limit\":10,\"window_ms\":600000}");
@@ -150,6 +151,19 @@ START_TEST(test_worker_status)
 		ck_assert(cJSON_IsNull(cJSON_GetObjectItem(n, "last_error")));
 	}
 	cJSON_DeleteItemFromObjectCaseSensitive(res.json, "redis");
+	/* a sample at each sweep's step (their nows are 300 s apart), with the counters it left */
+	{
+		char *h = cJSON_PrintUnformatted(jat("history")), want[512];
+
+		snprintf(want, sizeof(want),
+			 "{\"period_ms\":10000,\"samples\":["
+			 "{\"t_ms\":%lld,\"ticks\":1,\"drained\":6,\"pruned\":0,\"errors\":0,\"due_backlog\":0},"
+			 "{\"t_ms\":%lld,\"ticks\":2,\"drained\":6,\"pruned\":0,\"errors\":0,\"due_backlog\":0}]}",
+			 t0 + 300000 + test_skew_ms(), t0 + 610001);
+		check_same_text("history", h, want);
+		free(h);
+		cJSON_DeleteItemFromObjectCaseSensitive(res.json, "history");
+	}
 	ck_json_is("{\"redis_up\":true,\"connects\":1,\"ticks\":2,\"drained\":6,\"pruned\":0,\"errors\":0,"
 		   "\"last_error\":null,\"rules\":{\"version\":3,\"loaded\":2,\"invalid\":1},\"jobs\":{"
 		   "\"drain\":{\"ticks\":1,\"sweeps\":1,\"batches\":1024,\"polls\":0,\"paths\":4,\"drained\":6,\"emptied\":2,"
@@ -224,8 +238,87 @@ START_TEST(test_worker_backlog_and_skew)
 	ck_assert_int_eq(jint("skew.shards_pending"), 0);
 	ck_assert_int_eq(jint("skew.shards_written"), 1023);
 	ck_assert(cJSON_IsNull(jat("skew.last_error")));
+	/* the next 10 s of the clock: 2 more, 1 left due, in the history's sample of that step */
+	ck_assert_int_eq(worker_step(wk, WORKER_DRAIN, 1, t0 + 20000, &r), 0);
+	ck_assert_int_eq(r.entries, 2);
+	call_on(a, "GET", "/v1/worker", NULL, 0, NULL, NULL, NULL);
+	ck_assert_int_eq(jint("jobs.drain.due_backlog"), 1);
+	{
+		char *h = cJSON_PrintUnformatted(jat("history.samples"));
+
+		check_same_text("history", h,
+				"[{\"t_ms\":1012000,\"ticks\":1,\"drained\":0,\"pruned\":0,\"errors\":0,\"due_backlog\":0},"
+				"{\"t_ms\":1020000,\"ticks\":3,\"drained\":4,\"pruned\":0,\"errors\":0,\"due_backlog\":1}]");
+		free(h);
+	}
 	api_free(a);
 	worker_free(wk);
+}
+END_TEST
+
+/* GET /v1/worker's history.samples[i] as text. */
+static char *sample_text(int i)
+{
+	return cJSON_PrintUnformatted(cJSON_GetArrayItem(jat("history.samples"), i));
+}
+
+/*
+ * The history (worker/status.h): a sample at the first step of each 10 s of
+ * the steps' clock, of both jobs' counters as that step left them (a failed
+ * step's too), the last 60; a clock that goes back less than a period takes
+ * none until it passes the last sample's period, more starts it again.
+ */
+START_TEST(test_worker_history)
+{
+	/* 5 entries leaking 1 a second, at the drain's horizon 2 s before the first step */
+	const long long skew = test_skew_ms(), at = 1012000 - skew - 2000;
+	struct worker_result r;
+	char *s;
+
+	for (int i = 0; i < 5; i++)
+		lb_admit("/h", 10, "1", at);
+	ck_assert_int_eq(worker_sweep(w, WORKER_DRAIN, 1012000, &r), 0); /* the first step: a sample */
+	ck_assert_int_eq(r.entries, 2);
+	ck_assert_int_eq(worker_sweep(w, WORKER_DRAIN, 1015000, &r), 0); /* the same period: none */
+	ck_assert_int_eq(r.entries, 3);
+	ck_assert_int_eq(worker_sweep(w, WORKER_PRUNE, 1020000, &r), 0); /* the next: the prune job's step */
+	ck_assert_int_eq(worker_sweep(w, WORKER_DRAIN, 1014000, &r), 0); /* 6 s back: none, nothing lost */
+	/* a due index of another type: the prune step fails, and its sample counts the error */
+	freeReplyObject(test_cmd(c, "SET %s{0}:registry:sliding_log oops", PFX));
+	ck_assert_int_ne(worker_sweep(w, WORKER_PRUNE, 1035000, &r), 0);
+	get("/v1/worker");
+	ck_assert_int_eq(res.status, 200);
+	ck_assert_int_eq(jint("history.period_ms"), 10000);
+	ck_assert_int_eq(cJSON_GetArraySize(jat("history.samples")), 3);
+	check_same_text("sample 0", s = sample_text(0),
+			"{\"t_ms\":1012000,\"ticks\":1,\"drained\":2,\"pruned\":0,\"errors\":0,\"due_backlog\":0}");
+	free(s);
+	check_same_text("sample 1", s = sample_text(1),
+			"{\"t_ms\":1020000,\"ticks\":3,\"drained\":5,\"pruned\":0,\"errors\":0,\"due_backlog\":0}");
+	free(s);
+	check_same_text("sample 2", s = sample_text(2),
+			"{\"t_ms\":1035000,\"ticks\":5,\"drained\":5,\"pruned\":0,\"errors\":1,\"due_backlog\":0}");
+	free(s);
+
+	/* 60 more periods: the last 60 samples are kept, oldest first */
+	for (int i = 0; i < WORKER_HISTORY; i++)
+		ck_assert_int_eq(worker_step(w, WORKER_DRAIN, INT64_MAX, 1040000 + 10000LL * i, &r), 0);
+	get("/v1/worker");
+	ck_assert_int_eq(cJSON_GetArraySize(jat("history.samples")), WORKER_HISTORY);
+	check_same_text("sample 0 of 60", s = sample_text(0),
+			"{\"t_ms\":1040000,\"ticks\":6,\"drained\":5,\"pruned\":0,\"errors\":1,\"due_backlog\":0}");
+	free(s);
+	check_same_text("sample 59 of 60", s = sample_text(WORKER_HISTORY - 1),
+			"{\"t_ms\":1630000,\"ticks\":65,\"drained\":5,\"pruned\":0,\"errors\":1,\"due_backlog\":0}");
+	free(s);
+
+	/* the clock back by more than a period: the history starts again */
+	ck_assert_int_eq(worker_step(w, WORKER_DRAIN, INT64_MAX, 1619999, &r), 0);
+	get("/v1/worker");
+	ck_assert_int_eq(cJSON_GetArraySize(jat("history.samples")), 1);
+	check_same_text("sample after the clock went back", s = sample_text(0),
+			"{\"t_ms\":1619999,\"ticks\":66,\"drained\":5,\"pruned\":0,\"errors\":1,\"due_backlog\":0}");
+	free(s);
 }
 END_TEST
 
@@ -267,6 +360,7 @@ static Suite *worker_api_suite(void)
 	tc = test_tcase(s, "worker", api_setup, api_teardown, 60);
 	tcase_add_test(tc, test_worker_status);
 	tcase_add_test(tc, test_worker_backlog_and_skew);
+	tcase_add_test(tc, test_worker_history);
 	tcase_add_test(tc, test_worker_sweep_now);
 	return s;
 }

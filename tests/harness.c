@@ -846,6 +846,7 @@ static size_t http_on_header(char *p, size_t size, size_t n, void *ud)
 	http_header_value(p, size * n, "Allow:", h->allow, sizeof(h->allow));
 	http_header_value(p, size * n, "Content-Type:", h->ctype, sizeof(h->ctype));
 	http_header_value(p, size * n, "ETag:", h->etag, sizeof(h->etag));
+	http_header_value(p, size * n, "Cache-Control:", h->cache_control, sizeof(h->cache_control));
 	return size * n;
 }
 

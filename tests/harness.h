@@ -250,7 +250,7 @@ struct test_http_res {
 	long status;
 	char body[16384];        /* cut there */
 	size_t len;
-	char allow[128], ctype[128], etag[64]; /* those headers, or "" */
+	char allow[128], ctype[128], etag[64], cache_control[64]; /* those headers, or "" */
 };
 
 /* How test_http sends a body. */

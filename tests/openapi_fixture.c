@@ -454,6 +454,7 @@ void call_answer(struct api *a, const struct request *rq, struct answer *out)
 	out->route = res.route;
 	out->allow = res.allow;
 	out->challenge = res.challenge;
+	out->cache_control = res.cache_control;
 	snprintf(out->etag, sizeof(out->etag), "%s", res.etag);
 	if (res.text) {
 		out->text = res.text;
@@ -534,12 +535,15 @@ void check_answer(const struct op *op, const struct request *rq, const struct an
 		free(g.buf);
 		cJSON_Delete(served);
 	} else if (a->is_text) {
-		const cJSON *mt = jget(content, "text/plain");
+		/* a text body: its media type (the content type before any parameter) documented */
+		char media[64];
+		const cJSON *mt;
 
+		snprintf(media, sizeof(media), "%.*s", a->ctype ? (int)strcspn(a->ctype, "; ") : 0, a->ctype ? a->ctype : "");
+		mt = jget(content, media);
 		if (!mt)
-			addf(f, "%s: a text body (%s) where %d documents no text/plain content", what, a->ctype, a->status);
-		if (!a->ctype || strncmp(a->ctype, "text/plain", 10) != 0)
-			addf(f, "%s: content type %s, documented text/plain", what, a->ctype ? a->ctype : "(none)");
+			addf(f, "%s: a text body (%s) where %d documents no %s content", what, a->ctype ? a->ctype : "(none)",
+			     a->status, media[0] ? media : "(no type)");
 		if (mt && jget(mt, "schema")) {
 			cJSON *s = cJSON_CreateString(a->text);
 
@@ -577,6 +581,11 @@ void check_answer(const struct op *op, const struct request *rq, const struct an
 		     jget(headers, "WWW-Authenticate") ? "yes" : "no");
 	if (a->allow)
 		addf(f, "%s: an Allow header (%s) on %d", what, a->allow, a->status);
+	if ((a->cache_control != NULL) != (jget(headers, "Cache-Control") != NULL))
+		addf(f, "%s: Cache-Control %s, documented %s", what, a->cache_control ? a->cache_control : "not sent",
+		     jget(headers, "Cache-Control") ? "yes" : "no");
+	else if (a->cache_control && !header_value_ok(resolve(jget(headers, "Cache-Control")), a->cache_control))
+		addf(f, "%s: Cache-Control %s does not match its documented schema", what, a->cache_control);
 }
 
 /* ---- probes of documented operations --------------------------------------------- */

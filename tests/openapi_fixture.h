@@ -98,6 +98,7 @@ struct answer {
 	const char *allow;
 	int challenge;
 	char etag[64];
+	const char *cache_control; /* the Cache-Control header (static), or NULL */
 };
 
 /* Free what `a` holds and zero it. */

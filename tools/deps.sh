@@ -20,6 +20,8 @@ command -v curl >/dev/null 2>&1 || pkgs="$pkgs curl"
 # redis-py for Debian's python3, the application client library of the tests
 # (tests/check_shard.c runs lua/README.md's Python shard function with it)
 /usr/bin/python3 -c 'import redis.crc' >/dev/null 2>&1 || pkgs="$pkgs python3-redis"
+# headless Chromium, the browser of tests/page_e2e.py (the operator page, GET /)
+[ -x /usr/bin/chromium ] || pkgs="$pkgs chromium"
 # only for `make bench` (BENCH=1): the load generator and the baseline of bench/http.sh
 if [ "${BENCH:-}" = 1 ]; then
 	command -v wrk >/dev/null 2>&1 || pkgs="$pkgs wrk"

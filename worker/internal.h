@@ -380,9 +380,13 @@ int copies_step(struct worker *w, int64_t now, int all);
 
 /* Set job's last_error (printf of `fmt` with one string). */
 void status_error(struct worker *w, enum worker_job job, const char *fmt, const char *detail);
-/* Fold one step's result (rc, counts, durations) into the status. */
-void status_fold(struct worker *w, enum worker_job job, int rc, int64_t start_us, const struct worker_result *r,
-		 const struct worker_layout_status lr[WORKER_MAX_LAYOUTS]);
+/*
+ * Fold one step's result (rc, counts, durations) into the status; `start_us`
+ * is the step's CLOCK_MONOTONIC start, `now_ms` its time (ms of the steps'
+ * clock, -1 when unknown), which the history's samples are taken by.
+ */
+void status_fold(struct worker *w, enum worker_job job, int rc, int64_t start_us, int64_t now_ms,
+		 const struct worker_result *r, const struct worker_layout_status lr[WORKER_MAX_LAYOUTS]);
 /* Set up and tear down the request machinery; 0 or -errno. */
 int requests_init(struct worker *w);
 void requests_destroy(struct worker *w);

@@ -37,8 +37,35 @@ static void add_sweep(struct worker_job_status *s, int64_t us)
 			s->sweep_hist[i]++;
 }
 
-void status_fold(struct worker *w, enum worker_job job, int rc, int64_t start_us, const struct worker_result *r,
-		 const struct worker_layout_status lr[WORKER_MAX_LAYOUTS])
+/* Take a sample of st's counters at `now` (ms, >= 0) when its period came (worker/status.h). */
+static void history_note(struct worker_status *st, int64_t now)
+{
+	const struct worker_job_status *d = &st->job[WORKER_DRAIN], *p = &st->job[WORKER_PRUNE];
+	struct worker_sample *s;
+
+	if (st->nhistory) {
+		int64_t last = st->history[st->nhistory - 1].t_ms;
+
+		if (now < last - WORKER_HISTORY_PERIOD_MS)
+			st->nhistory = 0; /* the clock went back (another Redis, a clock stepped): again */
+		else if (now / WORKER_HISTORY_PERIOD_MS <= last / WORKER_HISTORY_PERIOD_MS)
+			return;
+	}
+	if (st->nhistory == WORKER_HISTORY) {
+		memmove(st->history, st->history + 1, (WORKER_HISTORY - 1) * sizeof(st->history[0]));
+		st->nhistory--;
+	}
+	s = &st->history[st->nhistory++];
+	s->t_ms = now;
+	s->ticks = d->steps + p->steps;
+	s->drained = d->entries;
+	s->pruned = p->entries;
+	s->errors = d->errors + p->errors;
+	s->due_backlog = d->due_backlog + p->due_backlog;
+}
+
+void status_fold(struct worker *w, enum worker_job job, int rc, int64_t start_us, int64_t now_ms,
+		 const struct worker_result *r, const struct worker_layout_status lr[WORKER_MAX_LAYOUTS])
 {
 	struct worker_job_status *s = &w->st.job[job];
 	const struct job_state *js = &w->jobs[job];
@@ -100,6 +127,8 @@ void status_fold(struct worker *w, enum worker_job job, int rc, int64_t start_us
 	snprintf(w->st.copies_error, sizeof(w->st.copies_error), "%s", w->copies.keep.error);
 	if (w->lease)
 		lease_status(w->lease, &w->st.lease); /* the fence's refusals of this step */
+	if (now_ms >= 0)
+		history_note(&w->st, now_ms);
 	pthread_mutex_unlock(&w->lock);
 }
 

@@ -111,6 +111,29 @@ struct worker_lease_status {
 	char last_error[160];    /* why the last lease step failed; "" */
 };
 
+/*
+ * The recent past of the counters (GET /v1/worker "history", the operator
+ * page's chart): a sample at the first step of each WORKER_HISTORY_PERIOD_MS
+ * of the steps' clock (Redis TIME, or the now a test gives), the last
+ * WORKER_HISTORY of them (10 minutes).  A step that could not read the time
+ * (Redis down) takes none: the next sample's counters include what happened
+ * meanwhile.  A clock that went back by more than a period starts the
+ * history again; less, and the samples wait for it to pass the last one's
+ * period.
+ */
+#define WORKER_HISTORY_PERIOD_MS 10000
+#define WORKER_HISTORY 60
+
+/* One sample: the counters since start, as the step that took it left them. */
+struct worker_sample {
+	int64_t t_ms;            /* the step's now, ms (Redis TIME, or the injected now) */
+	uint64_t ticks;          /* both jobs' steps */
+	uint64_t drained;        /* the drain job's entries */
+	uint64_t pruned;         /* the prune job's entries */
+	uint64_t errors;         /* both jobs' failed steps */
+	uint64_t due_backlog;    /* both jobs' due backlog (paths) at that step */
+};
+
 /* Primaries whose status the worker keeps (a larger cluster shows its first ones) */
 #define WORKER_MAX_NODES 32
 
@@ -142,6 +165,8 @@ struct worker_status {
 	uint64_t copies_written; /* copies written since start */
 	char copies_error[160];  /* why the last write or check of a rule copy failed; "" */
 	struct worker_lease_status lease;
+	struct worker_sample history[WORKER_HISTORY]; /* oldest first */
+	size_t nhistory;         /* samples in history[] */
 };
 
 /* Result of one step (also folded into the status). */

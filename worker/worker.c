@@ -369,7 +369,7 @@ int worker_step(struct worker *w, enum worker_job job, int64_t budget_us, int64_
 		if (r.sweep_done)
 			js->in_sweep = js->full_sweep = 0;
 	}
-	status_fold(w, job, rc, start, &r, lr);
+	status_fold(w, job, rc, start, now, &r, lr);
 	if (res)
 		*res = r;
 	return rc;
