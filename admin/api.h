@@ -40,6 +40,8 @@ struct api_config {
 	int64_t metrics_fresh_ms;         /* GET /metrics reuses a Redis sample younger than this
 					   * (admin/sampler.h); 0: SAMPLER_FRESH_MS, < 0: never */
 	int64_t metrics_wait_ms;          /* and waits this long for a new one; 0: SAMPLER_WAIT_MS */
+	int no_redis;                     /* the api never calls Redis (the server's loop thread): a
+					   * route that would (API_LANE_TRY) answers res->defer instead */
 };
 
 struct api_request {
@@ -64,6 +66,8 @@ struct api_response {
 	int challenge;             /* for 401: send WWW-Authenticate: Bearer */
 	char etag[24];             /* an ETag header to send (a rule's), or "" */
 	char location[48];         /* a Location header to send (a new job's), or "" */
+	int defer;                 /* api_config.no_redis: this request needs Redis; nothing was answered,
+				    * counted or changed (hand it to a request thread) */
 	const char *cache_control; /* for `text`: a Cache-Control header to send (static), or NULL */
 };
 
@@ -72,9 +76,11 @@ struct api_response {
  * reads the connections (routes that never wait on Redis: /healthz, the
  * page, /openapi.json, /v1/worker, the jobs, and every 401/404/405); PROBE on
  * a thread of its own (/readyz, /metrics: they read Redis, and must not wait
- * behind slow requests); POOL on the request threads (every other route).
+ * behind slow requests); POOL on the request threads (every other route);
+ * TRY inline first, on the request threads when it answers `defer` (the rule
+ * reads: inline while the rules another thread checked are fresh).
  */
-enum api_lane { API_LANE_INLINE, API_LANE_PROBE, API_LANE_POOL };
+enum api_lane { API_LANE_INLINE, API_LANE_PROBE, API_LANE_POOL, API_LANE_TRY };
 
 /* One route the API answers: method and pattern ("{name}" stands for one path segment). */
 struct api_route {

@@ -84,8 +84,8 @@ static const struct {
 	{ { "GET", "/metrics" }, r_metrics, API_LANE_PROBE },
 	{ { "GET", "/openapi.json" }, r_openapi, API_LANE_INLINE },
 	{ { "GET", "/" }, r_page, API_LANE_INLINE },
-	{ { "GET", "/v1/rules" }, r_rules_list, API_LANE_POOL },
-	{ { "GET", "/v1/rules/{name}" }, r_rule_get, API_LANE_POOL },
+	{ { "GET", "/v1/rules" }, r_rules_list, API_LANE_TRY },
+	{ { "GET", "/v1/rules/{name}" }, r_rule_get, API_LANE_TRY },
 	{ { "PUT", "/v1/rules/{name}" }, r_rule_put, API_LANE_POOL },
 	{ { "DELETE", "/v1/rules/{name}" }, r_rule_delete, API_LANE_POOL },
 	{ { "GET", "/v1/paths" }, r_paths_list, API_LANE_POOL },
@@ -180,6 +180,7 @@ struct api *api_new(const struct api_config *cfg)
 	a->nlayouts = cfg->nlayouts;
 	a->worker = cfg->worker;
 	a->auth_reads = cfg->auth_reads;
+	a->no_redis = cfg->no_redis;
 	a->ready = cfg->ready;
 	a->rules_ttl_us = cfg->rules_ttl_ms > 0 ? cfg->rules_ttl_ms * 1000 : 0;
 	a->token = cfg->token ? strdup(cfg->token) : NULL;
@@ -445,6 +446,7 @@ void api_handle(struct api *a, const struct api_request *req, struct api_respons
 		reply_fail(res, 400, "invalid_path", "path has an invalid percent-encoding", NULL);
 	else
 		route(a, req, &g, res);
-	count_request(a, res);
+	if (!res->defer)
+		count_request(a, res);
 	segs_free(&g);
 }

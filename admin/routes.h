@@ -46,7 +46,10 @@ struct api_shared {
 	struct sampler *sampler;  /* owned: GET /metrics's Redis side */
 	pthread_mutex_t rules_lock;
 	struct ruleset rules_last; /* under rules_lock: the rules an api object last loaded, for one
-				    * that cannot reach the store's node (a cluster node down) */
+				    * that cannot reach the store's node (a cluster node down), and for
+				    * the loop thread's reads while they are fresh */
+	int64_t rules_last_checked_us; /* under rules_lock: when a request thread last found them current */
+	unsigned rules_last_gen;   /* under rules_lock: rules_gen when it did */
 	int64_t metrics_fresh_ms, metrics_wait_ms; /* api_config's, defaults applied (fresh 0: never reuse) */
 };
 
@@ -58,6 +61,7 @@ struct api {
 	struct worker *worker;    /* or NULL */
 	char *token;              /* or NULL */
 	int auth_reads;
+	int no_redis;             /* api_config.no_redis */
 	const atomic_int *ready;  /* or NULL: always ready (api_config.ready) */
 	struct ruleset rules;     /* cache, refreshed by version before use (route_rules_fresh) */
 	int64_t rules_ttl_us;

@@ -16,6 +16,23 @@
  * would cost the admin thread most of its time under load.  On a cluster,
  * rules once loaded are used while a node of the store does not answer.
  */
+/* Offer the rules just found current (at `now`, rules_gen `gen`) to the other api objects. */
+static void publish(struct api *a, int64_t now, unsigned gen)
+{
+	struct api_shared *sh = a->shared;
+	int ok = 1;
+
+	pthread_mutex_lock(&sh->rules_lock);
+	if (!sh->rules_last.loaded || sh->rules_last.version != a->rules.version ||
+	    strcmp(sh->rules_last.epoch, a->rules.epoch))
+		ok = ruleset_copy(&sh->rules_last, &a->rules) == 0; /* out of memory: the old ones, not fresh */
+	if (ok && now >= sh->rules_last_checked_us) {
+		sh->rules_last_checked_us = now;
+		sh->rules_last_gen = gen;
+	}
+	pthread_mutex_unlock(&sh->rules_lock);
+}
+
 /* Take the rules another api object loaded last.  0, or -ENODATA when there are none (or out of memory). */
 static int take_last(struct api *a)
 {
@@ -34,12 +51,40 @@ static int take_last(struct api *a)
 	return rc;
 }
 
+/*
+ * The loop thread's api (no_redis): the rules a request thread found current
+ * less than rules_ttl ago (and no change through the API since), copied when
+ * they are another version; else -EAGAIN with res->defer set.
+ */
+static int fresh_from_shared(struct api *a, struct api_response *res, int64_t now, unsigned gen)
+{
+	struct api_shared *sh = a->shared;
+	int rc = -EAGAIN;
+
+	pthread_mutex_lock(&sh->rules_lock);
+	if (sh->rules_last.loaded && now - sh->rules_last_checked_us < a->rules_ttl_us && sh->rules_last_gen == gen) {
+		rc = 0;
+		if (!a->rules.loaded || a->rules.version != sh->rules_last.version ||
+		    strcmp(a->rules.epoch, sh->rules_last.epoch)) {
+			rc = ruleset_copy(&a->rules, &sh->rules_last) ? -EAGAIN : 0;
+			free(a->rules_text);
+			a->rules_text = NULL;
+		}
+	}
+	pthread_mutex_unlock(&sh->rules_lock);
+	if (rc)
+		res->defer = 1;
+	return rc;
+}
+
 int route_rules_fresh(struct api *a, struct api_response *res)
 {
 	int64_t now = clock_mono_us();
 	unsigned gen = atomic_load(&a->shared->rules_gen);
 	int changed = 0, rc;
 
+	if (a->no_redis)
+		return fresh_from_shared(a, res, now, gen);
 	/* a change through another api object (thread) is seen at once too */
 	if (a->rules.loaded && a->rules_checked_us && now - a->rules_checked_us < a->rules_ttl_us &&
 	    gen == a->rules_gen_seen)
@@ -72,12 +117,8 @@ int route_rules_fresh(struct api *a, struct api_response *res)
 	if (changed) {
 		free(a->rules_text);
 		a->rules_text = NULL;
-		pthread_mutex_lock(&a->shared->rules_lock);
-		if (!a->shared->rules_last.loaded || a->shared->rules_last.version != a->rules.version ||
-		    strcmp(a->shared->rules_last.epoch, a->rules.epoch))
-			(void)ruleset_copy(&a->shared->rules_last, &a->rules); /* out of memory: none kept */
-		pthread_mutex_unlock(&a->shared->rules_lock);
 	}
+	publish(a, now, gen);
 	return 0;
 }
 

@@ -242,8 +242,11 @@ static int start_apis(struct server *s, const struct server_config *cfg, const s
 	if (!(s->shared = api_shared_new(ac)))
 		goto oom;
 	c.shared = s->shared;
-	if (!(s->api = api_new(&c)) || !(s->probe = lane_new(1, QUEUE_MAX, &c)) ||
-	    !(s->pool = lane_new(threads, QUEUE_MAX, &c)))
+	c.no_redis = 0;
+	if (!(s->probe = lane_new(1, QUEUE_MAX, &c)) || !(s->pool = lane_new(threads, QUEUE_MAX, &c)))
+		goto oom;
+	c.no_redis = 1; /* the loop thread's: it never waits on Redis */
+	if (!(s->api = api_new(&c)))
 		goto oom;
 	return 0;
 oom:

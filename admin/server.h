@@ -3,7 +3,8 @@
 /*
  * The admin API's HTTP server (libmicrohttpd, epoll).  One thread reads
  * every connection and answers what never waits on Redis (admin/api.h
- * API_LANE_INLINE: /healthz, the page, the jobs, errors); /readyz and
+ * API_LANE_INLINE: /healthz, the page, the jobs, errors; and the rule reads
+ * while the rules a request thread checked are fresh); /readyz and
  * /metrics go to a thread of their own, every other route to a pool of
  * request threads (admin/lanes.h), each with its own Redis connection, so
  * no slow request, slow client or stopped Redis keeps /healthz waiting.

@@ -387,11 +387,20 @@ enum MHD_Result server_handle(void *cls, struct MHD_Connection *c, const char *u
 	req.authorization = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
 	req.if_match = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "If-Match");
 	lane = api_lane_of(method, url, &r->route);
+	if (lane == API_LANE_TRY) {
+		api_handle(s->api, &req, &res); /* answered here unless it needs Redis */
+		lane = res.defer ? API_LANE_POOL : API_LANE_INLINE;
+		if (res.defer) {
+			cJSON_Delete(res.body);
+			free(res.text);
+		}
+	} else if (lane == API_LANE_INLINE) {
+		api_handle(s->api, &req, &res);
+	}
 	if (lane != API_LANE_INLINE) {
 		ret = hand_over(s, c, r, lane, &req);
 		goto out;
 	}
-	api_handle(s->api, &req, &res);
 	{
 		int status = res.status;
 

@@ -35,6 +35,19 @@ static void ck_http_err(const struct test_http_res *h, long status, const char *
 	cJSON_Delete(o);
 }
 
+/* INFO stats' total_commands_processed of the test server. */
+static long long total_commands(void)
+{
+	redisReply *r = test_cmd(c, "INFO stats");
+	const char *p = r && r->type == REDIS_REPLY_STRING ? strstr(r->str, "total_commands_processed:") : NULL;
+	long long n;
+
+	ck_assert_ptr_nonnull(p);
+	n = atoll(p + strlen("total_commands_processed:"));
+	freeReplyObject(r);
+	return n;
+}
+
 START_TEST(test_server_smoke)
 {
 	struct server_config sc = { 0 };
@@ -51,6 +64,7 @@ START_TEST(test_server_smoke)
 	ac.layouts = layouts;
 	ac.nlayouts = nlayouts;
 	ac.worker = w;
+	ac.rules_ttl_ms = 100; /* as the daemon */
 	sc.host = "127.0.0.1";
 	sc.port = 0;
 	sc.max_body_bytes = 1024;
@@ -155,6 +169,61 @@ START_TEST(test_server_smoke)
 	ck_assert_int_eq(h.status, 200);
 	test_http(port, "DELETE", "/v1/rules/api", NULL, 0, &h);
 	ck_http(h, 200, "{\"deleted\":\"api\"}");
+	/*
+	 * The rule reads answered by the loop thread from the rules a request
+	 * thread found current: a change through the API is seen by the next
+	 * read at once, whichever thread made it and whichever answers; one made
+	 * elsewhere (another daemon) within the rules' TTL.
+	 */
+	for (int i = 0; i < 20; i++) {
+		char name[16], path[48];
+
+		snprintf(name, sizeof(name), "r%d", i);
+		snprintf(path, sizeof(path), "/v1/rules/%s", name);
+		test_http(port, "PUT", path, API_BODY, 0, &h);
+		ck_assert_int_eq(h.status, 201);
+		test_http(port, "GET", path, NULL, 0, &h);
+		ck_assert_msg(h.status == 200, "GET %s right after its PUT: %ld %s", path, h.status, h.body);
+		test_http(port, "DELETE", path, NULL, 0, &h);
+		ck_assert_int_eq(h.status, 200);
+		test_http(port, "GET", "/v1/rules", NULL, 0, &h);
+		ck_assert_msg(h.status == 200 && !strstr(h.body, name), "GET /v1/rules right after DELETE %s: %s", name,
+			      h.body);
+	}
+	{
+		struct api *other = api_new(&ac); /* another daemon's API on the same Redis */
+		struct api_request rq = { .method = "PUT", .path = "/v1/rules/elsewhere", .body = API_BODY,
+					  .body_len = strlen(API_BODY) };
+		struct api_response rs;
+		int seen = 0;
+
+		ck_assert_ptr_nonnull(other);
+		test_http(port, "GET", "/v1/rules", NULL, 0, &h); /* fresh now */
+		api_handle(other, &rq, &rs);
+		ck_assert_int_eq(rs.status, 201);
+		cJSON_Delete(rs.body);
+		api_free(other);
+		for (int i = 0; i < 100 && !seen; i++) {
+			test_http(port, "GET", "/v1/rules/elsewhere", NULL, 0, &h);
+			seen = h.status == 200;
+			if (!seen)
+				usleep(20000);
+		}
+		ck_assert_msg(seen, "a rule stored by another daemon is not seen within 2 s");
+	}
+	{
+		/* within the TTL the reads cost Redis nothing: 20 of them in far less than 100 ms, one check at most */
+		long long before, after;
+
+		test_http(port, "GET", "/v1/rules", NULL, 0, &h);
+		before = total_commands();
+		for (int i = 0; i < 20; i++) {
+			test_http(port, "GET", "/v1/rules/elsewhere", NULL, 0, &h);
+			ck_assert_int_eq(h.status, 200);
+		}
+		after = total_commands();
+		ck_assert_msg(after - before <= 4, "20 rule reads sent Redis %lld commands", after - before - 1);
+	}
 
 	server_stop(s);
 	curl_global_cleanup();
