@@ -7,11 +7,18 @@
 #                   (CLUSTER=1: a private Redis Cluster of 3 primaries instead)
 #   make bench      due-driven ticks, sweep, prune, client scripts, daemon idle/RSS, HTTP and Lua shard benchmarks (figures, not pass/fail; BENCHMARKS.md)
 #   make lua        assemble the Lua scripts into build/lua/ (lua/README.md)
-#   make install    PREFIX=/usr/local DESTDIR= : binary, Lua scripts, example config
+#   make install    PREFIX=/usr/local DESTDIR= SYSCONFDIR=/etc : binary, Lua scripts, examples,
+#                   systemd unit, man page, $(SYSCONFDIR)/sluice/sluiced.json (kept when present)
 #   make deps       install the Debian packages, or name the command to run
 
 PREFIX  ?= /usr/local
 DESTDIR ?=
+# The default config file, $(SYSCONFDIR)/sluice/sluiced.json, is compiled
+# into sluiced (daemon/options.c, through $(B)/gen/paths.h).
+SYSCONFDIR ?= /etc
+BINDIR  ?= $(PREFIX)/bin
+MANDIR  ?= $(PREFIX)/share/man
+SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
 FLAVOUR ?= normal
 VERSION := 0.1.0
 
@@ -134,6 +141,17 @@ $(B)/gen/slottag_gen.c: build/slottag-gen
 
 $(B)/gen/slottag_gen.o: $(B)/gen/slottag_gen.c
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+
+# The compiled-in default config path: rewritten only when SYSCONFDIR changes
+# (so `make install SYSCONFDIR=...` rebuilds options.o, and nothing else does).
+.PHONY: FORCE
+$(B)/gen/paths.h: FORCE
+	@mkdir -p $(dir $@)
+	@printf '#define SLUICE_DEFAULT_CONFIG "%s/sluice/sluiced.json"\n' '$(SYSCONFDIR)' > $@.tmp; \
+	  if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv -f $@.tmp $@; fi
+
+$(B)/daemon/options.o: $(B)/gen/paths.h
+$(B)/daemon/options.o: CPPFLAGS += -I$(B)
 
 $(B)/libsluice.a: $(LIB_OBJ)
 	@rm -f $@

@@ -73,7 +73,7 @@ start_sluiced() {
 	local port i
 	for _ in $(seq 10); do
 		port=$(free_port)
-		"$SLUICED" --redis "redis://127.0.0.1:$REDIS_PORT/0" --listen "127.0.0.1:$port" \
+		"$SLUICED" --no-config --redis "redis://127.0.0.1:$REDIS_PORT/0" --listen "127.0.0.1:$port" \
 			--log-level warn 2>"$TMP/sluiced.log" &
 		SLUICED_PID=$!
 		for i in $(seq 50); do
