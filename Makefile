@@ -264,17 +264,37 @@ check-test-deps: check-deps
 deps:
 	@tools/deps.sh
 
+# $(SYSCONFDIR)/sluice/sluiced.json is the operator's: installed only when
+# absent (the shipped one is also in $(PREFIX)/share/doc/sluice/), never
+# overwritten, and left by uninstall, as is the token beside it.
+ETC_SLUICE = $(DESTDIR)$(SYSCONFDIR)/sluice
 install: $(B)/bin/sluiced $(LUA)
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/sluice/lua \
-	           $(DESTDIR)$(PREFIX)/share/doc/sluice/examples
-	install -m 0755 $(B)/bin/sluiced $(DESTDIR)$(PREFIX)/bin/sluiced
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(PREFIX)/share/sluice/lua \
+	           $(DESTDIR)$(PREFIX)/share/doc/sluice/examples $(DESTDIR)$(SYSTEMDUNITDIR) \
+	           $(DESTDIR)$(MANDIR)/man8 $(ETC_SLUICE)
+	install -m 0755 $(B)/bin/sluiced $(DESTDIR)$(BINDIR)/sluiced
 	install -m 0644 $(LUA) lua/README.md $(DESTDIR)$(PREFIX)/share/sluice/lua/
-	install -m 0644 examples/*.json $(DESTDIR)$(PREFIX)/share/doc/sluice/examples/
-	install -m 0644 docs/openapi.json $(DESTDIR)$(PREFIX)/share/doc/sluice/
+	install -m 0644 examples/*.json examples/alerts.yml $(DESTDIR)$(PREFIX)/share/doc/sluice/examples/
+	install -m 0644 docs/openapi.json packaging/sluiced.json $(DESTDIR)$(PREFIX)/share/doc/sluice/
+	sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' packaging/sluiced.service.in \
+	  > $(DESTDIR)$(SYSTEMDUNITDIR)/sluiced.service.tmp && \
+	  chmod 0644 $(DESTDIR)$(SYSTEMDUNITDIR)/sluiced.service.tmp && \
+	  mv -f $(DESTDIR)$(SYSTEMDUNITDIR)/sluiced.service.tmp $(DESTDIR)$(SYSTEMDUNITDIR)/sluiced.service
+	sed -e 's|/etc/sluice/|$(SYSCONFDIR)/sluice/|g' -e 's|/usr/local/lib/systemd/system/|$(SYSTEMDUNITDIR)/|g' \
+	    -e 's|/usr/local/|$(PREFIX)/|g' docs/sluiced.8 > $(DESTDIR)$(MANDIR)/man8/sluiced.8.tmp && \
+	  chmod 0644 $(DESTDIR)$(MANDIR)/man8/sluiced.8.tmp && \
+	  mv -f $(DESTDIR)$(MANDIR)/man8/sluiced.8.tmp $(DESTDIR)$(MANDIR)/man8/sluiced.8
+	@if [ -e $(ETC_SLUICE)/sluiced.json ]; then \
+	  echo "install: kept $(ETC_SLUICE)/sluiced.json (the shipped one: $(PREFIX)/share/doc/sluice/sluiced.json)"; \
+	else \
+	  echo "install -m 0644 packaging/sluiced.json $(ETC_SLUICE)/sluiced.json"; \
+	  install -m 0644 packaging/sluiced.json $(ETC_SLUICE)/sluiced.json; \
+	fi
 
 uninstall:
-	rm -f $(DESTDIR)$(PREFIX)/bin/sluiced
+	rm -f $(DESTDIR)$(BINDIR)/sluiced $(DESTDIR)$(SYSTEMDUNITDIR)/sluiced.service $(DESTDIR)$(MANDIR)/man8/sluiced.8
 	rm -rf $(DESTDIR)$(PREFIX)/share/sluice $(DESTDIR)$(PREFIX)/share/doc/sluice
+	@echo "uninstall: left $(ETC_SLUICE) (your config and token)"
 
 clean:
 	rm -rf build sluiced
