@@ -177,7 +177,8 @@ $(B)/tests/check_%: $(B)/tests/check_%.o $(B)/tests/libfixture.a $(B)/daemon/opt
 # The suite that runs tests/lua/glob_probe.lua reads it at run time.
 $(B)/tests/check_glob_lua: | build/lua-test/glob_probe.lua
 
-test: deps
+test:
+	@TEST=1 tools/deps.sh
 	@$(MAKE) --no-print-directory check-run
 
 # Forbidden includes between modules, one line per rule (check-run runs it first).
@@ -195,8 +196,10 @@ check-includes:
 # through redis-py and the admin API), cluster_clients (the client scripts on a real
 # Redis Cluster; takes only the Lua folder), cluster_e2e (sluiced on a real cluster:
 # drain, resharding, failover, a hung node, admin), daemons_e2e (several sluiced
-# sharing the shards by leases, on one Redis and a cluster).
-PY_SUITES := conformance rules_e2e cluster_clients cluster_e2e daemons_e2e admin_e2e
+# sharing the shards by leases, on one Redis and a cluster), admin_e2e (the admin
+# server under load), ops_e2e (make install, the systemd unit, sluiced(8), the
+# default config file, log_format json, promtool).
+PY_SUITES := conformance rules_e2e cluster_clients cluster_e2e daemons_e2e admin_e2e ops_e2e
 empty :=
 space := $(empty) $(empty)
 
@@ -220,7 +223,8 @@ check-run: all $(TEST_BIN) check-lua $(LUA) $(LUA_TEST)
 	  grep -E '^FAIL |:[FE]:|: FAILED$$' $$log | cut -c1-400; fi; \
 	rm -f $$log; exit $$fail
 
-asan: deps
+asan:
+	@TEST=1 tools/deps.sh
 	@$(MAKE) --no-print-directory FLAVOUR=asan check-run
 
 # --- running ---------------------------------------------------------------
