@@ -432,7 +432,7 @@ def run_man(tmp):
                   "/v1/worker", "/v1/worker/sweep", "/openapi.json"):
         check("sluiced(8) names the route %s" % route, route in text)
     check("sluiced(8) has the exit statuses 0, 1 and 2",
-          re.search(r"EXIT STATUS\n(.*\n)*?\s+0\s+Stopped(.*\n)*?\s+1\s+It could not start(.*\n)*?\s+2\s+A bad",
+          re.search(r"EXIT STATUS\n(.*\n)*?\s+0\s+Stopped(.*\n)*?\s+1\s+It\s+could\s+not\s+start(.*\n)*?\s+2\s+A\s+bad",
                     text) is not None)
 
 
