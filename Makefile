@@ -7,11 +7,18 @@
 #                   (CLUSTER=1: a private Redis Cluster of 3 primaries instead)
 #   make bench      due-driven ticks, sweep, prune, client scripts, daemon idle/RSS, HTTP and Lua shard benchmarks (figures, not pass/fail; BENCHMARKS.md)
 #   make lua        assemble the Lua scripts into build/lua/ (lua/README.md)
-#   make install    PREFIX=/usr/local DESTDIR= : binary, Lua scripts, example config
+#   make install    PREFIX=/usr/local DESTDIR= SYSCONFDIR=/etc : binary, Lua scripts, examples,
+#                   systemd unit, man page, $(SYSCONFDIR)/sluice/sluiced.json (kept when present)
 #   make deps       install the Debian packages, or name the command to run
 
 PREFIX  ?= /usr/local
 DESTDIR ?=
+# The default config file, $(SYSCONFDIR)/sluice/sluiced.json, is compiled
+# into sluiced (daemon/options.c, through $(B)/gen/paths.h).
+SYSCONFDIR ?= /etc
+BINDIR  ?= $(PREFIX)/bin
+MANDIR  ?= $(PREFIX)/share/man
+SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
 FLAVOUR ?= normal
 VERSION := 0.1.0
 
@@ -144,6 +151,17 @@ $(B)/gen/slottag_gen.c: build/slottag-gen
 $(B)/gen/slottag_gen.o: $(B)/gen/slottag_gen.c
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
+# The compiled-in default config path: rewritten only when SYSCONFDIR changes
+# (so `make install SYSCONFDIR=...` rebuilds options.o, and nothing else does).
+.PHONY: FORCE
+$(B)/gen/paths.h: FORCE
+	@mkdir -p $(dir $@)
+	@printf '#define SLUICE_DEFAULT_CONFIG "%s/sluice/sluiced.json"\n' '$(SYSCONFDIR)' > $@.tmp; \
+	  if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv -f $@.tmp $@; fi
+
+$(B)/daemon/options.o: $(B)/gen/paths.h
+$(B)/daemon/options.o: CPPFLAGS += -I$(B)
+
 $(B)/libsluice.a: $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
@@ -168,7 +186,8 @@ $(B)/tests/check_%: $(B)/tests/check_%.o $(B)/tests/libfixture.a $(B)/daemon/opt
 # The suite that runs tests/lua/glob_probe.lua reads it at run time.
 $(B)/tests/check_glob_lua: | build/lua-test/glob_probe.lua
 
-test: deps
+test:
+	@TEST=1 tools/deps.sh
 	@$(MAKE) --no-print-directory check-run
 
 # Forbidden includes between modules, one line per rule (check-run runs it first).
@@ -186,9 +205,11 @@ check-includes:
 # through redis-py and the admin API), cluster_clients (the client scripts on a real
 # Redis Cluster; takes only the Lua folder), cluster_e2e (sluiced on a real cluster:
 # drain, resharding, failover, a hung node, admin), daemons_e2e (several sluiced
-# sharing the shards by leases, on one Redis and a cluster), page_e2e (the operator
-# page in headless Chromium; screenshots in $(B)/page.png and $(B)/page-auth.png).
-PY_SUITES := conformance rules_e2e cluster_clients cluster_e2e daemons_e2e admin_e2e page_e2e
+# sharing the shards by leases, on one Redis and a cluster), admin_e2e (the admin
+# server under load), ops_e2e (make install, the systemd unit, sluiced(8), the
+# default config file, log_format json, promtool), page_e2e (the operator page in
+# headless Chromium; screenshots in $(B)/page.png and $(B)/page-auth.png).
+PY_SUITES := conformance rules_e2e cluster_clients cluster_e2e daemons_e2e admin_e2e ops_e2e page_e2e
 empty :=
 space := $(empty) $(empty)
 
@@ -212,7 +233,8 @@ check-run: all $(TEST_BIN) check-lua $(LUA) $(LUA_TEST)
 	  grep -E '^FAIL |:[FE]:|: FAILED$$' $$log | cut -c1-400; fi; \
 	rm -f $$log; exit $$fail
 
-asan: deps
+asan:
+	@TEST=1 tools/deps.sh
 	@$(MAKE) --no-print-directory FLAVOUR=asan check-run
 
 # --- running ---------------------------------------------------------------
@@ -256,17 +278,37 @@ check-test-deps: check-deps
 deps:
 	@tools/deps.sh
 
+# $(SYSCONFDIR)/sluice/sluiced.json is the operator's: installed only when
+# absent (the shipped one is also in $(PREFIX)/share/doc/sluice/), never
+# overwritten, and left by uninstall, as is the token beside it.
+ETC_SLUICE = $(DESTDIR)$(SYSCONFDIR)/sluice
 install: $(B)/bin/sluiced $(LUA)
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/sluice/lua \
-	           $(DESTDIR)$(PREFIX)/share/doc/sluice/examples
-	install -m 0755 $(B)/bin/sluiced $(DESTDIR)$(PREFIX)/bin/sluiced
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(PREFIX)/share/sluice/lua \
+	           $(DESTDIR)$(PREFIX)/share/doc/sluice/examples $(DESTDIR)$(SYSTEMDUNITDIR) \
+	           $(DESTDIR)$(MANDIR)/man8 $(ETC_SLUICE)
+	install -m 0755 $(B)/bin/sluiced $(DESTDIR)$(BINDIR)/sluiced
 	install -m 0644 $(LUA) lua/README.md $(DESTDIR)$(PREFIX)/share/sluice/lua/
-	install -m 0644 examples/*.json $(DESTDIR)$(PREFIX)/share/doc/sluice/examples/
-	install -m 0644 docs/openapi.json $(DESTDIR)$(PREFIX)/share/doc/sluice/
+	install -m 0644 examples/*.json examples/alerts.yml $(DESTDIR)$(PREFIX)/share/doc/sluice/examples/
+	install -m 0644 docs/openapi.json packaging/sluiced.json $(DESTDIR)$(PREFIX)/share/doc/sluice/
+	sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' packaging/sluiced.service.in \
+	  > $(DESTDIR)$(SYSTEMDUNITDIR)/sluiced.service.tmp && \
+	  chmod 0644 $(DESTDIR)$(SYSTEMDUNITDIR)/sluiced.service.tmp && \
+	  mv -f $(DESTDIR)$(SYSTEMDUNITDIR)/sluiced.service.tmp $(DESTDIR)$(SYSTEMDUNITDIR)/sluiced.service
+	sed -e 's|/etc/sluice/|$(SYSCONFDIR)/sluice/|g' -e 's|/usr/local/lib/systemd/system/|$(SYSTEMDUNITDIR)/|g' \
+	    -e 's|/usr/local/|$(PREFIX)/|g' docs/sluiced.8 > $(DESTDIR)$(MANDIR)/man8/sluiced.8.tmp && \
+	  chmod 0644 $(DESTDIR)$(MANDIR)/man8/sluiced.8.tmp && \
+	  mv -f $(DESTDIR)$(MANDIR)/man8/sluiced.8.tmp $(DESTDIR)$(MANDIR)/man8/sluiced.8
+	@if [ -e $(ETC_SLUICE)/sluiced.json ]; then \
+	  echo "install: kept $(ETC_SLUICE)/sluiced.json (the shipped one: $(PREFIX)/share/doc/sluice/sluiced.json)"; \
+	else \
+	  echo "install -m 0644 packaging/sluiced.json $(ETC_SLUICE)/sluiced.json"; \
+	  install -m 0644 packaging/sluiced.json $(ETC_SLUICE)/sluiced.json; \
+	fi
 
 uninstall:
-	rm -f $(DESTDIR)$(PREFIX)/bin/sluiced
+	rm -f $(DESTDIR)$(BINDIR)/sluiced $(DESTDIR)$(SYSTEMDUNITDIR)/sluiced.service $(DESTDIR)$(MANDIR)/man8/sluiced.8
 	rm -rf $(DESTDIR)$(PREFIX)/share/sluice $(DESTDIR)$(PREFIX)/share/doc/sluice
+	@echo "uninstall: left $(ETC_SLUICE) (your config and token)"
 
 clean:
 	rm -rf build sluiced

@@ -166,7 +166,7 @@ daemon_run() {
 	sleep "$IDLE_SECS"
 	c1=$(redis_cpu) w1=$(now_s)
 	D_ALONE=$(awk -v c="$c1" -v d="$c0" -v w="$w1" -v v="$w0" 'BEGIN { printf "%.2f", 100 * (c - d) / (w - v) }')
-	"${PIN_CLIENT[@]}" "$SLUICED" --redis "$URL" --listen 127.0.0.1:0 2>"$log" &
+	"${PIN_CLIENT[@]}" "$SLUICED" --no-config --redis "$URL" --listen 127.0.0.1:0 2>"$log" &
 	DAEMON_PID=$!
 	t0=$(now_s)
 	for i in $(seq 100); do
@@ -223,7 +223,7 @@ copies_run() {
 			FAILED+=("copies_bench worker --rules $n")
 	done
 	cli flushdb >/dev/null
-	"${PIN_CLIENT[@]}" "$SLUICED" --redis "$URL" --listen 127.0.0.1:0 2>"$log" &
+	"${PIN_CLIENT[@]}" "$SLUICED" --no-config --redis "$URL" --listen 127.0.0.1:0 2>"$log" &
 	DAEMON_PID=$!
 	for i in $(seq 100); do
 		kill -0 "$DAEMON_PID" 2>/dev/null || { cat "$log" >&2; die "sluiced exited at start"; }

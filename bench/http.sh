@@ -82,7 +82,7 @@ http_status() {
 
 # start_sluiced [CONFIG]: sluiced on a free port (SLUICED_PORT), with the JSON config file CONFIG when given.
 start_sluiced() {
-	local port i conf=()
+	local port i conf=(--no-config)
 	[ -n "${1:-}" ] && conf=(--config "$1")
 	for _ in $(seq 10); do
 		port=$(free_port)

@@ -31,6 +31,7 @@ int config_defaults(struct config *cfg)
 	cfg->admin_threads = 4;
 	cfg->idle_timeout_s = 30;
 	cfg->log_level = LOG_INFO;
+	cfg->log_format = LOG_FORMAT_TEXT;
 	cfg->redis_url = strdup("redis://127.0.0.1:6379/0");
 	cfg->listen_host = strdup("127.0.0.1");
 	cfg->prefix = strdup("sluice:");
@@ -270,6 +271,18 @@ static int apply_log_level(struct staged *st, const cJSON *it, struct sl_error *
 	return 0;
 }
 
+static int apply_log_format(struct staged *st, const cJSON *it, struct sl_error *err)
+{
+	const char *s;
+	int rc;
+
+	if ((rc = jsonv_string(it, "log_format", &s, err)))
+		return rc;
+	if (log_format_parse(s, &st->next.log_format))
+		return sl_fail(err, "log_format", "must be text or json");
+	return 0;
+}
+
 /* One member `a` of "admin"; `f` is its field name for errors ("admin.token_file"). */
 static int apply_admin_member(struct staged *st, const cJSON *a, const char *f, struct sl_error *err)
 {
@@ -412,6 +425,7 @@ static const struct section {
 	{ "prefix", apply_prefix },
 	{ "id", apply_id },
 	{ "log_level", apply_log_level },
+	{ "log_format", apply_log_format },
 	{ "admin", apply_admin },
 	{ "layouts", apply_layouts },
 	{ "rules", apply_rules },

@@ -49,6 +49,7 @@ struct config {
 	int64_t admin_threads;       /* threads answering the admin requests that read Redis, default 4 */
 	int64_t idle_timeout_s;      /* admin connections idle this long are closed, default 30 */
 	enum log_level log_level;    /* default info */
+	enum log_format log_format;  /* "log_format": text (default) or json, core/log.h */
 	char *admin_token_file;      /* owned or NULL: file holding the admin bearer token */
 	char *admin_token_env;       /* owned: environment variable with the token, default SLUICE_ADMIN_TOKEN */
 	int admin_auth_reads;        /* 1: reads need the token too (probes stay open) */

@@ -2,17 +2,40 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-/* Owned by main: written once by log_set_level() before threads start. */
+/* Owned by main: written by log_set_level() and log_set_format() before threads start. */
 static enum log_level threshold = LOG_INFO;
+static enum log_format format = LOG_FORMAT_TEXT;
 
 static const char *const names[] = { "debug", "info", "warn", "error" };
+static const char *const format_names[] = { "text", "json" };
 
 void log_set_level(enum log_level lvl)
 {
 	threshold = lvl;
+}
+
+void log_set_format(enum log_format fmt)
+{
+	format = fmt;
+}
+
+int log_format_parse(const char *s, enum log_format *out)
+{
+	for (size_t i = 0; i < sizeof(format_names) / sizeof(format_names[0]); i++)
+		if (strcmp(s, format_names[i]) == 0) {
+			*out = (enum log_format)i;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+const char *log_format_name(enum log_format fmt)
+{
+	return fmt == LOG_FORMAT_JSON ? "json" : "text";
 }
 
 int log_level_parse(const char *s, enum log_level *out)
@@ -28,23 +51,34 @@ int log_level_parse(const char *s, enum log_level *out)
 void log_event(enum log_level lvl, const char *event, const char *fmt, ...)
 {
 	char tail[1024] = "";
-	char stamp[32];
+	char stamp[40];
 	struct timespec ts;
 	struct tm tm;
 	va_list ap;
+	size_t n;
 
 	if (lvl < threshold)
 		return;
 	clock_gettime(CLOCK_REALTIME, &ts); /* display only */
 	gmtime_r(&ts.tv_sec, &tm);
-	strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%S", &tm);
+	n = strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(stamp + n, sizeof(stamp) - n, ".%03ldZ", ts.tv_nsec / 1000000L);
 	if (fmt) {
 		va_start(ap, fmt);
 		vsnprintf(tail, sizeof(tail), fmt, ap);
 		va_end(ap);
 	}
-	fprintf(stderr, "%s.%03ldZ level=%s event=%s%s%s\n", stamp, ts.tv_nsec / 1000000L,
-		names[lvl], event, *tail ? " " : "", tail);
+	if (format == LOG_FORMAT_JSON) {
+		char *line = log_json_line(stamp, names[lvl], event, tail);
+
+		if (line) {
+			fprintf(stderr, "%s\n", line);
+			free(line);
+			return;
+		}
+		/* out of memory: the text line below, rather than nothing */
+	}
+	fprintf(stderr, "%s level=%s event=%s%s%s\n", stamp, names[lvl], event, *tail ? " " : "", tail);
 }
 
 const char *log_quote(char *buf, size_t cap, const char *s, size_t len)

@@ -180,7 +180,7 @@ static void reload(struct daemon *d, int argc, char **argv)
 		log_event(LOG_ERROR, "reload_failed", "error=\"out of memory\"");
 		return;
 	}
-	if (options_parse(argc, argv, &next, &action, NULL, &err)) {
+	if (options_parse(argc, argv, options_default_config(), &next, &action, NULL, &err)) {
 		log_event(LOG_ERROR, "reload_failed", "field=%s error=%s config=kept",
 			  log_quote(q, sizeof(q), err.field, strlen(err.field)),
 			  log_quote(q + 150, 150, err.message, strlen(err.message)));
@@ -212,6 +212,7 @@ static void reload(struct daemon *d, int argc, char **argv)
 			{ "layouts", next.nlayouts != d->cfg.nlayouts },
 			{ "id", next.id && strcmp(next.id, d->id) != 0 },
 			{ "lease_ttl_ms", next.lease_ttl_ms != d->cfg.lease_ttl_ms },
+			{ "log_format", next.log_format != d->cfg.log_format },
 		};
 
 		for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
@@ -284,18 +285,21 @@ int main(int argc, char **argv)
 	enum options_action action;
 	struct server *srv = NULL;
 	struct api_config ac = { 0 };
-	char errbuf[256], where[160];
+	char errbuf[256], where[160], cfgq[300];
+	const char *config_path = NULL;
 	int sfd = -1, status = 1, stop = 0;
 
 	if (config_defaults(&d.cfg)) {
 		fprintf(stderr, "sluiced: out of memory\n");
 		return 1;
 	}
-	if (options_parse(argc, argv, &d.cfg, &action, NULL, &err)) {
+	if (options_parse(argc, argv, options_default_config(), &d.cfg, &action, &config_path, &err)) {
 		fprintf(stderr, "sluiced: %s: %s\n", err.field, err.message);
 		config_free(&d.cfg);
 		return 2;
 	}
+	if (!config_path)
+		config_path = "none"; /* for the log: no config file was read */
 	if (action == OPT_HELP) {
 		options_usage(stdout);
 		config_free(&d.cfg);
@@ -307,6 +311,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	log_set_level(d.cfg.log_level);
+	log_set_format(d.cfg.log_format);
 	if (config_load_token(&d.cfg, &err)) {
 		fprintf(stderr, "sluiced: %s: %s\n", err.field, err.message);
 		config_free(&d.cfg);
@@ -320,12 +325,13 @@ int main(int argc, char **argv)
 		char where2[160];
 
 		printf("sluiced: config valid: redis=%s listen=%s:%d rules=%zu layouts=%zu drain_interval_ms=%lld "
-		       "prune_interval_ms=%lld lease_ttl_ms=%lld id=%s auth=%s\n",
+		       "prune_interval_ms=%lld lease_ttl_ms=%lld id=%s auth=%s config=%s log_format=%s\n",
 		       redis_target_describe(&d.cfg.redis, where2, sizeof(where2)), d.cfg.listen_host, d.cfg.listen_port,
 		       d.cfg.nrules, d.cfg.nlayouts, (long long)d.cfg.drain_interval_ms,
 		       (long long)d.cfg.prune_interval_ms, (long long)d.cfg.lease_ttl_ms,
 		       d.cfg.id ? d.cfg.id : "(default)",
-		       !d.cfg.admin_token ? "none" : d.cfg.admin_auth_reads ? "all" : "writes");
+		       !d.cfg.admin_token ? "none" : d.cfg.admin_auth_reads ? "all" : "writes",
+		       config_path, log_format_name(d.cfg.log_format));
 		config_free(&d.cfg);
 		return 0;
 	}
@@ -421,11 +427,12 @@ int main(int argc, char **argv)
 	}
 	log_event(LOG_INFO, "started",
 		  "version=%s id=%s redis=%s listen=%s:%d drain_interval_ms=%lld prune_interval_ms=%lld rules=%zu "
-		  "lease_ttl_ms=%lld auth=%s",
+		  "lease_ttl_ms=%lld auth=%s config=%s",
 		  SLUICE_VERSION, d.id, redis_target_describe(&d.cfg.redis, where, sizeof(where)),
 		  d.cfg.listen_host, server_port(srv), (long long)d.cfg.drain_interval_ms,
 		  (long long)d.cfg.prune_interval_ms, d.cfg.nrules, (long long)d.cfg.lease_ttl_ms,
-		  !d.cfg.admin_token ? "none" : d.cfg.admin_auth_reads ? "all" : "writes");
+		  !d.cfg.admin_token ? "none" : d.cfg.admin_auth_reads ? "all" : "writes",
+		  log_quote(cfgq, sizeof(cfgq), config_path, strlen(config_path)));
 
 	if (d.cfg.lease_ttl_ms < 2 * d.cfg.redis_timeout_ms)
 		log_event(LOG_WARN, "lease_ttl_short", "lease_ttl_ms=%lld redis_timeout_ms=%lld hint=\"a renewal that "

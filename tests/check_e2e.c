@@ -674,7 +674,7 @@ START_TEST(bad_redis_node_list_exits_2)
 			close(fd);
 			snprintf(cmd, sizeof(cmd), "%s --config %s 2>&1; echo \"exit=$?\"", binary(), path);
 		} else {
-			snprintf(cmd, sizeof(cmd), "%s '--redis=%s' 2>&1; echo \"exit=$?\"", binary(), url);
+			snprintf(cmd, sizeof(cmd), "%s --no-config '--redis=%s' 2>&1; echo \"exit=$?\"", binary(), url);
 		}
 		p = popen(cmd, "r");
 		ck_assert_ptr_nonnull(p);
@@ -871,7 +871,7 @@ START_TEST(non_loopback_needs_token)
 	char cmd[512], line[512] = "";
 	FILE *p;
 
-	snprintf(cmd, sizeof(cmd), "env -u SLUICE_ADMIN_TOKEN %s --redis %s --listen 0.0.0.0:%d 2>&1; echo \"exit=$?\"",
+	snprintf(cmd, sizeof(cmd), "env -u SLUICE_ADMIN_TOKEN %s --no-config --redis %s --listen 0.0.0.0:%d 2>&1; echo \"exit=$?\"",
 		 binary(), R.url, test_free_port());
 	p = popen(cmd, "r");
 	ck_assert_ptr_nonnull(fgets(line, sizeof(line), p));

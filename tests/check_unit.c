@@ -534,7 +534,7 @@ END_TEST
 static int parse_argv(struct config *c, enum options_action *act, struct sl_error *err, int argc,
 		      const char **argv)
 {
-	return options_parse(argc, (char **)argv, c, act, NULL, err);
+	return options_parse(argc, (char **)argv, NULL, c, act, NULL, err);
 }
 
 START_TEST(flags_override_file)

@@ -2,7 +2,8 @@
 # Check that the build, test and run dependencies are present; install the
 # Debian packages when running as root, otherwise print the exact command.
 # Used by `make test`, `make run`, `make bench` (with BENCH=1: wrk and nginx too)
-# and .ci/run.
+# and .ci/run; `make test` and `make asan` pass TEST=1 for the tools that only
+# tests/ops_e2e.py needs (systemd-analyze, strace, man, groff, promtool, unshare).
 set -u
 pkgs=""
 need() { pkg-config --exists "$1" 2>/dev/null || pkgs="$pkgs $2"; }
@@ -20,12 +21,25 @@ command -v curl >/dev/null 2>&1 || pkgs="$pkgs curl"
 # redis-py for Debian's python3, the application client library of the tests
 # (tests/check_shard.c runs lua/README.md's Python shard function with it)
 /usr/bin/python3 -c 'import redis.crc' >/dev/null 2>&1 || pkgs="$pkgs python3-redis"
-# headless Chromium, the browser of tests/page_e2e.py (the operator page, GET /)
-[ -x /usr/bin/chromium ] || pkgs="$pkgs chromium"
 # only for `make bench` (BENCH=1): the load generator and the baseline of bench/http.sh
 if [ "${BENCH:-}" = 1 ]; then
 	command -v wrk >/dev/null 2>&1 || pkgs="$pkgs wrk"
 	command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || pkgs="$pkgs nginx"
+fi
+# only for the tests (TEST=1): the unit, the man page and the Prometheus files
+# are checked with the tools operators use; the page in a browser; TLS.  prometheus is 22.5 MB to fetch,
+# 98 MB installed (promtool and the server), some 11 s to install.
+if [ "${TEST:-}" = 1 ]; then
+	command -v systemd-analyze >/dev/null 2>&1 || pkgs="$pkgs systemd"
+	command -v strace >/dev/null 2>&1 || pkgs="$pkgs strace"
+	command -v man >/dev/null 2>&1 || pkgs="$pkgs man-db"
+	command -v groff >/dev/null 2>&1 || pkgs="$pkgs groff-base"
+	command -v promtool >/dev/null 2>&1 || pkgs="$pkgs prometheus"
+	command -v unshare >/dev/null 2>&1 || pkgs="$pkgs util-linux"
+	# headless Chromium, the browser of tests/page_e2e.py (the operator page, GET /)
+	[ -x /usr/bin/chromium ] || pkgs="$pkgs chromium"
+	# the self-signed certificates of tests/admin_e2e.py's TLS phase
+	command -v openssl >/dev/null 2>&1 || pkgs="$pkgs openssl"
 fi
 [ -z "$pkgs" ] && exit 0
 
@@ -36,6 +50,15 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
 		echo "deps: apt-get install failed; run: apt-get install -y$pkgs" >&2
 		exit 1
 	}
+	# the tests want promtool only: the server the package starts under a running systemd is stopped
+	case " $pkgs " in
+	*" prometheus "*)
+		if [ -d /run/systemd/system ] && systemctl is-enabled --quiet prometheus.service 2>/dev/null; then
+			systemctl disable --now prometheus.service >/dev/null 2>&1 &&
+				echo "deps: stopped and disabled prometheus.service (the tests use only promtool)" >&2
+		fi
+		;;
+	esac
 	exit 0
 fi
 echo "deps: missing packages. Run, as root:" >&2
