@@ -2,16 +2,18 @@
  * sluiced: the rate-limit maintenance daemon.
  *
  * main owns everything: the config, the layouts, the worker (driven from this
- * thread by the scheduler), and the admin server (its own thread, its own
- * Redis connection).  Signals are blocked and read from a signalfd in the
+ * thread by the scheduler), and the admin server (its own threads and Redis
+ * connections: admin/server.h); struct daemon is in daemon/daemon.h, the
+ * SIGHUP reload in daemon/reload.c.  Signals are blocked and read from a signalfd in the
  * loop, so no handler runs inside a batch.  Start-up order: config, one
  * attempt at storing the config's rules in Redis (seed_step; retried by the
  * worker's ticks until it succeeds, the admin API's rule routes and /readyz
  * answering 503 meanwhile), the admin server, the scheduler; the worker's
  * first tick writes max_clock_skew_ms into every shard's rules copy that
  * lacks it, and drains whether or not the rules could be stored.  Shutdown
- * order: stop the admin server, stop scheduling (the batch in flight has
- * finished by then: it runs on this thread), free everything.
+ * order: stop the admin server (waiting requests answered 503), stop
+ * scheduling (the batch in flight has finished by then: it runs on this
+ * thread), give the leases back (at most STOP_RELEASE_MS), free everything.
  */
 #include <errno.h>
 #include <poll.h>
@@ -32,6 +34,7 @@
 #include "core/rconn.h"
 #include "core/rulestore.h"
 #include "scheduler/sched.h"
+#include "daemon/daemon.h"
 #include "daemon/listen.h"
 #include "daemon/options.h"
 #include "daemon/report.h"
@@ -39,37 +42,6 @@
 #include "daemon/stopwatch.h"
 #include "worker/members.h"
 #include "worker/worker.h"
-
-struct daemon;
-
-/* The admin API rechecks the rules version at most this often (ms): one drain tick. */
-#define API_RULES_TTL_MS 100
-/* the leases given back at the stop: at most this long (the exit within 1 s of SIGTERM) */
-#define STOP_RELEASE_MS 400
-
-struct job_ctx {
-	struct daemon *d;
-	enum worker_job job;
-	int sched_idx;
-	int64_t budget_us;
-	int failing;             /* last step failed: log only the transitions */
-};
-
-struct daemon {
-	struct config cfg;
-	char id[CONFIG_ID_MAX + 1]; /* this daemon's id among several (cfg.id, or made at start) */
-	int lease_idx;           /* the lease job's scheduler index */
-	struct lease_log leases;  /* what the log last said of them */
-	struct layout *layouts;
-	size_t nlayouts;
-	struct worker *worker;
-	struct seed seed;        /* the config's rules, while they wait to be stored */
-	atomic_int rules_ready;  /* 1 once they were stored (read by the admin thread) */
-	struct sched *sched;
-	struct job_ctx jobs[WORKER__JOBS];
-	struct copies_log skew;  /* what the log last said of the skew copies */
-	struct copies_log copies; /* ... and of the rule copies */
-};
 
 static int64_t mono_us(void *arg)
 {
@@ -138,119 +110,6 @@ static int run_leases(void *arg)
 	worker_status(d->worker, &ws);
 	report_leases(&ws, rc, &d->leases);
 	return rc;
-}
-
-/* The lease job's period (ms): every drain tick, and at least four times per lease TTL. */
-static int64_t lease_interval_ms(const struct config *cfg)
-{
-	int64_t q = cfg->lease_ttl_ms / 4;
-
-	return cfg->drain_interval_ms < q ? cfg->drain_interval_ms : q;
-}
-
-static int64_t budget_us(const struct config *cfg, int64_t interval_ms)
-{
-	int64_t ms = cfg->sweep_budget_ms ? cfg->sweep_budget_ms : interval_ms * 8 / 10;
-
-	return (ms > 0 ? ms : 1) * 1000;
-}
-
-/*
- * SIGHUP: read the command line and config file again.  A broken file is
- * logged and changes nothing.  Rules, intervals, the sweep budget, the skew
- * horizon (max_clock_skew_ms: every shard's copy at the next tick) and the
- * log level apply at once; the Redis address, listen address, prefix, batch size
- * and admin settings need a restart (logged when they differ).
- */
-/* Two optional strings equal (both NULL, or the same text). */
-static int same_str(const char *a, const char *b)
-{
-	return (!a && !b) || (a && b && strcmp(a, b) == 0);
-}
-
-static void reload(struct daemon *d, int argc, char **argv)
-{
-	struct config next;
-	struct sl_error err = { 0 };
-	enum options_action action;
-	char q[300];
-	int64_t interval[WORKER__JOBS];
-
-	if (config_defaults(&next)) {
-		log_event(LOG_ERROR, "reload_failed", "error=\"out of memory\"");
-		return;
-	}
-	if (options_parse(argc, argv, options_default_config(), &next, &action, NULL, &err)) {
-		log_event(LOG_ERROR, "reload_failed", "field=%s error=%s config=kept",
-			  log_quote(q, sizeof(q), err.field, strlen(err.field)),
-			  log_quote(q + 150, 150, err.message, strlen(err.message)));
-		config_free(&next);
-		return;
-	}
-	{
-		/* settings that only a restart applies: name the ones that changed */
-		char changed[256] = "";
-		const struct {
-			const char *name;
-			int differs;
-		} fixed[] = {
-			{ "redis", strcmp(next.redis_url, d->cfg.redis_url) != 0 },
-			{ "listen", strcmp(next.listen_host, d->cfg.listen_host) != 0 ||
-					    next.listen_port != d->cfg.listen_port },
-			{ "prefix", strcmp(next.prefix, d->cfg.prefix) != 0 },
-			{ "batch_size", next.batch_size != d->cfg.batch_size },
-			{ "redis_timeout_ms", next.redis_timeout_ms != d->cfg.redis_timeout_ms },
-			{ "max_body_bytes", next.max_body_bytes != d->cfg.max_body_bytes },
-			{ "max_connections", next.max_connections != d->cfg.max_connections },
-			{ "idle_timeout_s", next.idle_timeout_s != d->cfg.idle_timeout_s },
-			{ "max_connections_per_ip", next.max_connections_per_ip != d->cfg.max_connections_per_ip },
-			{ "header_timeout_ms", next.header_timeout_ms != d->cfg.header_timeout_ms },
-			{ "admin_threads", next.admin_threads != d->cfg.admin_threads },
-			{ "admin.tls_cert", !same_str(next.admin_tls_cert, d->cfg.admin_tls_cert) },
-			{ "admin.tls_key", !same_str(next.admin_tls_key, d->cfg.admin_tls_key) },
-			{ "admin.auth_reads", next.admin_auth_reads != d->cfg.admin_auth_reads },
-			{ "layouts", next.nlayouts != d->cfg.nlayouts },
-			{ "id", next.id && strcmp(next.id, d->id) != 0 },
-			{ "lease_ttl_ms", next.lease_ttl_ms != d->cfg.lease_ttl_ms },
-			{ "log_format", next.log_format != d->cfg.log_format },
-		};
-
-		for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
-			if (fixed[i].differs)
-				snprintf(changed + strlen(changed), sizeof(changed) - strlen(changed), "%s%s",
-					 *changed ? "," : "", fixed[i].name);
-		if (*changed)
-			log_event(LOG_WARN, "reload_partial", "changed=%s applies=next_start", changed);
-	}
-	/* what applies now */
-	d->cfg.drain_interval_ms = next.drain_interval_ms;
-	d->cfg.prune_interval_ms = next.prune_interval_ms;
-	d->cfg.sweep_budget_ms = next.sweep_budget_ms;
-	d->cfg.log_level = next.log_level;
-	d->cfg.max_clock_skew_ms = next.max_clock_skew_ms;
-	worker_set_skew(d->worker, d->cfg.max_clock_skew_ms); /* every copy checked at the next tick */
-	log_set_level(next.log_level);
-	interval[WORKER_DRAIN] = d->cfg.drain_interval_ms;
-	interval[WORKER_PRUNE] = d->cfg.prune_interval_ms;
-	for (int j = 0; j < WORKER__JOBS; j++) {
-		sched_set_period(d->sched, d->jobs[j].sched_idx, interval[j] * 1000);
-		d->jobs[j].budget_us = budget_us(&d->cfg, interval[j]);
-	}
-	sched_set_period(d->sched, d->lease_idx, lease_interval_ms(&d->cfg) * 1000);
-	/* the file's rules are stored again (an identical rule changes nothing) */
-	for (size_t i = 0; i < d->cfg.nrules; i++)
-		rule_free(d->cfg.rules[i]);
-	free(d->cfg.rules);
-	d->cfg.rules = next.rules;
-	d->cfg.nrules = next.nrules;
-	next.rules = NULL;
-	next.nrules = 0;
-	if (d->cfg.nrules && seed_start(&d->seed, &d->cfg, 0))
-		log_event(LOG_ERROR, "reload_failed", "error=\"out of memory\" rules=not_stored");
-	log_event(LOG_INFO, "reloaded", "drain_interval_ms=%lld prune_interval_ms=%lld rules=%zu max_clock_skew_ms=%lld",
-		  (long long)d->cfg.drain_interval_ms, (long long)d->cfg.prune_interval_ms, d->cfg.nrules,
-		  (long long)d->cfg.max_clock_skew_ms);
-	config_free(&next);
 }
 
 /* A SIGTERM or SIGINT waits to be read: a sweep asked for over the API stops for it. */
@@ -413,13 +272,13 @@ int main(int argc, char **argv)
 									   d.cfg.prune_interval_ms };
 
 		/* the leases first: a daemon's first drain tick has its shards */
-		d.lease_idx = sched_add(d.sched, "lease", lease_interval_ms(&d.cfg) * 1000, now, run_leases, &d);
+		d.lease_idx = sched_add(d.sched, "lease", daemon_lease_interval_ms(&d.cfg) * 1000, now, run_leases, &d);
 		if (d.lease_idx < 0)
 			goto oom;
 		run_leases(&d);
 		for (int j = 0; j < WORKER__JOBS; j++) {
 			d.jobs[j] = (struct job_ctx){ .d = &d, .job = (enum worker_job)j,
-						      .budget_us = budget_us(&d.cfg, interval[j]) };
+						      .budget_us = daemon_budget_us(&d.cfg, interval[j]) };
 			d.jobs[j].sched_idx = sched_add(d.sched, names[j], interval[j] * 1000, now, run_job, &d.jobs[j]);
 			if (d.jobs[j].sched_idx < 0)
 				goto oom;
@@ -458,7 +317,7 @@ int main(int argc, char **argv)
 
 			while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
 				if (si.ssi_signo == SIGHUP) {
-					reload(&d, argc, argv);
+					daemon_reload(&d, argc, argv);
 					continue;
 				}
 				log_event(LOG_INFO, "stopping", "signal=%s", strsignal((int)si.ssi_signo));
