@@ -124,10 +124,12 @@ void route_jobs_list(struct api *a, struct api_response *res)
 		reply_json(res, 200, o);
 }
 
-void route_job_get(struct api *a, const char *id, size_t len, struct api_response *res)
+/* GET (`op` jobs_get) or DELETE (jobs_cancel) of job `id` (`len` decoded bytes: a NUL inside names no job). */
+static void one_job(struct api *a, const char *id, size_t len, int (*op)(struct jobs *, const char *, cJSON **),
+		    struct api_response *res)
 {
 	cJSON *o = NULL;
-	int rc = strlen(id) == len ? jobs_get(a->shared->jobs, id, &o) : -ENOENT;
+	int rc = strlen(id) == len ? op(a->shared->jobs, id, &o) : -ENOENT;
 
 	if (rc)
 		jobs_error(res, rc, o);
@@ -135,13 +137,12 @@ void route_job_get(struct api *a, const char *id, size_t len, struct api_respons
 		reply_json(res, 200, o);
 }
 
+void route_job_get(struct api *a, const char *id, size_t len, struct api_response *res)
+{
+	one_job(a, id, len, jobs_get, res);
+}
+
 void route_job_delete(struct api *a, const char *id, size_t len, struct api_response *res)
 {
-	cJSON *o = NULL;
-	int rc = strlen(id) == len ? jobs_cancel(a->shared->jobs, id, &o) : -ENOENT;
-
-	if (rc)
-		jobs_error(res, rc, o);
-	else
-		reply_json(res, 200, o);
+	one_job(a, id, len, jobs_cancel, res);
 }

@@ -117,6 +117,19 @@ static void *thread_main(void *arg)
 	return NULL;
 }
 
+/* Free what sampler_new made (its thread ended or never started). */
+static void destroy(struct sampler *s)
+{
+	rbatch_free(s->batch);
+	rconn_free(s->conn);
+	free(s->paths);
+	free(s->have);
+	pthread_cond_destroy(&s->got);
+	pthread_cond_destroy(&s->want);
+	pthread_mutex_destroy(&s->lock);
+	free(s);
+}
+
 struct sampler *sampler_new(const struct redis_target *redis, int64_t timeout_ms, const struct layout *layouts,
 			    size_t nlayouts)
 {
@@ -134,14 +147,7 @@ struct sampler *sampler_new(const struct redis_target *redis, int64_t timeout_ms
 	pthread_cond_init(&s->want, NULL);
 	pthread_cond_init(&s->got, NULL);
 	if (!s->paths || !s->have || !s->conn || !s->batch || pthread_create(&s->thread, NULL, thread_main, s)) {
-		rbatch_free(s->batch);
-		rconn_free(s->conn);
-		free(s->paths);
-		free(s->have);
-		pthread_cond_destroy(&s->got);
-		pthread_cond_destroy(&s->want);
-		pthread_mutex_destroy(&s->lock);
-		free(s);
+		destroy(s);
 		return NULL;
 	}
 	return s;
@@ -161,36 +167,14 @@ void sampler_free(struct sampler *s)
 	pthread_cond_broadcast(&s->want);
 	pthread_mutex_unlock(&s->lock);
 	pthread_join(s->thread, NULL);
-	rbatch_free(s->batch);
-	rconn_free(s->conn);
-	free(s->paths);
-	free(s->have);
-	pthread_cond_destroy(&s->got);
-	pthread_cond_destroy(&s->want);
-	pthread_mutex_destroy(&s->lock);
-	free(s);
-}
-
-/* CLOCK_REALTIME `ms` from now, for pthread_cond_timedwait (the condition variable's default clock). */
-static struct timespec deadline(int64_t ms)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
-	return ts;
+	destroy(s);
 }
 
 void sampler_get(struct sampler *s, int64_t fresh_ms, int64_t wait_ms, int *up, long long *paths, int *have,
 		 int64_t *age_ms)
 {
 	int64_t now = clock_mono_us();
-	struct timespec until = deadline(wait_ms);
+	struct timespec until = clock_deadline(CLOCK_REALTIME, wait_ms);
 
 	pthread_mutex_lock(&s->lock);
 	if (!s->at_us || now - s->at_us >= fresh_ms * 1000) {

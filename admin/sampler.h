@@ -19,7 +19,7 @@
 #include "core/redis_target.h"
 
 #define SAMPLER_FRESH_MS 1000
-#define SAMPLER_WAIT_MS 25
+#define SAMPLER_WAIT_MS 15
 
 struct sampler;
 

@@ -4,19 +4,14 @@
 #include <errno.h>
 #include <time.h>
 
+#include "core/clock.h"
+
 static void *watch(void *arg)
 {
 	struct stopwatch *sw = arg;
-	struct timespec until;
+	struct timespec until = clock_deadline(CLOCK_REALTIME, sw->ms);
 	int rc = 0;
 
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += sw->ms / 1000;
-	until.tv_nsec += (sw->ms % 1000) * 1000000L;
-	if (until.tv_nsec >= 1000000000L) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000L;
-	}
 	pthread_mutex_lock(&sw->lock);
 	while (!sw->ended && rc != ETIMEDOUT)
 		rc = pthread_cond_timedwait(&sw->done, &sw->lock, &until);

@@ -27,7 +27,7 @@ Phases (PHASES=slow,reset,... picks some):
 - redis_down: Redis killed: /healthz and /metrics p99 under P99_MS (sluice_redis_up 0), a
   Redis-bound route answers 503 redis_unavailable; Redis SIGSTOPped: /healthz and /metrics
   p99 under P99_MS while 8 Redis-bound requests wait (a scrape waits for Redis's sample at
-  most 25 ms, admin/sampler.h).
+  most 15 ms, admin/sampler.h).
 - tls: admin.tls_cert/tls_key (a self-signed certificate made with openssl): HTTPS answers,
   plain HTTP does not; a key that does not match the certificate, or only one of the two,
   is a start-up error naming the field; a non-loopback listen with a token and no TLS logs

@@ -29,31 +29,19 @@ static void ck_page(struct api *a, const char *method, const char *auth)
 	free(rs.text);
 }
 
-/* Commands Redis has processed (INFO stats), this one's included. */
-static long long redis_commands(void)
-{
-	redisReply *r = test_cmd(c, "INFO stats");
-	const char *at = strstr(r->str, "total_commands_processed:");
-	long long n;
-
-	ck_assert_ptr_nonnull(at);
-	n = atoll(at + strlen("total_commands_processed:"));
-	freeReplyObject(r);
-	return n;
-}
 
 /* GET and HEAD / answer the page, which sends nothing to Redis: the INFO calls are all it counts. */
 START_TEST(test_page)
 {
 	long long idle, n;
 
-	n = redis_commands();
-	idle = redis_commands() - n; /* what one INFO adds */
-	n = redis_commands();
+	n = test_commands(c);
+	idle = test_commands(c) - n; /* what one INFO adds */
+	n = test_commands(c);
 	for (int i = 0; i < 3; i++)
 		ck_page(api, "GET", NULL);
 	ck_page(api, "HEAD", NULL);
-	ck_assert_int_eq(redis_commands() - n, idle);
+	ck_assert_int_eq(test_commands(c) - n, idle);
 }
 END_TEST
 

@@ -269,44 +269,40 @@ START_TEST(test_metrics_skew)
 }
 END_TEST
 
-/* GET /openapi.json answers docs/openapi.json, byte for byte, as application/json. */
-START_TEST(test_openapi_served)
+/* GET `path` answers the file `file` of the tree, byte for byte, as `ctype` (and `cache`, or no Cache-Control). */
+static void served(const char *path, const char *file, const char *ctype, const char *cache)
 {
-	struct api_request rq = { .method = "GET", .path = "/openapi.json" };
+	struct api_request rq = { .method = "GET", .path = path };
 	struct api_response rs;
 	size_t len;
-	char *want = test_read_src("docs/openapi.json", &len);
+	char *want = test_read_src(file, &len);
 
 	api_handle(api, &rq, &rs);
 	ck_assert_int_eq(rs.status, 200);
 	ck_assert_ptr_null(rs.body);
 	ck_assert_ptr_nonnull(rs.text);
-	ck_assert_str_eq(rs.content_type, "application/json");
+	ck_assert_str_eq(rs.content_type, ctype);
+	if (cache)
+		ck_assert_str_eq(rs.cache_control, cache);
+	else
+		ck_assert_ptr_null(rs.cache_control);
 	ck_assert_uint_eq(strlen(rs.text), len);
-	ck_assert_msg(memcmp(rs.text, want, len) == 0, "GET /openapi.json differs from docs/openapi.json");
+	ck_assert_msg(memcmp(rs.text, want, len) == 0, "GET %s differs from %s", path, file);
 	free(rs.text);
 	free(want);
 }
+
+/* GET /openapi.json answers docs/openapi.json as application/json. */
+START_TEST(test_openapi_served)
+{
+	served("/openapi.json", "docs/openapi.json", "application/json", NULL);
+}
 END_TEST
 
-/* GET / answers admin/page/index.html, byte for byte, as HTML that caches must check again. */
+/* GET / answers admin/page/index.html as HTML that caches must check again. */
 START_TEST(test_page_served)
 {
-	struct api_request rq = { .method = "GET", .path = "/" };
-	struct api_response rs;
-	size_t len;
-	char *want = test_read_src("admin/page/index.html", &len);
-
-	api_handle(api, &rq, &rs);
-	ck_assert_int_eq(rs.status, 200);
-	ck_assert_ptr_null(rs.body);
-	ck_assert_ptr_nonnull(rs.text);
-	ck_assert_str_eq(rs.content_type, "text/html; charset=utf-8");
-	ck_assert_str_eq(rs.cache_control, "no-cache");
-	ck_assert_uint_eq(strlen(rs.text), len);
-	ck_assert_msg(memcmp(rs.text, want, len) == 0, "GET / differs from admin/page/index.html");
-	free(rs.text);
-	free(want);
+	served("/", "admin/page/index.html", "text/html; charset=utf-8", "no-cache");
 }
 END_TEST
 

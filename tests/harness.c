@@ -799,6 +799,18 @@ int test_lag_only(redisContext *c, const char *name)
 	return only;
 }
 
+long long test_commands(redisContext *c)
+{
+	redisReply *r = test_cmd(c, "INFO stats");
+	const char *at = r && r->type == REDIS_REPLY_STRING ? strstr(r->str, "total_commands_processed:") : NULL;
+	long long n;
+
+	ck_assert_msg(at != NULL, "INFO stats has no total_commands_processed");
+	n = atoll(at + strlen("total_commands_processed:"));
+	freeReplyObject(r);
+	return n;
+}
+
 long long test_dbsize(redisContext *c)
 {
 	redisReply *keys = test_cmd(c, "KEYS *:stats");

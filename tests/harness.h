@@ -239,6 +239,8 @@ char *test_snapshot_except(redisContext *c, const char *skip);
 /* DBSIZE without the stats hashes that hold only clock-lag fields (as
  * test_snapshot leaves them out). */
 long long test_dbsize(redisContext *c);
+/* Commands `c`'s server has processed (INFO stats' total_commands_processed; this INFO included). */
+long long test_commands(redisContext *c);
 /* 1 when key `name` is a stats hash that holds only clock-lag fields. */
 int test_lag_only(redisContext *c, const char *name);
 /* qsort comparator of C strings (char *). */

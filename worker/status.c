@@ -180,16 +180,9 @@ int worker_request_sweep(struct worker *w, int64_t timeout_ms, struct worker_res
 			 int64_t duration_us[WORKER__JOBS])
 {
 	uint64_t one = 1, mine;
-	struct timespec until;
+	struct timespec until = clock_deadline(CLOCK_MONOTONIC, timeout_ms);
 	int rc = 0;
 
-	clock_gettime(CLOCK_MONOTONIC, &until);
-	until.tv_sec += timeout_ms / 1000;
-	until.tv_nsec += (timeout_ms % 1000) * 1000000L;
-	if (until.tv_nsec >= 1000000000L) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000L;
-	}
 	pthread_mutex_lock(&w->lock);
 	if (w->cancelled) {
 		pthread_mutex_unlock(&w->lock);
