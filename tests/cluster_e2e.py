@@ -391,9 +391,10 @@ def run_admin(c, cl, sluiced, tmp):
     one = per[c.current_primaries()[1]][0]
     st, body = http(port, "GET", "/v1/paths/" + one.decode().replace("/", "%2F"))
     s = json.loads(body) if st == 200 else {}
-    check("GET /v1/paths/{path} of a path on another node: rule api, capacity 1000",
-          st == 200 and s.get("rule") == "api" and s.get("capacity") == 1000 and s.get("count") in (1, 2, 3),
-          "%d %r" % (st, body))
+    # its 3 entries leak at 20/s: on a slow run they may have gone, its meta (recorded) is still read there
+    check("GET /v1/paths/{path} of a path on another node: rule api, capacity 1000, its recorded parameters",
+          st == 200 and s.get("rule") == "api" and s.get("capacity") == 1000 and s.get("count") in (0, 1, 2, 3)
+          and s.get("recorded") == {"capacity": 1000, "rate": 20}, "%d %r" % (st, body))
     st, body = http(port, "POST", "/v1/paths/" + one.decode().replace("/", "%2F") + "/reset")
     check("POST /v1/paths/{path}/reset on its node deletes its keys",
           st == 200 and cl.r.exists(client_keys("leaky_bucket", one)[0]) == 0, "%d %r" % (st, body))
