@@ -25,6 +25,7 @@ struct job {
 	int dry_run;
 	enum job_state state;    /* under jobs.lock */
 	atomic_int cancel;       /* read by reset_match between batches */
+	atomic_int retries;      /* walks started again after Redis stopped answering */
 	struct reset_progress prog;
 	int64_t created_ms;      /* Unix ms */
 	int64_t queued_us, ended_us; /* CLOCK_MONOTONIC; ended_us 0 until it ended */
@@ -85,7 +86,8 @@ static cJSON *job_json(const struct job *jb)
 	    jsonv_add_int(o, "entries", atomic_load(&jb->prog.entries)) ||
 	    jsonv_add_int(o, "created_ms", jb->created_ms) ||
 	    jsonv_add_int(o, "elapsed_ms", (end - jb->queued_us) / 1000) ||
-	    !cJSON_AddBoolToObject(o, "cancel_requested", atomic_load(&jb->cancel) != 0))
+	    !cJSON_AddBoolToObject(o, "cancel_requested", atomic_load(&jb->cancel) != 0) ||
+	    jsonv_add_int(o, "retries", atomic_load(&jb->retries)))
 		goto fail;
 	if (jb->result) {
 		const cJSON *skipped = cJSON_GetObjectItemCaseSensitive(jb->result, "skipped_registries");
@@ -113,19 +115,6 @@ static struct job *next_queued(struct jobs *j)
 	return NULL;
 }
 
-/* The counts reset_match answered replace the progress figures (they are the same, and final). */
-static void take_result(struct job *jb, cJSON *out)
-{
-	const cJSON *v;
-
-	if ((v = cJSON_GetObjectItemCaseSensitive(out, "paths")) && cJSON_IsNumber(v))
-		atomic_store(&jb->prog.paths, (long long)v->valuedouble);
-	if ((v = cJSON_GetObjectItemCaseSensitive(out, "keys")) && cJSON_IsNumber(v))
-		atomic_store(&jb->prog.keys, (long long)v->valuedouble);
-	if ((v = cJSON_GetObjectItemCaseSensitive(out, "entries")) && cJSON_IsNumber(v))
-		atomic_store(&jb->prog.entries, (long long)v->valuedouble);
-	jb->result = out;
-}
 
 /* The error a failed reset answers, as the routes would answer it: {"error": {...}}. */
 static cJSON *failure(const struct rconn *conn, int rc)
@@ -136,17 +125,60 @@ static cJSON *failure(const struct rconn *conn, int rc)
 	return r.body;
 }
 
+/* Wait `ms` for a retry, in steps that see a cancel.  1 when cancelled meanwhile. */
+static int backoff(struct job *jb, int ms)
+{
+	for (int waited = 0; waited < ms; waited += 10) {
+		struct timespec ten = { 0, 10 * 1000000L };
+
+		if (atomic_load(&jb->cancel))
+			return 1;
+		nanosleep(&ten, NULL);
+	}
+	return atomic_load(&jb->cancel) != 0;
+}
+
+/*
+ * The reset, walked again from the start when Redis did not answer (a
+ * timeout, a reconnect's backoff), up to JOB_RETRIES times, 100 ms doubling
+ * apart: what was reset is not met again, so the counts add up; a dry run
+ * counts again from zero.
+ */
+static int run_reset(struct jobs *j, struct job *jb, cJSON **out)
+{
+	int rc;
+
+	for (int attempt = 0;; attempt++) {
+		char q[300];
+
+		rc = reset_match(j->conn, j->layouts, j->nlayouts, jb->match, jb->dry_run, j->batch, &jb->prog, out);
+		if ((rc != -EIO && rc != -EAGAIN) || attempt == JOB_RETRIES)
+			return rc;
+		log_event(LOG_WARN, "reset_job_retry", "id=%llu attempt=%d reason=%s", (unsigned long long)jb->id,
+			  attempt + 1, log_quote(q, sizeof(q), rconn_errstr(j->conn), strlen(rconn_errstr(j->conn))));
+		atomic_fetch_add(&jb->retries, 1);
+		if (backoff(jb, 100 << attempt))
+			return -ECANCELED;
+		if (jb->dry_run) {
+			atomic_store(&jb->prog.walked, 0);
+			atomic_store(&jb->prog.paths, 0);
+			atomic_store(&jb->prog.keys, 0);
+			atomic_store(&jb->prog.entries, 0);
+		}
+	}
+}
+
 static void run_one(struct jobs *j, struct job *jb)
 {
 	cJSON *out = NULL;
-	int rc = reset_match(j->conn, j->layouts, j->nlayouts, jb->match, jb->dry_run, j->batch, &jb->prog, &out);
+	int rc = run_reset(j, jb, &out);
 	char q[300];
 
 	pthread_mutex_lock(&j->lock);
 	jb->ended_us = clock_mono_us();
 	if (rc == 0) {
 		jb->state = JOB_DONE;
-		take_result(jb, out);
+		jb->result = out; /* its skipped_registries; the counts are prog's (every attempt's) */
 	} else if (rc == -ECANCELED || atomic_load(&jb->cancel)) {
 		jb->state = JOB_CANCELLED; /* also when the stop cut its last call short */
 	} else {

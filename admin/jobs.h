@@ -6,14 +6,16 @@
  * connection runs the jobs one after another, in the order they were made;
  * a job walks the registries as core/reset.h's reset_match does and sees a
  * cancel (DELETE /v1/jobs/{id}, or the daemon stopping) at the next batch
- * boundary.  The last JOBS_KEEP jobs are kept for GET /v1/jobs/{id}; ids are
+ * boundary; a walk that Redis stopped answering (a timeout) is started
+ * again, JOB_RETRIES times at most, before the job fails.  The last JOBS_KEEP jobs are kept for GET /v1/jobs/{id}; ids are
  * this process's (1, 2, ...): a job is known to the daemon that runs it.
  *
  * A job, as the routes answer it (caller owns the cJSON):
  *   {"id": "7", "kind": "reset", "state": "queued"|"running"|"done"|"cancelled"|"failed",
  *    "match", "dry_run", "walked", "paths", "keys", "entries",
  *    "created_ms" (Unix ms), "elapsed_ms" (queued to ended, or to now),
- *    "cancel_requested" (bool), ["skipped_registries"] (done), ["error": {"code", "message"}] (failed)}
+ *    "cancel_requested" (bool), "retries" (walks started again after Redis stopped answering),
+ *    ["skipped_registries"] (done), ["error": {"code", "message"}] (failed)}
  * walked counts the registry members the walk met (matching the glob);
  * paths, keys and entries are what was reset so far (or would be, dry_run).
  *
@@ -28,6 +30,7 @@
 
 #define JOBS_KEEP 32      /* jobs remembered, the oldest finished forgotten first */
 #define JOBS_WAITING_MAX 8 /* jobs queued or running at once; more are refused */
+#define JOB_RETRIES 4      /* a walk Redis stopped answering is started again this often (100 ms doubling apart) */
 
 struct jobs_config {
 	const struct redis_target *redis; /* copied */

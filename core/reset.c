@@ -221,15 +221,19 @@ static int page_skipped(const struct layout *l, const struct walk_page *pg, stru
 	return rc;
 }
 
-/* Publish the sums so far to `prog` (may be NULL). */
-static void progress(struct reset_progress *prog, const struct reset_sum *sum, long long walked)
+/* Add what `sum` holds beyond `told` (what was added before) to `prog` (may be NULL). */
+static void progress(struct reset_progress *prog, const struct reset_sum *sum, struct reset_sum *told,
+		     long long walked)
 {
 	if (!prog)
 		return;
 	atomic_fetch_add(&prog->walked, walked);
-	atomic_store(&prog->paths, sum->paths);
-	atomic_store(&prog->keys, sum->keys);
-	atomic_store(&prog->entries, sum->entries);
+	atomic_fetch_add(&prog->paths, sum->paths - told->paths);
+	atomic_fetch_add(&prog->keys, sum->keys - told->keys);
+	atomic_fetch_add(&prog->entries, sum->entries - told->entries);
+	told->paths = sum->paths;
+	told->keys = sum->keys;
+	told->entries = sum->entries;
 }
 
 static int cancelled(const struct reset_progress *prog)
@@ -240,7 +244,7 @@ static int cancelled(const struct reset_progress *prog)
 int reset_match(struct rconn *c, const struct layout *layouts, size_t nlayouts,
 		const char *match, int dry_run, size_t batch, struct reset_progress *prog, cJSON **out)
 {
-	struct reset_sum sum = { 0 };
+	struct reset_sum sum = { 0 }, told = { 0 };
 	struct walk_pages pages = { 0 };
 	struct reset_page p = { 0 };
 	struct walk_pos pos;
@@ -276,7 +280,7 @@ int reset_match(struct rconn *c, const struct layout *layouts, size_t nlayouts,
 				 !(rc = dry_run ? page_drop_earlier(c, b, &p, layouts, pg->layout) : 0))
 				rc = page_reset(c, b, &p, layouts, nlayouts, dry_run, batch, &sum);
 			walk_after(layouts, nlayouts, pg, &pos);
-			progress(prog, &sum, met);
+			progress(prog, &sum, &told, met);
 		}
 	}
 	if (rc)

@@ -51,10 +51,11 @@ int reset_path(struct rconn *c, const struct layout *layouts, size_t nlayouts,
  * that is not glob_valid; a failure part-way leaves the paths already reset
  * reset.
  *
- * `prog` (may be NULL) is kept current after every page, for another thread
- * to read; when *prog->cancel is set (non-zero) the walk stops before its
- * next page and answers -ECANCELED (what was reset stays reset and is
- * counted in `prog`).
+ * `prog` (may be NULL) has what each page did added to it, for another
+ * thread to read (the counts of several calls add up: a caller that starts
+ * again after a failure keeps the first call's); when *prog->cancel is set
+ * (non-zero) the walk stops before its next page and answers -ECANCELED
+ * (what was reset stays reset and is counted in `prog`).
  */
 struct reset_progress {
 	atomic_llong walked;               /* registry members met so far (matching the glob) */

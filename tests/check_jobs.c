@@ -89,13 +89,13 @@ START_TEST(test_job_answer)
 	take_int("keys");
 	take_int("entries");
 	ck_json_is("{\"id\":\"1\",\"kind\":\"reset\",\"state\":\"queued\",\"match\":\"/o*\",\"dry_run\":true,"
-		   "\"cancel_requested\":false}");
+		   "\"cancel_requested\":false,\"retries\":0}");
 	wait_not(id, "queued");
 	wait_not(id, "running");
 	ck_assert_int_eq(take_int("created_ms"), created);
 	take_int("elapsed_ms");
 	ck_json_is("{\"id\":\"1\",\"kind\":\"reset\",\"state\":\"done\",\"match\":\"/o*\",\"dry_run\":true,\"walked\":1,"
-		   "\"paths\":1,\"keys\":2,\"entries\":1,\"cancel_requested\":false}");
+		   "\"paths\":1,\"keys\":2,\"entries\":1,\"cancel_requested\":false,\"retries\":0}");
 	ck_assert_int_eq(test_cmd_int(c, "EXISTS %s", test_lb_key("/one")), 1); /* a dry run */
 	/* an ended job cannot be cancelled; unknown ids are 404, whatever they look like */
 	ck_assert_int_eq(call("DELETE", "/v1/jobs/1", NULL), 409);
@@ -206,6 +206,44 @@ START_TEST(test_limits_and_list)
 }
 END_TEST
 
+/*
+ * Redis stops answering part-way (CLIENT PAUSE longer than the job's 200 ms
+ * timeout): the walk is started again and the job ends done; what it met is
+ * gone (the batch whose answer was lost is reset but not counted).
+ */
+START_TEST(test_retry_after_timeout)
+{
+	struct api_config ac = api_config_of(&target, w, NULL, 0);
+	struct api *a;
+	char where[48];
+	int64_t until;
+	long long paths;
+
+	ac.timeout_ms = 200;
+	ck_assert_ptr_nonnull(a = api_new(&ac));
+	fill(MANY);
+	ck_assert_int_eq(call_on(a, "POST", "/v1/reset", "{\"match\":\"/many/*\"}", 19, NULL, NULL, NULL), 202);
+	snprintf(where, sizeof(where), "/v1/jobs/%s", jstr("id"));
+	do
+		ck_assert_int_eq(call_on(a, "GET", where, NULL, 0, NULL, NULL, NULL), 200);
+	while (jint("paths") == 0 && !strcmp(jstr("state"), "running"));
+	freeReplyObject(test_cmd(c, "CLIENT PAUSE 700 ALL"));
+	until = clock_mono_ms() + 60000;
+	do {
+		sleep_ms(5);
+		ck_assert_int_eq(call_on(a, "GET", where, NULL, 0, NULL, NULL, NULL), 200);
+		ck_assert(clock_mono_ms() < until);
+	} while (!strcmp(jstr("state"), "running"));
+	ck_assert_msg(!strcmp(jstr("state"), "done"), "%s", res.text);
+	ck_assert_msg(jint("retries") >= 1, "no retry: %s", res.text);
+	paths = jint("paths");
+	ck_assert_int_eq(registered(), 0);
+	ck_assert_msg(paths <= MANY && paths >= MANY - 2 * 200, "%lld of %d counted", paths, MANY);
+	ck_assert_int_eq(jint("keys"), 2 * paths);
+	api_free(a);
+}
+END_TEST
+
 static Suite *jobs_suite(void)
 {
 	Suite *s = suite_create("jobs");
@@ -214,6 +252,7 @@ static Suite *jobs_suite(void)
 	tcase_add_test(tc, test_job_answer);
 	tcase_add_test(tc, test_cancel_running);
 	tcase_add_test(tc, test_limits_and_list);
+	tcase_add_test(tc, test_retry_after_timeout);
 	return s;
 }
 
