@@ -223,7 +223,7 @@ check-run: all $(TEST_BIN) check-lua $(LUA) $(LUA_TEST)
 	done; \
 	for s in $(PY_SUITES); do \
 	  args="$(B)/bin/sluiced build/lua"; [ $$s != cluster_clients ] || args=build/lua; \
-	  echo "== tests/$$s.py"; /usr/bin/python3 tests/$$s.py $$args 2>&1 | tee -a $$log; \
+	  echo "== tests/$$s.py"; SLUICE_FLAVOUR=$(FLAVOUR) /usr/bin/python3 tests/$$s.py $$args 2>&1 | tee -a $$log; \
 	  [ $${PIPESTATUS[0]} -eq 0 ] || fail=1; \
 	done; \
 	awk -F'[:,] *' '/^[0-9]+%: Checks: /{ n += $$3; f += $$5 + $$7 } \

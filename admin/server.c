@@ -314,6 +314,49 @@ fail:
 	return NULL;
 }
 
+static void quiet_log(void *cls, const char *fmt, va_list ap)
+{
+	char *why = cls;
+
+	vsnprintf(why, 200, fmt, ap);
+}
+
+int server_tls_check(const char *cert, const char *key, char *err, size_t cap)
+{
+	char *c = read_pem("admin.tls_cert", cert, err, cap), *k = c ? read_pem("admin.tls_key", key, err, cap) : NULL;
+	char why[200] = "";
+	struct MHD_Daemon *d = NULL;
+	int rc = -1;
+
+	if (!c || !k)
+		goto out;
+	if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
+		snprintf(err, cap, "admin.tls_cert: this libmicrohttpd was built without TLS");
+		goto out;
+	}
+	d = MHD_start_daemon(MHD_USE_TLS | MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ERROR_LOG, 0, NULL, NULL, server_handle, NULL,
+			     MHD_OPTION_EXTERNAL_LOGGER, quiet_log, why, MHD_OPTION_HTTPS_MEM_CERT, c,
+			     MHD_OPTION_HTTPS_MEM_KEY, k, MHD_OPTION_END);
+	if (!d) {
+		size_t n = strlen(why);
+
+		while (n && (why[n - 1] == '\n' || why[n - 1] == '.'))
+			why[--n] = '\0';
+		snprintf(err, cap, "admin.tls_cert, admin.tls_key: %s and %s do not load as a certificate and its key (%s)",
+			 cert, key, *why ? why : "libmicrohttpd refused them");
+		goto out;
+	}
+	MHD_stop_daemon(d);
+	rc = 0;
+out:
+	free(c);
+	if (k) {
+		explicit_bzero(k, strlen(k));
+		free(k);
+	}
+	return rc;
+}
+
 int server_host_is_loopback(const char *host)
 {
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai = NULL, *p;

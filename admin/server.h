@@ -49,6 +49,12 @@ struct server;
 struct server *server_start(const struct server_config *cfg, const struct api_config *ac, char *err,
 			    size_t cap);
 /*
+ * 0 when the PEM files `cert` and `key` load as the admin API's TLS pair (a
+ * certificate and its own private key: libmicrohttpd loads them as it will
+ * at start, listening nowhere); -1 with the reason in `err` otherwise.
+ */
+int server_tls_check(const char *cert, const char *key, char *err, size_t cap);
+/*
  * 1 when every address `host` resolves to is a loopback address (127.0.0.0/8,
  * ::1); 0 otherwise or when it does not resolve.
  */

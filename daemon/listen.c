@@ -33,6 +33,14 @@ int listen_check(const struct config *cfg)
 			return -1;
 		}
 	}
+	if (files[0]) {
+		char err[600];
+
+		if (server_tls_check(files[0], files[1], err, sizeof(err))) {
+			fprintf(stderr, "sluiced: %s\n", err);
+			return -1;
+		}
+	}
 	return 0;
 }
 

@@ -10,7 +10,8 @@
 /*
  * 0 when the listen address and the TLS files may be used: a non-loopback
  * address needs a token (or --insecure); admin.tls_cert and admin.tls_key
- * both or neither, both readable.  Else -1 after printing the reason to
+ * both or neither, both readable, and a certificate with its own key
+ * (server_tls_check).  Else -1 after printing the reason to
  * stderr (the caller exits 2).
  */
 int listen_check(const struct config *cfg);

@@ -184,13 +184,13 @@ int main(int argc, char **argv)
 		char where2[160];
 
 		printf("sluiced: config valid: redis=%s listen=%s:%d rules=%zu layouts=%zu drain_interval_ms=%lld "
-		       "prune_interval_ms=%lld lease_ttl_ms=%lld id=%s auth=%s config=%s log_format=%s\n",
+		       "prune_interval_ms=%lld lease_ttl_ms=%lld id=%s auth=%s tls=%s config=%s log_format=%s\n",
 		       redis_target_describe(&d.cfg.redis, where2, sizeof(where2)), d.cfg.listen_host, d.cfg.listen_port,
 		       d.cfg.nrules, d.cfg.nlayouts, (long long)d.cfg.drain_interval_ms,
 		       (long long)d.cfg.prune_interval_ms, (long long)d.cfg.lease_ttl_ms,
 		       d.cfg.id ? d.cfg.id : "(default)",
 		       !d.cfg.admin_token ? "none" : d.cfg.admin_auth_reads ? "all" : "writes",
-		       config_path, log_format_name(d.cfg.log_format));
+		       d.cfg.admin_tls_cert ? "on" : "off", config_path, log_format_name(d.cfg.log_format));
 		config_free(&d.cfg);
 		return 0;
 	}
@@ -286,12 +286,12 @@ int main(int argc, char **argv)
 	}
 	log_event(LOG_INFO, "started",
 		  "version=%s id=%s redis=%s listen=%s:%d drain_interval_ms=%lld prune_interval_ms=%lld rules=%zu "
-		  "lease_ttl_ms=%lld auth=%s config=%s",
+		  "lease_ttl_ms=%lld auth=%s tls=%s config=%s",
 		  SLUICE_VERSION, d.id, redis_target_describe(&d.cfg.redis, where, sizeof(where)),
 		  d.cfg.listen_host, server_port(srv), (long long)d.cfg.drain_interval_ms,
 		  (long long)d.cfg.prune_interval_ms, d.cfg.nrules, (long long)d.cfg.lease_ttl_ms,
 		  !d.cfg.admin_token ? "none" : d.cfg.admin_auth_reads ? "all" : "writes",
-		  log_quote(cfgq, sizeof(cfgq), config_path, strlen(config_path)));
+		  d.cfg.admin_tls_cert ? "on" : "off", log_quote(cfgq, sizeof(cfgq), config_path, strlen(config_path)));
 
 	if (d.cfg.lease_ttl_ms < 2 * d.cfg.redis_timeout_ms)
 		log_event(LOG_WARN, "lease_ttl_short", "lease_ttl_ms=%lld redis_timeout_ms=%lld hint=\"a renewal that "

@@ -24,6 +24,7 @@ enum {
 	O_CHECK,
 	O_NO_CONFIG,
 	O_TOKEN_FILE,
+	O_TLS_KEY_FILE,
 	O_LOG_FORMAT,
 };
 
@@ -42,6 +43,7 @@ static const struct option longopts[] = {
 	{ "check-config", no_argument, NULL, O_CHECK },
 	{ "no-config", no_argument, NULL, O_NO_CONFIG },
 	{ "token-file", required_argument, NULL, O_TOKEN_FILE },
+	{ "tls-key-file", required_argument, NULL, O_TLS_KEY_FILE },
 	{ "log-format", required_argument, NULL, O_LOG_FORMAT },
 	{ "help", no_argument, NULL, O_HELP },
 	{ "version", no_argument, NULL, O_VERSION },
@@ -88,6 +90,8 @@ void options_usage(FILE *out)
 	      "                               admin token (writes then need no Authorization)\n"
 	      "      --token-file FILE        read the admin token from FILE (over the config's\n"
 	      "                               admin.token_file)\n"
+	      "      --tls-key-file FILE      the admin API's TLS private key (over the config's\n"
+	      "                               admin.tls_key; a systemd credential: %%d/tls.key)\n"
 	      "      --check-config           read the config file and the flags as for a run,\n"
 	      "                               print what they give and exit (0: valid, 2: not;\n"
 	      "                               Redis is not contacted)\n"
@@ -242,17 +246,20 @@ int options_parse(int argc, char **argv, const char *default_config, struct conf
 				     ? sl_fail(err, "--log-format", "must be text or json")
 				     : 0;
 			break;
-		case O_TOKEN_FILE: {
+		case O_TOKEN_FILE:
+		case O_TLS_KEY_FILE: {
+			const char *flag = c == O_TOKEN_FILE ? "--token-file" : "--tls-key-file";
+			char **dst = c == O_TOKEN_FILE ? &cfg->admin_token_file : &cfg->admin_tls_key;
 			char *copy;
 
 			if (!*optarg) {
-				rc = sl_fail(err, "--token-file", "needs a file name");
+				rc = sl_fail(err, flag, "needs a file name");
 				break;
 			}
 			if (!(copy = strdup(optarg)))
 				return -ENOMEM;
-			free(cfg->admin_token_file);
-			cfg->admin_token_file = copy;
+			free(*dst);
+			*dst = copy;
 			rc = 0;
 			break;
 		}

@@ -38,10 +38,13 @@ static int seed_rules(struct rconn *c, const struct config *cfg, int mark_only, 
 
 	for (size_t i = 0; i < cfg->nrules && !rc && !mark_only; i++) {
 		rc = rulestore_put(c, cfg->prefix, cfg->rules[i], &created, &unchanged);
+		/* a replaced rule overwrote what Redis held: maybe an edit made through the API */
 		if (!rc)
-			log_event(LOG_INFO, "rule_loaded", "rule=%s algorithm=%s change=%s", cfg->rules[i]->name,
-				  algorithm_name(cfg->rules[i]->algorithm),
-				  unchanged ? "none" : created ? "created" : "replaced");
+			log_event(!unchanged && !created ? LOG_WARN : LOG_INFO, "rule_loaded",
+				  "rule=%s algorithm=%s change=%s%s", cfg->rules[i]->name,
+				  algorithm_name(cfg->rules[i]->algorithm), unchanged ? "none" : created ? "created" : "replaced",
+				  !unchanged && !created ? " hint=\"the config file's rule replaced the one stored in Redis "
+							   "(an edit through the API is undone: put it in the file too)\"" : "");
 	}
 	/* identical rules bump nothing: make sure the store has a version again */
 	if (!rc)

@@ -33,6 +33,9 @@ Phases (PHASES=slow,reset,... picks some):
   is a start-up error naming the field; a non-loopback listen with a token and no TLS logs
   admin_token_in_clear.
 
+P99_MS is 50 (the issue's bound) and RESET_PATHS 300,000 for the normal build; with
+SLUICE_FLAVOUR=asan (the sanitizer build, as the Makefile sets it) 200 and 100,000.
+
 Prints "ok   ..." / "FAIL ..." lines and "admin_e2e: N passed, M failed"; exit 1 when one failed.
 """
 import http.client as httpc
@@ -53,10 +56,14 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import conformance  # noqa: E402
 from conformance import check, client_keys, free_port, http, spawn_sluiced, start_redis  # noqa: E402
 
-P99_MS = 50.0
+# The issue's bound, asserted on the build that ships; the sanitizer build (SLUICE_FLAVOUR=asan,
+# set by the Makefile: some 3 times slower on a CPU) checks the same behaviour with a looser one
+# and a smaller bulk reset, so that a loaded 2-CPU machine does not make it a test of speed.
+ASAN = os.environ.get("SLUICE_FLAVOUR") == "asan"
+P99_MS = float(os.environ.get("P99_MS", "200" if ASAN else "50"))
 HEADER_MS = 2000
 PER_IP = 64
-RESET_PATHS = int(os.environ.get("RESET_PATHS", "300000"))   # the reset phase's bulk reset
+RESET_PATHS = int(os.environ.get("RESET_PATHS", "100000" if ASAN else "300000"))   # the reset phase's
 TERM_PATHS = int(os.environ.get("TERM_PATHS", "100000"))     # the term phase's (a job that runs > 1 s)
 FILL_CHUNK = 5000
 PROCS = []
@@ -474,6 +481,17 @@ def run_tls(r, port, tmp):
         err = p.stderr.decode(errors="replace")
         check("%s: start-up error naming %s (exit %d)" % (name, want, p.returncode),
               p.returncode in (1, 2) and want in err, err[-300:])
+    # --check-config loads the pair as the start will: a key of another certificate is exit 2 there too
+    conf = os.path.join(tmp, "tls_check.json")
+    with open(conf, "w") as f:
+        json.dump({"redis": "redis://127.0.0.1:%d/0" % port, "admin": {"tls_cert": crt, "tls_key": key2}}, f)
+    p = subprocess.run([RUN["sluiced"], "--config", conf, "--check-config"], capture_output=True, timeout=20)
+    check("--check-config refuses a key of another certificate (exit %d)" % p.returncode,
+          p.returncode == 2 and b"do not load as a certificate and its key" in p.stderr, p.stderr[-300:])
+    p = subprocess.run([RUN["sluiced"], "--config", conf, "--check-config", "--tls-key-file", key],
+                       capture_output=True, timeout=20)
+    check("--tls-key-file replaces admin.tls_key (the right key: valid, tls=on)",
+          p.returncode == 0 and b" tls=on " in p.stdout, (p.stdout + p.stderr)[-300:])
     tokf = os.path.join(tmp, "token")
     with open(tokf, "w") as f:
         f.write("s3cret-token-of-the-tests\n")
