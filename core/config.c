@@ -95,6 +95,8 @@ int config_load_token(struct config *cfg, struct sl_error *err)
 	char *token;
 	int rc = token_load(cfg->admin_token_file, cfg->admin_token_env, &token, err);
 
+	if (rc && err && cfg->admin_token_file_flag && !strcmp(err->field, "admin.token_file"))
+		snprintf(err->field, sizeof(err->field), "--token-file");
 	if (rc)
 		return rc;
 	token_free(cfg->admin_token);

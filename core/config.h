@@ -51,6 +51,7 @@ struct config {
 	enum log_level log_level;    /* default info */
 	enum log_format log_format;  /* "log_format": text (default) or json, core/log.h */
 	char *admin_token_file;      /* owned or NULL: file holding the admin bearer token */
+	int admin_token_file_flag;   /* it came from --token-file (errors name the flag) */
 	char *admin_token_env;       /* owned: environment variable with the token, default SLUICE_ADMIN_TOKEN */
 	int admin_auth_reads;        /* 1: reads need the token too (probes stay open) */
 	char *admin_tls_cert;        /* owned or NULL: PEM certificate (chain) of the admin API's HTTPS */

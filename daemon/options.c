@@ -260,6 +260,8 @@ int options_parse(int argc, char **argv, const char *default_config, struct conf
 				return -ENOMEM;
 			free(*dst);
 			*dst = copy;
+			if (c == O_TOKEN_FILE)
+				cfg->admin_token_file_flag = 1;
 			rc = 0;
 			break;
 		}

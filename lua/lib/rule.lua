@@ -110,8 +110,10 @@ local function rule_resolve(alg, fields, ref, rules, cache, path)
   end
   if r.algorithm ~= alg then
     if type(r.algorithm) ~= 'string' then return nil, rule_error(name, 'algorithm must be a string') end
+    -- a script's name when it can be one (the value is Redis's data: shown quoted otherwise)
+    local script = string.find(r.algorithm, '^[a-z_]+$') and r.algorithm .. '.lua' or shown(r.algorithm)
     return nil, rule_error(name, 'a ' .. shown(r.algorithm) .. ' rule, called with the ' .. alg
-      .. ' script (call ' .. shown(r.algorithm) .. '.lua, or name a ' .. alg .. ' rule)')
+      .. ' script (call ' .. script .. ', or name a ' .. alg .. ' rule)')
   end
   local R = { name = name, shadow = false, cache = version }
   if r.mode == 'shadow' then
