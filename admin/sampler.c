@@ -21,6 +21,7 @@ struct sampler {
 	const struct layout *layouts;
 	size_t nlayouts;
 	int stopping;
+	int64_t timeout_ms;          /* the connection's: the first scrape waits this long */
 	uint64_t asked, taken;       /* samples asked for / taken (under the lock) */
 	int64_t at_us;               /* CLOCK_MONOTONIC of the last sample's end; 0: none */
 	int up;
@@ -139,6 +140,7 @@ struct sampler *sampler_new(const struct redis_target *redis, int64_t timeout_ms
 		return NULL;
 	s->layouts = layouts;
 	s->nlayouts = nlayouts;
+	s->timeout_ms = timeout_ms > 0 ? timeout_ms : 1000;
 	s->paths = calloc(nlayouts ? nlayouts : 1, sizeof(*s->paths));
 	s->have = calloc(nlayouts ? nlayouts : 1, sizeof(*s->have));
 	s->conn = rconn_new(redis, timeout_ms);
@@ -174,9 +176,11 @@ void sampler_get(struct sampler *s, int64_t fresh_ms, int64_t wait_ms, int *up, 
 		 int64_t *age_ms)
 {
 	int64_t now = clock_mono_us();
-	struct timespec until = clock_deadline(CLOCK_REALTIME, wait_ms);
+	struct timespec until;
 
 	pthread_mutex_lock(&s->lock);
+	/* before the first sample there is nothing to answer with: wait as long as a Redis call may take */
+	until = clock_deadline(CLOCK_REALTIME, s->at_us ? wait_ms : s->timeout_ms);
 	if (!s->at_us || now - s->at_us >= fresh_ms * 1000) {
 		uint64_t mine = s->taken >= s->asked ? ++s->asked : s->asked;
 
