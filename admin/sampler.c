@@ -141,6 +141,7 @@ struct sampler *sampler_new(const struct redis_target *redis, int64_t timeout_ms
 	s->layouts = layouts;
 	s->nlayouts = nlayouts;
 	s->timeout_ms = timeout_ms > 0 ? timeout_ms : 1000;
+	s->asked = 1; /* a first sample at once: a scrape finds one, even when Redis hangs later */
 	s->paths = calloc(nlayouts ? nlayouts : 1, sizeof(*s->paths));
 	s->have = calloc(nlayouts ? nlayouts : 1, sizeof(*s->have));
 	s->conn = rconn_new(redis, timeout_ms);

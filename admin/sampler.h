@@ -9,8 +9,9 @@
  * found by SCAN).  A sample is taken when a scrape asks and the last one is
  * older than SAMPLER_FRESH_MS (so an idle daemon reads nothing, and rapid
  * scrapes cost Redis one sample a second); the scrape waits for it up to
- * SAMPLER_WAIT_MS, then takes the last one (its age is exported); the first
- * scrape, with no sample to fall back on, waits up to the Redis timeout.
+ * SAMPLER_WAIT_MS, then takes the last one (its age is exported).  The first
+ * sample is taken when the sampler starts; a scrape before it ended, with
+ * nothing to fall back on, waits for it up to the Redis timeout.
  * Thread-safe.
  */
 #include <stddef.h>

@@ -262,6 +262,17 @@ START_TEST(token_file_flag)
 	struct config c;
 	const char *used;
 
+	{
+		/* the config's own admin.token_file is named as that field */
+		const char *argv[] = { "sluiced", "--config", other_path, NULL };
+
+		write_file(other_path, "{\"admin\": {\"token_file\": \"/nonexistent/from-config\"}}");
+		config_defaults(&c);
+		ck_assert_int_eq(parse(NULL, &c, &used, &err, argv), 0);
+		ck_assert_int_eq(config_load_token(&c, &err), -EINVAL);
+		ck_assert_str_eq(err.field, "admin.token_file");
+		config_free(&c);
+	}
 	write_file(other_path, "{\"admin\": {\"token_file\": \"/from/config\"}}");
 	write_file(def_path, "s3cret\n");
 	{
@@ -283,13 +294,13 @@ START_TEST(token_file_flag)
 		config_free(&c);
 	}
 	{
-		/* a file that is not there: named when the token is loaded */
+		/* a file that is not there: named when the token is loaded, as the flag that gave it */
 		const char *argv[] = { "sluiced", "--token-file", "/nonexistent/token", NULL };
 
 		config_defaults(&c);
 		ck_assert_int_eq(parse(NULL, &c, &used, &err, argv), 0);
 		ck_assert_int_eq(config_load_token(&c, &err), -EINVAL);
-		ck_assert_str_eq(err.field, "admin.token_file");
+		ck_assert_str_eq(err.field, "--token-file");
 		ck_assert_ptr_nonnull(strstr(err.message, "/nonexistent/token"));
 		config_free(&c);
 	}
