@@ -113,6 +113,8 @@ void api_shared_free(struct api_shared *sh);
  * *route the route's index (api_route) or -1 when none matches.
  */
 enum api_lane api_lane_of(const char *method, const char *path, int *route);
+/* 1 when api_handle would answer `req` 401 (a token needed and not given): it is answered at once, never queued. */
+int api_refuses(struct api *a, const struct api_request *req);
 /* Count a request answered outside api_handle (by the server: 503 while stopping), by route (-1: none) and status. */
 void api_count(struct api *a, int route, int status);
 /* Add a request's duration (µs, from its headers read to its answer queued) to route's histogram (-1: none). */

@@ -185,13 +185,14 @@ static void run_one(struct jobs *j, struct job *jb)
 		jb->state = JOB_FAILED;
 		jb->result = failure(j->conn, rc);
 	}
-	pthread_mutex_unlock(&j->lock);
+	/* under the lock: once it is unlocked, an ended job may be forgotten (make_room frees it) */
 	log_event(jb->state == JOB_FAILED ? LOG_WARN : LOG_INFO, "reset_job",
 		  "id=%llu state=%s match=%s dry_run=%d walked=%lld paths=%lld keys=%lld entries=%lld ms=%lld",
 		  (unsigned long long)jb->id, state_names[jb->state], log_quote(q, sizeof(q), jb->match, strlen(jb->match)),
 		  jb->dry_run, atomic_load(&jb->prog.walked), atomic_load(&jb->prog.paths),
 		  atomic_load(&jb->prog.keys), atomic_load(&jb->prog.entries),
 		  (long long)((jb->ended_us - jb->queued_us) / 1000));
+	pthread_mutex_unlock(&j->lock);
 }
 
 static void *thread_main(void *arg)

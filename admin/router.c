@@ -406,6 +406,11 @@ static void route(struct api *a, const struct api_request *req, const struct seg
 	res->allow = a->allow;
 }
 
+int api_refuses(struct api *a, const struct api_request *req)
+{
+	return needs_token(a, req);
+}
+
 enum api_lane api_lane_of(const char *method, const char *path, int *route)
 {
 	struct api_request req = { .method = method, .path = path };

@@ -25,7 +25,7 @@
 #include "core/log.h"
 
 #define LOOP_TICK_MS 50        /* the loop wakes at least this often (header deadlines) */
-#define FLUSH_MS 300           /* when stopping: time for the 503s to go out */
+#define FLUSH_MS 200           /* when stopping: time for the 503s to go out */
 #define THREADS_DEFAULT 4
 #define QUEUE_MAX 4096         /* requests waiting for a lane's thread */
 #define TLS_FILE_MAX (1 << 20) /* bytes of a PEM file */
@@ -48,7 +48,8 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 	n = strlen(msg);
 	while (n && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
 		msg[--n] = '\0';
-	log_event(LOG_WARN, "http_error", "message=%s", log_quote(q, sizeof(q), msg, n));
+	/* mostly a client's malformed request: at debug, or any client could fill the log */
+	log_event(LOG_DEBUG, "http_error", "message=%s", log_quote(q, sizeof(q), msg, n));
 }
 
 /* A connection opened or closed: kept in the list the header deadline walks. */

@@ -23,7 +23,7 @@
 
 #include "admin/api.h"
 
-#define SERVER_STOP_GRACE_MS 300 /* running requests get this long to finish when stopping */
+#define SERVER_STOP_GRACE_MS 250 /* running requests get this long to finish when stopping */
 
 struct server_config {
 	const char *host;        /* numeric address or name, e.g. "127.0.0.1", "::1" */

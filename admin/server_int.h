@@ -18,7 +18,7 @@
 struct hconn {
 	struct hconn *prev, *next;
 	int fd;
-	int busy;            /* a request is being read or answered: no deadline */
+	int busy;            /* a thread works on its request: no deadline meanwhile */
 	int shut;            /* shut down for missing its deadline */
 	int64_t deadline_us; /* CLOCK_MONOTONIC */
 };
@@ -35,7 +35,7 @@ struct server {
 	int loop_started;
 	int wakefd;                 /* eventfd: wakes the loop (stop) */
 	atomic_int stopping, quit;
-	atomic_int active;          /* requests between their headers and their end */
+	atomic_int active;          /* requests handed to a lane and not ended: the stop flushes their answers */
 	int quiesced;
 	struct hconn conns;         /* list head */
 	int64_t janitor_us;         /* next deadline check */
@@ -63,6 +63,7 @@ struct req {
 	struct task *task; /* handed to `lane`, or NULL */
 	struct lane *lane;
 	int refused;       /* the lane refused it: answer 503 (1 busy, 2 stopping) */
+	int counted;       /* in server.active: handed to a lane, its answer due */
 };
 
 /* server_req.c: libmicrohttpd's callbacks */

@@ -134,15 +134,32 @@ static enum MHD_Result send_answer(struct server *s, struct MHD_Connection *c, s
 	return ret;
 }
 
-/* The access log line and the duration histogram, once a request is answered. */
-static void log_request(struct server *s, const struct req *r, const char *method, const char *url, int status)
+/*
+ * The connection's deadline while a request is on it: none while a thread
+ * works on it (`waiting`), else the answer must be sent within
+ * SEND_TIMEOUT_FACTOR header deadlines (a client that reads it slowly is cut).
+ */
+#define SEND_TIMEOUT_FACTOR 6
+static void phase(struct server *s, struct MHD_Connection *c, int waiting)
+{
+	struct hconn *h = server_hconn(c);
+
+	if (!h)
+		return;
+	h->busy = waiting;
+	h->deadline_us = clock_mono_us() + SEND_TIMEOUT_FACTOR * s->header_timeout_us;
+}
+
+/* The access log line and the duration histogram, once a request is answered (`route` its api_route, -1 none). */
+static void log_request(struct server *s, const struct req *r, int route, const char *method, const char *url,
+			int status)
 {
 	int64_t us = clock_mono_us() - r->start_us;
 	/* the probes and the scrapes come every few seconds: at debug, not to drown the rest */
 	int probe = !strcmp(url, "/healthz") || !strcmp(url, "/readyz") || !strcmp(url, "/metrics");
 	char q[300];
 
-	api_observe(s->api, r->route, us);
+	api_observe(s->api, route, us);
 	log_event(probe ? LOG_DEBUG : LOG_INFO, "http", "method=%s path=%s status=%d us=%lld", method,
 		  log_quote(q, sizeof(q), url, strlen(url)), status, (long long)us);
 }
@@ -235,16 +252,16 @@ static enum MHD_Result answer_task(struct server *s, struct MHD_Connection *c, s
 	int st = atomic_load(&r->task->lt.state);
 	enum MHD_Result ret;
 
+	phase(s, c, 0);
 	if (st == LANE_DONE) {
-		int status = r->task->res.status;
+		int status = r->task->res.status, route = r->task->res.route;
 
 		ret = send_answer(s, c, &r->task->res);
-		log_request(s, r, method, url, status);
+		log_request(s, r, route, method, url, status);
 		return ret;
 	}
-	/* abandoned: the server is stopping (the thread's answer, if it comes, is dropped) */
-	api_count(s->api, r->route, 503);
-	log_request(s, r, method, url, 503);
+	/* abandoned: the server is stopping (the thread, if it ends the request, counts its own answer) */
+	log_request(s, r, r->route, method, url, 503);
 	return send_error(s, c, 503, "shutting_down", "the daemon is stopping; try again or another daemon");
 }
 
@@ -260,6 +277,7 @@ static enum MHD_Result hand_over(struct server *s, struct MHD_Connection *c, str
 	r->lane = lane == API_LANE_PROBE ? s->probe : s->pool;
 	r->task = t;
 	/* suspended before the push: a thread may answer (and resume it) at once */
+	phase(s, c, 1);
 	MHD_suspend_connection(c);
 	rc = lane_push(r->lane, &t->lt);
 	if (rc) {
@@ -267,31 +285,45 @@ static enum MHD_Result hand_over(struct server *s, struct MHD_Connection *c, str
 		task_release(&t->lt);
 		r->refused = rc == -EBUSY ? 1 : 2;
 		MHD_resume_connection(c);
+	} else {
+		r->counted = 1; /* one the stop waits for: its answer is due */
+		atomic_fetch_add(&s->active, 1);
 	}
 	return MHD_YES;
 }
 
-/* The headers of a new request are read: state, deadline lifted, an announced oversized body refused. */
-static enum MHD_Result start_request(struct server *s, struct MHD_Connection *c, void **req_cls)
+/* An error the server answers itself (413, 400, 500): counted and logged as the API's answers are. */
+static enum MHD_Result refuse(struct server *s, struct MHD_Connection *c, struct req *r, const char *method,
+			      const char *url, int status, const char *code, const char *msg, const char *field)
+{
+	phase(s, c, 0);
+	api_count(s->api, r->route, status);
+	log_request(s, r, r->route, method, url, status);
+	return send_error_field(s, c, status, code, msg, field);
+}
+
+/*
+ * The headers of a new request are read: its state, and an announced
+ * oversized body refused.  The header deadline goes on until the body is
+ * read too: a body trickled in is no way around it.
+ */
+static enum MHD_Result start_request(struct server *s, struct MHD_Connection *c, const char *method,
+				     const char *url, void **req_cls)
 {
 	const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
-	struct hconn *h = server_hconn(c);
 	struct req *r = calloc(1, sizeof(*r));
 
 	if (!r)
 		return MHD_NO;
-	if (h)
-		h->busy = 1;
-	atomic_fetch_add(&s->active, 1);
 	r->start_us = clock_mono_us();
-	r->route = -1;
+	(void)api_lane_of(method, url, &r->route);
 	*req_cls = r;
 	if (cl && strtoull(cl, NULL, 10) > s->max_body) {
 		char msg[96];
 
 		r->too_large = 1;
 		snprintf(msg, sizeof(msg), "request body larger than %zu bytes", s->max_body);
-		return send_error(s, c, 413, "payload_too_large", msg);
+		return refuse(s, c, r, method, url, 413, "payload_too_large", msg, NULL);
 	}
 	return MHD_YES;
 }
@@ -345,27 +377,25 @@ enum MHD_Result server_handle(void *cls, struct MHD_Connection *c, const char *u
 
 	(void)version;
 	if (!r)
-		return start_request(s, c, req_cls);
+		return start_request(s, c, method, url, req_cls);
 	if (*upload_size)
 		return take_upload(s, r, upload_data, upload_size);
 	if (r->task)
 		return answer_task(s, c, r, method, url);
-	if (r->refused) {
-		api_count(s->api, r->route, 503);
-		log_request(s, r, method, url, 503);
-		return r->refused == 1 ? send_error(s, c, 503, "busy", "every request thread is busy and the queue is full")
-				       : send_error(s, c, 503, "shutting_down", "the daemon is stopping");
-	}
+	if (r->refused)
+		return r->refused == 1 ? refuse(s, c, r, method, url, 503, "busy",
+						"every request thread is busy and the queue is full", NULL)
+				       : refuse(s, c, r, method, url, 503, "shutting_down", "the daemon is stopping", NULL);
 	if (r->too_large) {
 		char msg[96];
 
 		snprintf(msg, sizeof(msg), "request body larger than %zu bytes", s->max_body);
-		return send_error(s, c, 413, "payload_too_large", msg);
+		return refuse(s, c, r, method, url, 413, "payload_too_large", msg, NULL);
 	}
 	for (int i = 0; i < QUERY_ARGS; i++)
 		arg[i] = query_arg(c, names[i], &oom, &nul[i]);
 	if (oom) {
-		ret = send_error(s, c, 500, "internal", "out of memory");
+		ret = refuse(s, c, r, method, url, 500, "internal", "out of memory", NULL);
 		goto out;
 	}
 	for (int i = 0; i < QUERY_ARGS; i++) {
@@ -373,7 +403,7 @@ enum MHD_Result server_handle(void *cls, struct MHD_Connection *c, const char *u
 			char msg[64];
 
 			snprintf(msg, sizeof(msg), "%s must not hold a NUL byte (%%00)", names[i]);
-			ret = send_error_field(s, c, 400, "invalid_query", msg, names[i]);
+			ret = refuse(s, c, r, method, url, 400, "invalid_query", msg, names[i]);
 			goto out;
 		}
 	}
@@ -387,6 +417,8 @@ enum MHD_Result server_handle(void *cls, struct MHD_Connection *c, const char *u
 	req.authorization = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
 	req.if_match = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "If-Match");
 	lane = api_lane_of(method, url, &r->route);
+	if (lane != API_LANE_INLINE && api_refuses(s->api, &req))
+		lane = API_LANE_INLINE; /* its 401 now: no Redis, no place in a queue */
 	if (lane == API_LANE_TRY) {
 		api_handle(s->api, &req, &res); /* answered here unless it needs Redis */
 		lane = res.defer ? API_LANE_POOL : API_LANE_INLINE;
@@ -402,10 +434,11 @@ enum MHD_Result server_handle(void *cls, struct MHD_Connection *c, const char *u
 		goto out;
 	}
 	{
-		int status = res.status;
+		int status = res.status, route = res.route;
 
+		phase(s, c, 0);
 		ret = send_answer(s, c, &res);
-		log_request(s, r, method, url, status);
+		log_request(s, r, route, method, url, status);
 	}
 out:
 	for (int i = 0; i < QUERY_ARGS; i++)
@@ -429,8 +462,9 @@ void server_completed(void *cls, struct MHD_Connection *c, void **req_cls, enum 
 		return;
 	if (r->task)
 		lane_put(r->lane, &r->task->lt);
+	if (r->counted)
+		atomic_fetch_sub(&s->active, 1);
 	free(r->body);
 	free(r);
 	*req_cls = NULL;
-	atomic_fetch_sub(&s->active, 1);
 }

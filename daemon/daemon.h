@@ -19,7 +19,7 @@ struct daemon;
 /* The admin API rechecks the rules version at most this often (ms): one drain tick. */
 #define API_RULES_TTL_MS 100
 /* the leases given back at the stop: at most this long (the exit within 1 s of SIGTERM) */
-#define STOP_RELEASE_MS 400
+#define STOP_RELEASE_MS 250
 
 struct job_ctx {
 	struct daemon *d;

@@ -6,7 +6,8 @@
 
 Phases (PHASES=slow,reset,... picks some):
 
-- slow: 200 idle connections (4 client addresses 127.0.0.2..5, 50 each) and 200 that trickle
+- slow: (also: 10 connections whose body trickles after their headers are closed by the
+  deadline as well) 200 idle connections (4 client addresses 127.0.0.2..5, 50 each) and 200 that trickle
   a header line every 300 ms (127.0.0.6..9) are open while /healthz and /metrics are probed
   from 127.0.0.1 every 20 ms for 4 s: every probe answers 200, p99 under P99_MS; the
   trickling ones are closed by the header deadline (header_timeout_ms HEADER_MS) within
@@ -236,6 +237,30 @@ def run_slow(r, port, tmp):
     check("the 200 idle connections are closed by the header deadline too (%d left open)" % open_idle,
           open_idle == 0)
     for s in idle + trickle:
+        s.close()
+
+    # a body trickled in after the headers is no way around the deadline either
+    slow = [connect_from(lp, "127.0.0.11") for _ in range(10)]
+    t0 = time.monotonic()
+    for s in slow:
+        s.sendall(b"PUT /v1/rules/x HTTP/1.1\r\nHost: x\r\nContent-Length: 60000\r\n\r\n{")
+    gone = {}
+    while len(gone) < len(slow) and time.monotonic() - t0 < (HEADER_MS + 3000) / 1000.0:
+        for i, s in enumerate(slow):
+            if i in gone:
+                continue
+            try:
+                s.sendall(b" ")
+            except OSError:
+                gone[i] = time.monotonic() - t0
+                continue
+            if closed(s):
+                gone[i] = time.monotonic() - t0
+        time.sleep(0.3)
+    check("10 connections trickling a body are closed by the header deadline too (%d closed, the last at %.2f s)"
+          % (len(gone), max(gone.values()) if gone else -1),
+          len(gone) == 10 and max(gone.values()) <= (HEADER_MS + 700) / 1000.0, repr(sorted(gone.values())))
+    for s in slow:
         s.close()
 
     many = [connect_from(lp, "127.0.0.10") for _ in range(100)]
