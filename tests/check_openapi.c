@@ -228,7 +228,7 @@ static int set_has(const struct strset *s, const char *str)
  */
 static void scan_codes(const char *src, struct strset *out)
 {
-	static const char *const calls[] = { "fail(res,", "send_error(s, c," };
+	static const char *const calls[] = { "fail(res,", "send_error(s, c,", "refuse(s, c, r, method, url," };
 	static const char canned[] = "\\\"code\\\":\\\"";
 
 	for (size_t k = 0; k < sizeof(calls) / sizeof(calls[0]); k++)
