@@ -60,6 +60,7 @@ struct req {
 	int64_t start_us;  /* CLOCK_MONOTONIC, when its headers were read */
 	int too_large;
 	int route;         /* api_lane_of's, -1 none */
+	enum api_lane lane_kind; /* api_lane_of's, from the headers */
 	struct task *task; /* handed to `lane`, or NULL */
 	struct lane *lane;
 	int refused;       /* the lane refused it: answer 503 (1 busy, 2 stopping) */

@@ -316,7 +316,7 @@ static enum MHD_Result start_request(struct server *s, struct MHD_Connection *c,
 	if (!r)
 		return MHD_NO;
 	r->start_us = clock_mono_us();
-	(void)api_lane_of(method, url, &r->route);
+	r->lane_kind = api_lane_of(method, url, &r->route); /* once: the path split allocates */
 	*req_cls = r;
 	if (cl && strtoull(cl, NULL, 10) > s->max_body) {
 		char msg[96];
@@ -416,7 +416,7 @@ enum MHD_Result server_handle(void *cls, struct MHD_Connection *c, const char *u
 	req.body_len = r->len;
 	req.authorization = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
 	req.if_match = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "If-Match");
-	lane = api_lane_of(method, url, &r->route);
+	lane = r->lane_kind;
 	if (lane != API_LANE_INLINE && api_refuses(s->api, &req))
 		lane = API_LANE_INLINE; /* its 401 now: no Redis, no place in a queue */
 	if (lane == API_LANE_TRY) {
