@@ -159,6 +159,14 @@ START_TEST(config_defaults_values)
 	ck_assert_int_eq(c.prune_interval_ms, 1000);
 	ck_assert_int_eq(c.batch_size, 500);
 	ck_assert_int_eq(c.max_body_bytes, 65536);
+	/* the admin server's (README's config table) */
+	ck_assert_int_eq(c.max_connections, 1024);
+	ck_assert_int_eq(c.max_connections_per_ip, 64);
+	ck_assert_int_eq(c.header_timeout_ms, 5000);
+	ck_assert_int_eq(c.idle_timeout_s, 30);
+	ck_assert_int_eq(c.admin_threads, 4);
+	ck_assert_ptr_null(c.admin_tls_cert);
+	ck_assert_ptr_null(c.admin_tls_key);
 	ck_assert_int_eq(c.max_clock_skew_ms, 10000); /* the scripts' own default (lua/lib/skew.lua) */
 	ck_assert_int_eq(c.max_clock_skew_ms, CONFIG_SKEW_DEFAULT_MS);
 	ck_assert_int_eq(c.log_level, LOG_INFO);
@@ -230,6 +238,15 @@ static const struct {
 	{ "{\"max_body_bytes\":0}", "max_body_bytes" },
 	{ "{\"max_connections\":65537}", "max_connections" },
 	{ "{\"idle_timeout_s\":3601}", "idle_timeout_s" },
+	/* issue 12's admin server fields */
+	{ "{\"max_connections_per_ip\":-1}", "max_connections_per_ip" },
+	{ "{\"max_connections_per_ip\":65537}", "max_connections_per_ip" },
+	{ "{\"header_timeout_ms\":600001}", "header_timeout_ms" },
+	{ "{\"header_timeout_ms\":\"5s\"}", "header_timeout_ms" },
+	{ "{\"admin_threads\":0}", "admin_threads" },
+	{ "{\"admin_threads\":65}", "admin_threads" },
+	{ "{\"admin\":{\"tls_cert\":\"\"}}", "admin.tls_cert" },
+	{ "{\"admin\":{\"tls_key\":7}}", "admin.tls_key" },
 	{ "{\"admin\":{\"token_env\":\"\"}}", "admin.token_env" },
 	{ "{\"prefix\":\"\"}", "prefix" },
 	{ "{\"drain_interval\":100}", "drain_interval" },
