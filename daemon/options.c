@@ -124,25 +124,33 @@ static int parse_int(const char *s, const char *flag, long long min, long long m
 }
 
 /*
- * Apply the default config file `path` when it exists: 1 when it was
- * applied, 0 when it does not exist, else the error of config_apply_file(),
- * with `err` naming the file first (field "/etc/sluice/sluiced.json",
- * message "rules[0].rate: must be ...").
+ * Apply the config file `path` (the --config one or the default): 0, else the
+ * error of config_apply_file(), with `err` naming the file first (field
+ * "/etc/sluice/sluiced.json", message "rules[0].rate: must be ...").
  */
-static int apply_default(struct config *cfg, const char *path, struct sl_error *err)
+static int apply_file(struct config *cfg, const char *path, struct sl_error *err)
 {
 	int rc = config_apply_file(cfg, path, err);
+
+	if (rc && rc != -ENOENT && err && strcmp(err->field, path)) {
+		char msg[sizeof(err->field) + sizeof(err->message) + 2]; /* cut to fit by sl_fail */
+
+		snprintf(msg, sizeof(msg), "%s: %s", err->field, err->message);
+		sl_fail(err, path, "%s", msg);
+	}
+	return rc;
+}
+
+/* The default config file `path` when it exists: 1 when it was applied, 0
+ * when it does not exist, else apply_file()'s error. */
+static int apply_default(struct config *cfg, const char *path, struct sl_error *err)
+{
+	int rc = apply_file(cfg, path, err);
 
 	if (rc == -ENOENT) {
 		if (err)
 			*err = (struct sl_error){ 0 };
 		return 0;
-	}
-	if (rc && err && strcmp(err->field, path)) {
-		char msg[sizeof(err->field) + sizeof(err->message) + 2]; /* cut to fit by sl_fail */
-
-		snprintf(msg, sizeof(msg), "%s: %s", err->field, err->message);
-		sl_fail(err, path, "%s", msg);
 	}
 	return rc ? rc : 1;
 }
@@ -185,7 +193,7 @@ int options_parse(int argc, char **argv, const char *default_config, struct conf
 		return sl_fail(err, "--config", "needs a file name");
 	if (config && no_config)
 		return sl_fail(err, "--no-config", "cannot be given with --config");
-	if (config && (rc = config_apply_file(cfg, config, err)))
+	if (config && (rc = apply_file(cfg, config, err)))
 		return rc;
 	if (!config && !no_config && default_config) {
 		if ((rc = apply_default(cfg, default_config, err)) < 0)

@@ -173,6 +173,17 @@ START_TEST(config_and_no_config)
 		config_free(&c);
 	}
 	{
+		/* a broken --config file is named first, as the default one is */
+		const char *argv[] = { "sluiced", "-c", other_path, NULL };
+
+		write_file(other_path, "{\"redis\": 5}");
+		config_defaults(&c);
+		ck_assert_int_eq(parse(def_path, &c, &used, &err, argv), -EINVAL);
+		ck_assert_str_eq(err.field, other_path);
+		ck_assert_str_eq(err.message, "redis: must be a string");
+		config_free(&c);
+	}
+	{
 		/* --help reads no file at all, even a broken default */
 		const char *argv[] = { "sluiced", "--help", NULL };
 
