@@ -59,6 +59,7 @@ struct req {
 	size_t discarded;  /* bytes of an oversized chunked body read and dropped */
 	int64_t start_us;  /* CLOCK_MONOTONIC, when its headers were read */
 	int too_large;
+	int must_close;    /* refused: Connection: close (a framing that cannot be trusted) */
 	int route;         /* api_lane_of's, -1 none */
 	enum api_lane lane_kind; /* api_lane_of's, from the headers */
 	struct task *task; /* handed to `lane`, or NULL */

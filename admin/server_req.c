@@ -16,8 +16,9 @@
 #define DISCARD_FACTOR 16
 #define QUERY_ARGS 3
 
-/* Headers every answer may carry; `s` stopping adds Connection: close. */
-static void add_headers(struct MHD_Response *resp, const struct server *s, const struct api_response *res)
+/* Headers every answer may carry; `s` stopping, or `close`, adds Connection: close. */
+static void add_headers(struct MHD_Response *resp, const struct server *s, const struct api_response *res,
+			int close)
 {
 	if (res && res->allow)
 		MHD_add_response_header(resp, "Allow", res->allow);
@@ -27,12 +28,12 @@ static void add_headers(struct MHD_Response *resp, const struct server *s, const
 		MHD_add_response_header(resp, "ETag", res->etag);
 	if (res && res->location[0])
 		MHD_add_response_header(resp, "Location", res->location);
-	if (atomic_load(&s->stopping))
+	if (close || atomic_load(&s->stopping))
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
 }
 
 static enum MHD_Result send_json(struct server *s, struct MHD_Connection *c, int status, cJSON *body,
-				 const struct api_response *res)
+				 const struct api_response *res, int close)
 {
 	char *text = body ? cJSON_PrintUnformatted(body) : NULL;
 	struct MHD_Response *resp;
@@ -48,17 +49,17 @@ static enum MHD_Result send_json(struct server *s, struct MHD_Connection *c, int
 		return MHD_NO;
 	}
 	MHD_add_response_header(resp, "Content-Type", "application/json");
-	add_headers(resp, s, res);
+	add_headers(resp, s, res, close);
 	ret = MHD_queue_response(c, (unsigned)status, resp);
 	MHD_destroy_response(resp);
 	return ret;
 }
 
 static enum MHD_Result send_error_field(struct server *s, struct MHD_Connection *c, int status, const char *code,
-					 const char *msg, const char *field)
+					 const char *msg, const char *field, int close)
 {
 	cJSON *e = api_error(code, msg, field);
-	enum MHD_Result ret = send_json(s, c, status, e, NULL);
+	enum MHD_Result ret = send_json(s, c, status, e, NULL, close);
 
 	cJSON_Delete(e);
 	return ret;
@@ -68,7 +69,7 @@ static enum MHD_Result send_error(struct server *s, struct MHD_Connection *c, in
 				   const char *msg)
 {
 	cJSON *e = api_error(code, msg, NULL);
-	enum MHD_Result ret = send_json(s, c, status, e, NULL);
+	enum MHD_Result ret = send_json(s, c, status, e, NULL, 0);
 
 	cJSON_Delete(e);
 	return ret;
@@ -123,11 +124,11 @@ static enum MHD_Result send_answer(struct server *s, struct MHD_Connection *c, s
 		MHD_add_response_header(resp, "Content-Type", res->content_type);
 		if (res->cache_control)
 			MHD_add_response_header(resp, "Cache-Control", res->cache_control);
-		add_headers(resp, s, res);
+		add_headers(resp, s, res, 0);
 		ret = MHD_queue_response(c, (unsigned)res->status, resp);
 		MHD_destroy_response(resp);
 	} else {
-		ret = send_json(s, c, res->status, res->body, res);
+		ret = send_json(s, c, res->status, res->body, res, 0);
 	}
 	cJSON_Delete(res->body);
 	res->body = NULL;
@@ -292,20 +293,27 @@ static enum MHD_Result hand_over(struct server *s, struct MHD_Connection *c, str
 	return MHD_YES;
 }
 
-/* An error the server answers itself (413, 400, 500): counted and logged as the API's answers are. */
+/*
+ * An error the server answers itself (413, 400, 500): counted and logged as
+ * the API's answers are; r->must_close closes the connection after it.
+ */
 static enum MHD_Result refuse(struct server *s, struct MHD_Connection *c, struct req *r, const char *method,
 			      const char *url, int status, const char *code, const char *msg, const char *field)
 {
 	phase(s, c, 0);
 	api_count(s->api, r->route, status);
 	log_request(s, r, r->route, method, url, status);
-	return send_error_field(s, c, status, code, msg, field);
+	return send_error_field(s, c, status, code, msg, field, r->must_close);
 }
 
 /*
  * The headers of a new request are read: its state, and an announced
  * oversized body refused.  The header deadline goes on until the body is
- * read too: a body trickled in is no way around it.
+ * read too: a body trickled in is no way around it.  A request with both
+ * Content-Length and Transfer-Encoding is refused and its connection closed
+ * (RFC 9112, 6.1): a proxy in front that read the body by Content-Length
+ * would take what libmicrohttpd reads as the next request for body bytes
+ * (request smuggling).
  */
 static enum MHD_Result start_request(struct server *s, struct MHD_Connection *c, const char *method,
 				     const char *url, void **req_cls)
@@ -318,6 +326,11 @@ static enum MHD_Result start_request(struct server *s, struct MHD_Connection *c,
 	r->start_us = clock_mono_us();
 	r->lane_kind = api_lane_of(method, url, &r->route); /* once: the path split allocates */
 	*req_cls = r;
+	if (cl && MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Transfer-Encoding")) {
+		r->must_close = 1;
+		return refuse(s, c, r, method, url, 400, "invalid_request",
+			      "a request may not carry both Content-Length and Transfer-Encoding", NULL);
+	}
 	if (cl && strtoull(cl, NULL, 10) > s->max_body) {
 		char msg[96];
 

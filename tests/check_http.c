@@ -9,6 +9,9 @@
 #include "admin/server.h"
 
 #include <curl/curl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 
 /* ---- through a real socket ------------------------------------------------- */
 
@@ -35,6 +38,35 @@ static void ck_http_err(const struct test_http_res *h, long status, const char *
 	cJSON_Delete(o);
 }
 
+/*
+ * Send `req` as is on a new connection to 127.0.0.1:port and read until the
+ * server closes it (or 2 s pass): what came back, in out (cut at cap - 1);
+ * *closed 1 when the server closed the connection.
+ */
+static void raw_exchange(int port, const char *req, char *out, size_t cap, int *closed)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct timeval tv = { .tv_sec = 2 };
+	size_t len = 0;
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	ck_assert_int_eq(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)), 0);
+	ck_assert_int_eq(send(fd, req, strlen(req), MSG_NOSIGNAL), (ssize_t)strlen(req));
+	*closed = 0;
+	for (;;) {
+		ssize_t n = recv(fd, out + len, cap - 1 - len, 0);
+
+		if (n == 0)
+			*closed = 1;
+		if (n <= 0 || (len += (size_t)n) == cap - 1)
+			break;
+	}
+	out[len] = '\0';
+	close(fd);
+}
 
 START_TEST(test_server_smoke)
 {
@@ -147,6 +179,29 @@ START_TEST(test_server_smoke)
 	test_http(port, "PUT", "/v1/rules/big", big, TEST_HTTP_NO_EXPECT, &h);
 	ck_http_err(&h, 413, "payload_too_large", NULL);
 	ck_assert_int_eq(test_cmd_int(c, "HEXISTS %s big", RULES_HASH), 0);
+	/*
+	 * Content-Length and Transfer-Encoding together (request smuggling: a
+	 * proxy reading by length would pass the "body" on as a request): 400,
+	 * the connection closed, the request after it never read
+	 */
+	{
+		char got[4096];
+		int closed;
+
+		raw_exchange(port,
+			     "PUT /v1/rules/smuggled HTTP/1.1\r\nHost: x\r\nContent-Length: 40\r\n"
+			     "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
+			     "DELETE /v1/rules/api HTTP/1.1\r\nHost: x\r\n\r\n",
+			     got, sizeof(got), &closed);
+		ck_assert_msg(!strncmp(got, "HTTP/1.1 400 ", 13) && strstr(got, "\"code\":\"invalid_request\"") &&
+				      strstr(got, "Connection: close"),
+			      "%s", got);
+		ck_assert_msg(!strstr(got + 13, "HTTP/1.1 "), "a second answer: %s", got);
+		ck_assert_int_eq(closed, 1);
+		ck_assert_int_eq(test_cmd_int(c, "HEXISTS %s smuggled", RULES_HASH), 0);
+		test_http(port, "GET", "/v1/rules/api", NULL, 0, &h);
+		ck_assert_int_eq(h.status, 200); /* not deleted */
+	}
 	/* exactly the limit is fine */
 	big[1024] = '\0';
 	test_http(port, "PUT", "/v1/rules/big", big, 0, &h);
