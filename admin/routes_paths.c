@@ -120,30 +120,19 @@ static size_t id_length(const char *v, size_t n)
 }
 
 /*
- * Add to a path's state "shard" (its shard, 0..1023) and "daemon": the id
- * of the daemon that holds the shard's lease (<prefix>{k}:lease holds
- * "<id>:<token>"), null when none does.  0, an rconn error, or -ENOMEM.
+ * Add to a path's state "shard" (its shard `k`, 0..1023) and "daemon": the
+ * id of the daemon that holds the shard's lease (`lease` is the reply of GET
+ * <prefix>{k}:lease, "<id>:<token>"), null when none does.  0 or -ENOMEM.
  */
-static int add_daemon(struct api *a, const char *path, size_t len, cJSON *o)
+static int add_daemon(unsigned k, const redisReply *lease, cJSON *o)
 {
-	unsigned k = shard_of(path, len);
-	struct strbuf key = { 0 };
-	const char *argv[2] = { "GET", NULL }, *v;
-	size_t lens[2] = { 3, 0 }, n, idlen;
-	redisReply *r = NULL;
-	int rc;
+	const char *v;
+	size_t n, idlen;
+	int rc = 0;
 
-	if ((rc = keys_shard(&key, a->prefix, k, "lease")))
-		return rc;
-	argv[1] = key.p;
-	lens[1] = key.len;
-	rc = rconn_command(a->conn, 2, argv, lens, &r);
-	strbuf_free(&key);
-	if (rc)
-		return rc;
 	if (jsonv_add_int(o, "shard", (int64_t)k))
 		rc = -ENOMEM;
-	else if (!reply_str(r, &v, &n) && (idlen = id_length(v, n)) > 0) {
+	else if (!reply_str(lease, &v, &n) && (idlen = id_length(v, n)) > 0) {
 		char *id = malloc(idlen + 1);
 
 		if (id) {
@@ -156,28 +145,41 @@ static int add_daemon(struct api *a, const char *path, size_t len, cJSON *o)
 	} else if (!cJSON_AddNullToObject(o, "daemon")) {
 		rc = -ENOMEM;
 	}
-	freeReplyObject(r);
 	return rc;
 }
 
+/* GET /v1/paths/{path}: its state, and its shard's lease read in the same round trip. */
 void route_path_get(struct api *a, const char *path, size_t len, struct api_response *res)
 {
+	unsigned k = shard_of(path, len);
+	struct cmdargs lease = { 0 };
+	redisReply *lr = NULL;
 	cJSON *o = NULL;
 	int rc;
 
 	if (route_rules_fresh(a, res))
 		return;
-	if ((rc = pathstate_get(a->conn, a->layouts, a->nlayouts, &a->rules, path, len, &o))) {
+	if (cmdargs_str(&lease, "GET") || cmdargs_end(&lease, keys_shard(cmdargs_begin(&lease), a->prefix, k, "lease"))) {
+		cmdargs_free(&lease);
+		reply_json(res, 500, NULL);
+		return;
+	}
+	rc = pathstate_get(a->conn, a->layouts, a->nlayouts, &a->rules, path, len, &lease, &lr, &o);
+	cmdargs_free(&lease);
+	if (rc) {
 		reply_redis_error(res, a->conn, rc);
 		return;
 	}
 	if (!o) {
+		freeReplyObject(lr);
 		reply_fail(res, 404, "not_found", "no rule matches this path and it has no state", NULL);
 		return;
 	}
-	if ((rc = add_daemon(a, path, len, o))) {
+	rc = add_daemon(k, lr, o);
+	freeReplyObject(lr);
+	if (rc) {
 		cJSON_Delete(o);
-		reply_redis_error(res, a->conn, rc);
+		reply_json(res, 500, NULL);
 		return;
 	}
 	reply_json(res, 200, o);

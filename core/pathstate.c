@@ -75,35 +75,45 @@ out:
 	return rc;
 }
 
+/* How item `it` is read: by its matching rule when a foreign layout has one of its algorithm, else raw. */
+static void read_kind(struct path_item *it)
+{
+	const struct rule *by = it->l->foreign && it->match && !pathview_other_algorithm(it) ? it->match : NULL;
+
+	it->raw = it->l->foreign && !by;
+	it->read_by = by;
+}
+
 /*
- * Read the state of `n` items in one pipeline, and a second for those of
- * sluice's own layouts that record no parameters but have a matching rule
- * of their algorithm; each item keeps its reply.
+ * Read the state of `n` items in one pipeline (those that hold a reply
+ * already, read ahead in the caller's pipeline, are not read again), and a
+ * second for those of sluice's own layouts that record no parameters but
+ * have a matching rule of their algorithm; each item keeps its reply.
  */
 static int read_items(struct rconn *c, struct path_item *v, size_t n)
 {
 	struct rbatch *b;
-	size_t *again = NULL, nagain = 0;
+	size_t *first = NULL, *again = NULL, nfirst = 0, nagain = 0;
 	int rc = 0;
 
 	if (!n)
 		return 0;
-	if (!(b = rbatch_new()) || !(again = calloc(n, sizeof(*again)))) {
+	if (!(b = rbatch_new()) || !(first = calloc(n, sizeof(*first))) || !(again = calloc(n, sizeof(*again)))) {
 		rbatch_free(b);
+		free(first);
 		return -ENOMEM;
 	}
 	for (size_t i = 0; i < n && !rc; i++) {
-		struct path_item *it = &v[i];
-		const struct rule *by = it->l->foreign && it->match && !pathview_other_algorithm(it) ? it->match : NULL;
-
-		it->raw = it->l->foreign && !by;
-		it->read_by = by;
-		rc = queue_read(b, it, by, it->raw);
+		if (v[i].reply)
+			continue;
+		read_kind(&v[i]);
+		first[nfirst++] = i;
+		rc = queue_read(b, &v[i], v[i].read_by, v[i].raw);
 	}
-	if (!rc)
+	if (!rc && nfirst)
 		rc = rbatch_run(c, b);
-	for (size_t i = 0; i < n && !rc; i++)
-		if (!(v[i].reply = rbatch_take(b, i)))
+	for (size_t k = 0; k < nfirst && !rc; k++)
+		if (!(v[first[k]].reply = rbatch_take(b, k)))
 			rc = -EPROTO;
 	rbatch_clear(b);
 	for (size_t i = 0; i < n && !rc; i++)
@@ -126,6 +136,7 @@ static int read_items(struct rconn *c, struct path_item *v, size_t n)
 		it->read_by = it->match;
 	}
 	rbatch_free(b);
+	free(first);
 	free(again);
 	return rc;
 }
@@ -168,23 +179,52 @@ static int queue_probe(struct rbatch *b, const struct layout *l, const char *pat
 	return rc ? -ENOMEM : 0;
 }
 
-int pathstate_get(struct rconn *c, const struct layout *layouts, size_t nlayouts,
-		  const struct ruleset *rules, const char *path, size_t len, cJSON **out)
+int pathstate_get(struct rconn *c, const struct layout *layouts, size_t nlayouts, const struct ruleset *rules,
+		  const char *path, size_t len, const struct cmdargs *extra, redisReply **extra_reply, cJSON **out)
 {
 	const struct rule *rule = ruleset_match(rules, path, len);
 	struct rbatch *b = rbatch_new();
-	struct path_item *it = NULL;
+	struct path_item *it = NULL, ahead = { .path = path, .len = len, .match = rule };
 	cJSON *arr = NULL, *o = NULL;
 	long long pick = -1, any = -1, ruled = -1, reg = -1;
+	size_t at = 2 * nlayouts; /* the replies after the probes': the read ahead, then `extra`'s */
 	int rc = -ENOMEM;
 
+	if (extra_reply)
+		*extra_reply = NULL;
 	if (!b)
 		return -ENOMEM;
-	for (size_t i = 0; i < nlayouts; i++)
+	for (size_t i = 0; i < nlayouts; i++) {
 		if ((rc = queue_probe(b, &layouts[i], path, len)))
 			goto out;
-	if (nlayouts && (rc = rbatch_run(c, b)))
+		if (rule && rule->algorithm == layouts[i].algorithm && ruled < 0)
+			ruled = (long long)i;
+	}
+	/*
+	 * The state in the first layout of the rule's algorithm is read ahead, in
+	 * the probes' round trip: it is the one picked whenever it exists (or
+	 * nothing does), so the common read is one round trip, not two.
+	 */
+	if (ruled >= 0) {
+		ahead.l = &layouts[ruled];
+		read_kind(&ahead);
+		if ((rc = queue_read(b, &ahead, ahead.read_by, ahead.raw)))
+			goto out;
+	}
+	if (extra) {
+		const char *const *argv;
+		const size_t *lens;
+		int argc = cmdargs_view((struct cmdargs *)extra, NULL, &argv, &lens);
+
+		if (argc < 0 || (rc = rbatch_cmd(b, argc, argv, lens))) {
+			rc = -ENOMEM;
+			goto out;
+		}
+	}
+	if ((nlayouts || extra) && (rc = rbatch_run(c, b)))
 		goto out;
+	if (extra && extra_reply && !(*extra_reply = rbatch_take(b, at + (ruled >= 0))))
+		goto proto;
 	for (size_t i = 0; i < nlayouts; i++) {
 		const redisReply *e = rbatch_reply(b, 2 * i), *m = rbatch_reply(b, 2 * i + 1);
 		long long exists = 0;
@@ -196,8 +236,6 @@ int pathstate_get(struct rconn *c, const struct layout *layouts, size_t nlayouts
 			pick = (long long)i;
 		if (exists && any < 0)
 			any = (long long)i;
-		if (same && ruled < 0)
-			ruled = (long long)i;
 		if (reg < 0 && (m->type == REDIS_REPLY_STRING || (m->type == REDIS_REPLY_INTEGER && m->integer == 1)))
 			reg = (long long)i;
 	}
@@ -230,6 +268,12 @@ int pathstate_get(struct rconn *c, const struct layout *layouts, size_t nlayouts
 			it->registered = m->type == REDIS_REPLY_INTEGER && m->integer == 1;
 		}
 	}
+	if (pick == ruled) { /* read ahead */
+		if (!(it->reply = rbatch_take(b, at)))
+			goto proto;
+		it->raw = ahead.raw;
+		it->read_by = ahead.read_by;
+	}
 	if ((rc = read_items(c, it, 1)))
 		goto out;
 	rc = -ENOMEM;
@@ -243,6 +287,10 @@ int pathstate_get(struct rconn *c, const struct layout *layouts, size_t nlayouts
 proto:
 	rc = -EPROTO;
 out:
+	if (rc && extra_reply) {
+		freeReplyObject(*extra_reply);
+		*extra_reply = NULL;
+	}
 	if (!rc)
 		*out = o;
 	else

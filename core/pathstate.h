@@ -50,10 +50,16 @@
  * state key exists, else the first of the rule's algorithm, else the first
  * that registers the path.  *out is a new object (caller deletes), or NULL
  * when no rule matches and no layout holds or registers the path (the 404
- * case).  0, an rconn error, -ENOMEM, -EPROTO.
+ * case).  `extra` (NULL: none) is one more command sent in the first round
+ * trip (the admin's lease read); its reply goes to *extra_reply (the caller
+ * frees it; NULL on an error return).  The state in the first layout of the
+ * rule's algorithm is read in that round trip too: when it is the one
+ * picked, as it is whenever it exists, the read takes one round trip (two
+ * when a state without recorded parameters is read again by the rule).
+ * 0, an rconn error, -ENOMEM, -EPROTO.
  */
-int pathstate_get(struct rconn *c, const struct layout *layouts, size_t nlayouts,
-		  const struct ruleset *rules, const char *path, size_t len, cJSON **out);
+int pathstate_get(struct rconn *c, const struct layout *layouts, size_t nlayouts, const struct ruleset *rules,
+		  const char *path, size_t len, const struct cmdargs *extra, redisReply **extra_reply, cJSON **out);
 
 /*
  * A page of the listing: walk layout after layout from *cur (core/walk.h:

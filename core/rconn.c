@@ -292,6 +292,11 @@ uint64_t rconn_connects(const struct rconn *c)
 	return n;
 }
 
+uint64_t rconn_round_trips(const struct rconn *c)
+{
+	return c->round_trips;
+}
+
 int rconn_is_cluster(const struct rconn *c)
 {
 	return c->mode == RCONN_CLUSTER;

@@ -61,6 +61,8 @@ int rconn_is_up(const struct rconn *c);
 const char *rconn_errstr(const struct rconn *c);
 /* How many times a connection was (re)established, summed over the nodes. */
 uint64_t rconn_connects(const struct rconn *c);
+/* Round trips made: pipelines sent to a node (a batch over 3 nodes is 3), since rconn_new. */
+uint64_t rconn_round_trips(const struct rconn *c);
 /* 1 when the Redis is a cluster (known after first contact). */
 int rconn_is_cluster(const struct rconn *c);
 /* Primaries of the current map (1 for a single Redis; 0 before first contact). */

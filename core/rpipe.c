@@ -125,6 +125,7 @@ static void send_node(struct rconn *c, struct rbatch *b, unsigned ni, size_t *du
 		fail_waiting(b, ni, -EIO);
 		*due = 0;
 	}
+	c->round_trips += *due > 0;
 }
 
 /* Give reply `r` to the next command waiting on node `ni` (an ASKING's own reply is dropped). */

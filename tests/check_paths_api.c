@@ -11,6 +11,8 @@
  */
 #include "tests/api_fixture.h"
 
+#include "core/pathstate.h"
+
 /* the skew horizon (ms): due times and TTLs of leaky buckets include it */
 #define S test_skew_ms()
 
@@ -102,6 +104,98 @@ START_TEST(test_path_daemon)
 	ck_assert_int_eq(res.status, 200);
 	ck_assert_msg(cJSON_IsNull(jat("daemon")), "daemon %s", res.text);
 	test_check_cmd(__FILE__, __LINE__, c, "\"b\"", "HGET sluice:{839}:lease a");
+}
+END_TEST
+
+/* The number `key` of `o` as its text says (jsonv's integers are raw items). */
+static double num_of(const cJSON *o, const char *key)
+{
+	char *text = cJSON_PrintUnformatted(o);
+	cJSON *p = cJSON_Parse(text);
+	double v = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(p, key));
+
+	ck_assert_msg(cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(p, key)), "no number %s: %s", key, text);
+	cJSON_Delete(p);
+	free(text);
+	return v;
+}
+
+/* pathstate_get of `path` on a connection of its own: the round trips it took; *o the state (or NULL). */
+static uint64_t path_trips(const struct ruleset *rs, const char *path, cJSON **o, redisReply **lease)
+{
+	struct rconn *rc = rconn_new(&target, 5000);
+	struct cmdargs get = { 0 };
+	uint64_t before;
+
+	ck_assert_ptr_nonnull(rc);
+	ck_assert_int_eq(rconn_ensure(rc), 0);
+	ck_assert_int_eq(cmdargs_str(&get, "GET") || cmdargs_str(&get, "sluice:{839}:lease"), 0);
+	before = rconn_round_trips(rc);
+	ck_assert_int_eq(pathstate_get(rc, layouts, nlayouts, rs, path, strlen(path), &get, lease, o), 0);
+	before = rconn_round_trips(rc) - before;
+	cmdargs_free(&get);
+	rconn_free(rc);
+	return before;
+}
+
+/*
+ * A path's state is read in one round trip when it is where the matching
+ * rule's algorithm keeps it: the probes of every layout, the state read
+ * ahead and the caller's extra command (the lease) in one pipeline; a second
+ * only when the state is elsewhere, or records no parameters (or there is
+ * none) and is read again by the rule.
+ */
+START_TEST(test_path_round_trips)
+{
+	long long t = test_server_ms(c) + AHEAD_MS;
+	struct ruleset rs = { 0 };
+	struct rule *r = NULL;
+	redisReply *lease = NULL;
+	cJSON *o = NULL;
+	const char *api_rule = "{\"match\":\"/api/*\",\"algorithm\":\"leaky_bucket\",\"capacity\":10,\"rate\":0.1}";
+
+	ck_assert_int_eq(rule_from_text(api_rule, strlen(api_rule), "api", &r, NULL), 0);
+	ck_assert_int_eq(ruleset_put(&rs, r), 0);
+	lb_admit("/api/users", 10, "0.1", t);
+	freeReplyObject(test_cmd(c, "SET sluice:{839}:lease d1:ab12"));
+
+	/* the state where the rule says: one round trip, the lease's reply handed back */
+	ck_assert_int_eq(path_trips(&rs, "/api/users", &o, &lease), 1);
+	ck_assert_ptr_nonnull(o);
+	ck_assert_double_eq(num_of(o, "count"), 1);
+	ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "matching_rule")), "api");
+	ck_assert_int_eq(lease->type, REDIS_REPLY_STRING);
+	ck_assert_str_eq(lease->str, "d1:ab12");
+	cJSON_Delete(o);
+	freeReplyObject(lease);
+
+	/* no state yet, a rule: two (the read ahead records no parameters: read again by the rule's) */
+	ck_assert_int_eq(path_trips(&rs, "/api/none", &o, &lease), 2);
+	ck_assert_double_eq(num_of(o, "count"), 0);
+	cJSON_Delete(o);
+	freeReplyObject(lease);
+
+	/* a bucket without a meta (no recorded parameters): read again by the rule, two */
+	test_cmd_int(c, "ZADD %s 1 a 2 b", test_lb_key("/api/bare"));
+	ck_assert_int_eq(path_trips(&rs, "/api/bare", &o, &lease), 2);
+	ck_assert_double_eq(num_of(o, "count"), 2);
+	ck_assert_double_eq(num_of(o, "capacity"), 10);
+	cJSON_Delete(o);
+	freeReplyObject(lease);
+
+	/* no rule matches: nothing to read ahead, two */
+	lb_admit("/other", 5, "1", t);
+	ck_assert_int_eq(path_trips(&rs, "/other", &o, &lease), 2);
+	ck_assert_double_eq(num_of(o, "count"), 1);
+	ck_assert_double_eq(num_of(o, "capacity"), 5);
+	cJSON_Delete(o);
+	freeReplyObject(lease);
+
+	/* neither state nor rule: NULL (the 404), one */
+	ck_assert_int_eq(path_trips(&rs, "/nothing", &o, &lease), 1);
+	ck_assert_ptr_null(o);
+	freeReplyObject(lease);
+	ruleset_clear(&rs);
 }
 END_TEST
 
@@ -1115,6 +1209,7 @@ static Suite *paths_api_suite(void)
 	tc = test_tcase(s, "paths", api_setup, api_teardown, 60);
 	tcase_add_test(tc, test_path_leaky_bucket);
 	tcase_add_test(tc, test_path_daemon);
+	tcase_add_test(tc, test_path_round_trips);
 	tcase_add_test(tc, test_path_mismatch);
 	tcase_add_test(tc, test_path_state_without_rule);
 	tcase_add_test(tc, test_path_rule_without_state);
