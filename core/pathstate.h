@@ -64,9 +64,11 @@ int pathstate_get(struct rconn *c, const struct layout *layouts, size_t nlayouts
 /*
  * A page of the listing: walk layout after layout from *cur (core/walk.h:
  * own layouts shard by shard), appending to `out` the state of each path
- * found whose path matches the glob `match` (NULL: all), until at least
- * `count` paths were appended (a registry page is taken whole, so a page may
- * hold a few more), every layout was walked (cur->done), or `max_registries`
+ * found whose path matches the glob `match` (NULL: all), until about
+ * `count` paths were appended (registry pages are taken whole: with at least
+ * half of `count` in hand, a page that would bring more than 1.5 x `count`
+ * is left to the next call; the first page is always taken, whatever its
+ * size), every layout was walked (cur->done), or `max_registries`
  * registry pages were read (a sparse match must not hold the caller long).
  * A registry that cannot be walked (another type) is skipped and appended
  * to *skipped ([{"key", "error"}], created when needed, the caller's to
