@@ -7,6 +7,7 @@
 #include "core/jsonv.h"
 #include "core/pathview.h"
 #include "core/reply.h"
+#include "core/shard.h"
 
 /*
  * The listing's first pipeline covers this many registry pages; each next
@@ -103,38 +104,118 @@ static void read_kind(struct path_item *it)
 	it->read_by = by;
 }
 
+/* Pairs of keys one state script call reads (lib/state_each.lua): a registry page's paths, at most this many a call. */
+#define STATE_EACH_MAX 128
+
+/* Whether item `it` may be read in one call with the group that starts at `g`: an own layout's, same layout and shard. */
+static int joins(const struct path_item *g, const struct path_item *it, size_t m)
+{
+	return m < STATE_EACH_MAX && !it->l->foreign && it->l == g->l && !it->raw && !g->raw &&
+	       shard_of(it->path, it->len) == shard_of(g->path, g->len);
+}
+
+/* Queue one state script call for the `m` items from `v` (each with its recorded parameters: "" for all, now ""). */
+static int queue_group(struct rbatch *b, const struct path_item *v, size_t m)
+{
+	const struct alg_ops *alg = algorithm_get(v->l->algorithm);
+	struct cmdargs a = { 0 };
+	int rc = 0;
+
+	if (m == 1)
+		return queue_read(b, v, v->read_by, v->raw);
+	for (size_t i = 0; i < m && !rc; i++)
+		if ((rc = layout_push_key(&a, v[i].l, v[i].path, v[i].len, 0)) ||
+		    (rc = cmdargs_end(&a, layout_key(v[i].l, v[i].path, v[i].len, 1, cmdargs_begin(&a)))))
+			break;
+	for (int i = 0, n = nparams(alg); i <= n && !rc; i++)
+		rc = cmdargs_add(&a, "", 0);
+	rc = rc || queue_args(b, &a, 1, alg->state_script, (int)(2 * m)) ? -ENOMEM : 0;
+	cmdargs_free(&a);
+	return rc;
+}
+
+/*
+ * Hand the reply `r` of a group of `m` items from `v` to them: the reply
+ * itself for one, its elements for several (taken out of it).  1 when it is
+ * not an array of `m` (a whole call refused: BUSY, LOADING): the items are
+ * then read one by one.
+ */
+static int spread(redisReply *r, struct path_item *v, size_t m)
+{
+	if (m == 1) {
+		v->reply = r;
+		return 0;
+	}
+	if (r->type != REDIS_REPLY_ARRAY || r->elements != m) {
+		freeReplyObject(r);
+		return 1;
+	}
+	for (size_t i = 0; i < m; i++) {
+		v[i].reply = r->element[i];
+		r->element[i] = NULL;
+	}
+	freeReplyObject(r);
+	return 0;
+}
+
 /*
  * Read the state of `n` items in one pipeline (those that hold a reply
- * already, read ahead in the caller's pipeline, are not read again), and a
- * second for those of sluice's own layouts that record no parameters but
- * have a matching rule of their algorithm; each item keeps its reply.
+ * already, read ahead in the caller's pipeline, are not read again; the
+ * paths of one registry page in one script call), and a second for those of
+ * sluice's own layouts that record no parameters but have a matching rule
+ * of their algorithm; each item keeps its reply.
  */
 static int read_items(struct rconn *c, struct path_item *v, size_t n)
 {
 	struct rbatch *b;
-	size_t *first = NULL, *again = NULL, nfirst = 0, nagain = 0;
+	size_t *first = NULL, *size = NULL, *again = NULL, ngroups = 0, nagain = 0;
 	int rc = 0;
 
 	if (!n)
 		return 0;
-	if (!(b = rbatch_new()) || !(first = calloc(n, sizeof(*first))) || !(again = calloc(n, sizeof(*again)))) {
+	if (!(b = rbatch_new()) || !(first = calloc(n, sizeof(*first))) || !(size = calloc(n, sizeof(*size))) ||
+	    !(again = calloc(n, sizeof(*again)))) {
 		rbatch_free(b);
 		free(first);
+		free(size);
 		return -ENOMEM;
 	}
-	for (size_t i = 0; i < n && !rc; i++) {
+	for (size_t i = 0; i < n; i++) {
 		if (v[i].reply)
 			continue;
 		read_kind(&v[i]);
-		first[nfirst++] = i;
-		rc = queue_read(b, &v[i], v[i].read_by, v[i].raw);
+		if (ngroups && first[ngroups - 1] + size[ngroups - 1] == i &&
+		    joins(&v[first[ngroups - 1]], &v[i], size[ngroups - 1])) {
+			size[ngroups - 1]++;
+		} else {
+			first[ngroups] = i;
+			size[ngroups++] = 1;
+		}
 	}
-	if (!rc && nfirst)
+	for (size_t g = 0; g < ngroups && !rc; g++)
+		rc = queue_group(b, &v[first[g]], size[g]);
+	if (!rc && ngroups)
 		rc = rbatch_run(c, b);
-	for (size_t k = 0; k < nfirst && !rc; k++)
-		if (!(v[first[k]].reply = rbatch_take(b, k)))
+	for (size_t g = 0; g < ngroups && !rc; g++) {
+		redisReply *r = rbatch_take(b, g);
+
+		if (!r)
+			rc = -EPROTO;
+		else if (spread(r, &v[first[g]], size[g]))
+			for (size_t i = first[g]; i < first[g] + size[g]; i++)
+				again[nagain++] = i;
+	}
+	rbatch_clear(b);
+	/* the items of a group whose call was refused whole, one by one */
+	for (size_t k = 0; k < nagain && !rc; k++)
+		rc = queue_read(b, &v[again[k]], v[again[k]].read_by, v[again[k]].raw);
+	if (!rc && nagain)
+		rc = rbatch_run(c, b);
+	for (size_t k = 0; k < nagain && !rc; k++)
+		if (!(v[again[k]].reply = rbatch_take(b, k)))
 			rc = -EPROTO;
 	rbatch_clear(b);
+	nagain = 0;
 	for (size_t i = 0; i < n && !rc; i++)
 		if (pathview_wants_rule_read(&v[i])) {
 			again[nagain++] = i;
@@ -156,6 +237,7 @@ static int read_items(struct rconn *c, struct path_item *v, size_t n)
 	}
 	rbatch_free(b);
 	free(first);
+	free(size);
 	free(again);
 	return rc;
 }

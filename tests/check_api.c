@@ -30,18 +30,26 @@ static void ck_page(struct api *a, const char *method, const char *auth)
 }
 
 
-/* GET and HEAD / answer the page, which sends nothing to Redis: the INFO calls are all it counts. */
+/*
+ * GET and HEAD / answer the page, which sends nothing to Redis: the INFO
+ * calls are all it counts.  A command of the fixture's own threads may land
+ * in either window now and then: the check passes when one of 3 tries sees
+ * the same count in both (a page that sent a command would differ in all).
+ */
 START_TEST(test_page)
 {
-	long long idle, n;
+	long long idle = -1, n, delta = -2;
 
-	n = test_commands(c);
-	idle = test_commands(c) - n; /* what one INFO adds */
-	n = test_commands(c);
-	for (int i = 0; i < 3; i++)
-		ck_page(api, "GET", NULL);
-	ck_page(api, "HEAD", NULL);
-	ck_assert_int_eq(test_commands(c) - n, idle);
+	for (int try = 0; try < 3 && delta != idle; try++) {
+		n = test_commands(c);
+		idle = test_commands(c) - n; /* what one INFO adds */
+		n = test_commands(c);
+		for (int i = 0; i < 3; i++)
+			ck_page(api, "GET", NULL);
+		ck_page(api, "HEAD", NULL);
+		delta = test_commands(c) - n;
+	}
+	ck_assert_int_eq(delta, idle);
 }
 END_TEST
 

@@ -985,6 +985,60 @@ START_TEST(test_paths_list_wrong_type_key)
 }
 END_TEST
 
+/*
+ * A registry page's paths are read in one state script call
+ * (lib/state_each.lua): each gets its own state, a key of another type its
+ * own error, the others read all the same.
+ */
+START_TEST(test_paths_list_page_one_call)
+{
+	long long t = test_server_ms(c) + AHEAD_MS, calls;
+	unsigned k = shard_of("/api/g0", 7);
+	char p[4][32], cursor[32];
+	int np = 0;
+	cJSON *it;
+
+	for (long i = 0; np < 4; i++) {
+		snprintf(p[np], sizeof(p[0]), "/api/g%ld", i);
+		if (shard_of(p[np], strlen(p[np])) == k)
+			np++;
+	}
+	put_ok("api", API_BODY);
+	lb_admit(p[0], 10, "0.1", t);
+	lb_admit(p[0], 10, "0.1", t + 1);
+	lb_admit(p[1], 10, "0.1", t);
+	freeReplyObject(test_cmd(c, "ZADD %s 5 %s", test_registry("leaky_bucket", p[2]), p[2]));
+	freeReplyObject(test_cmd(c, "SET %s str", test_lb_key(p[2])));
+	for (int i = 0; i < 3; i++)
+		lb_admit(p[3], 5, "0.1", t + i);
+	snprintf(cursor, sizeof(cursor), "0-%u-0", k);
+	freeReplyObject(test_cmd(c, "CONFIG RESETSTAT"));
+	list(NULL, cursor, "1"); /* the page whole: its 4 paths */
+	calls = test_cmdstat(c, "evalsha", "calls");
+	ck_assert_int_eq(res.status, 200);
+	ck_assert_int_eq(cJSON_GetArraySize(jat("paths")), 4);
+	ck_assert_int_eq(calls, 2); /* the rule store's read (the fixture's rules_ttl_ms is 0), the page's one call */
+	cJSON_ArrayForEach(it, jat("paths")) {
+		const char *path = cJSON_GetObjectItemCaseSensitive(it, "path")->valuestring;
+		cJSON *count = cJSON_GetObjectItemCaseSensitive(it, "count"), *cap = cJSON_GetObjectItemCaseSensitive(it, "capacity");
+		cJSON *err = cJSON_GetObjectItemCaseSensitive(it, "error");
+
+		if (!strcmp(path, p[2])) {
+			ck_assert_msg(cJSON_IsNull(count) && cJSON_IsString(err) && !strncmp(err->valuestring, "WRONGTYPE", 9),
+				      "%s", res.text);
+			continue;
+		}
+		ck_assert_msg(cJSON_IsNumber(count) && cJSON_IsNumber(cap) && !err, "%s: %s", path, res.text);
+		if (!strcmp(path, p[0]))
+			ck_assert(count->valuedouble == 2 && cap->valuedouble == 10);
+		else if (!strcmp(path, p[1]))
+			ck_assert(count->valuedouble == 1 && cap->valuedouble == 10);
+		else
+			ck_assert_msg(!strcmp(path, p[3]) && count->valuedouble == 3 && cap->valuedouble == 5, "%s", res.text);
+	}
+}
+END_TEST
+
 /* A due index of another type: skipped and reported, the listing goes on past it. */
 START_TEST(test_paths_list_wrong_type_registry)
 {
@@ -1288,6 +1342,7 @@ static Suite *paths_api_suite(void)
 	tc = test_tcase(s, "list", api_setup, api_teardown, 60);
 	tcase_add_test(tc, test_paths_list_paging);
 	tcase_add_test(tc, test_paths_list_about_count);
+	tcase_add_test(tc, test_paths_list_page_one_call);
 	tcase_add_test(tc, test_paths_list_many_shards);
 	tcase_add_test(tc, test_paths_list_big_shard);
 	tcase_add_test(tc, test_paths_list_match);
