@@ -79,6 +79,7 @@ struct worker *worker_new(const struct worker_config *cfg)
 	for (int j = 0; j < WORKER__JOBS; j++) {
 		strcpy(w->jobs[j].cursor, "0");
 		w->st.job[j].oldest_due_age_ms = w->jobs[j].ndue ? 0 : -1;
+		w->st.job[j].last_outage_ms = -1;
 	}
 	w->st.skew_ms = w->skew.on ? w->skew.ms : -1;
 	w->st.skew_pending = w->skew.on ? skew_pending(w) : 0;
