@@ -62,6 +62,7 @@ struct worker_job_status {
 	int64_t period_ms;       /* the scheduler's period of the job (worker_note_period); 0: not known */
 	int64_t period_noted_mono_ms; /* CLOCK_MONOTONIC ms when the period was noted */
 	int64_t last_end_mono_ms; /* CLOCK_MONOTONIC ms the last step ended; 0: none yet */
+	int64_t last_ok_mono_ms;  /* CLOCK_MONOTONIC ms the last step that did not fail as a whole ended; 0: none */
 	char last_error[256];    /* why the last step failed (a failed path named, percent-encoded where
 				  * not printable ASCII); "" when it succeeded */
 	/* complete sweeps by duration: sweep_hist[i] counts those <= worker_sweep_buckets[i] s */
@@ -204,12 +205,17 @@ struct census *worker_census(struct worker *w);
 
 /*
  * Can the worker tick?  From any thread.  0 when every job's last step
- * succeeded (or failed only on some paths alone) and, for a job whose
+ * succeeded (or failed only on some paths alone, or failed to reach Redis
+ * before a later step of another job succeeded: the connection is theirs
+ * to share, and the prune job runs seldom) and, for a job whose
  * period was noted (worker_note_period), a step ended within 3 periods plus
- * 2 x `timeout_ms` + 1 s (or since the period was noted).  Else -EAGAIN
- * (the job's last step failed as a whole: *err its errno, -EIO for Redis
- * down, -ENOSPC out of memory, ...) or -ETIMEDOUT (no step ended for that
- * long: *err -ETIMEDOUT), with `why` (cap bytes) naming the job and cause,
+ * 2 x `timeout_ms` + 1 s (or since the period was noted), and the rules
+ * copies (with the skew horizon) it keeps are written or being written
+ * without error.  Else -EAGAIN (the job's last step failed as a whole: *err
+ * its errno, -EIO for Redis down, -ENOSPC out of memory, ...; or a copy
+ * cannot be written: -ENOSPC at maxmemory, else -EBADMSG) or -ETIMEDOUT (no
+ * step ended for that long: *err -ETIMEDOUT), with `why` (cap bytes) naming
+ * the job or the copies and the cause,
  * e.g. "drain: redis: connect: Connection refused (failing for 2300 ms)".
  */
 int worker_health(struct worker *w, int64_t timeout_ms, char *why, size_t cap, int *err);
