@@ -197,10 +197,7 @@ int rnode_ensure(struct rnode *n, char sha[SCRIPT__COUNT][41])
 	n->connects++;
 	n->backoff_ms = PROBE_MIN_MS;
 	n->err[0] = '\0';
-	if (n->down_since_ms) {
-		n->last_outage_ms = clock_mono_ms() - n->down_since_ms;
-		n->down_since_ms = 0;
-	}
+	n->down_since_ms = 0;
 	return 0;
 bad:
 	/*

@@ -39,8 +39,8 @@ struct rnode {
 	redisContext *ctx;
 	int64_t retry_at_ms;       /* CLOCK_MONOTONIC; no connect attempt before it */
 	int64_t backoff_ms;
-	int64_t down_since_ms;     /* CLOCK_MONOTONIC of the first failure of the outage; 0: up (or never failed) */
-	int64_t last_outage_ms;    /* ms from the first failure of the last outage to the connection that ended it */
+	int64_t down_since_ms;     /* CLOCK_MONOTONIC of the first failure of the outage; 0: up (or never
+				    * failed): a probe's connect timeout is short only while down */
 	int timed_out;             /* the last failure was a timeout, not a closed connection */
 	uint64_t connects;         /* connections established */
 	uint64_t errors;           /* connection failures */

@@ -183,7 +183,6 @@ int worker_health(struct worker *w, int64_t timeout_ms, char *why, size_t cap, i
 		int64_t since = s->last_end_mono_ms > s->period_noted_mono_ms ? s->last_end_mono_ms
 									    : s->period_noted_mono_ms;
 		int64_t stall = 3 * s->period_ms + 2 * timeout_ms + 1000;
-
 		int excused = 0;
 
 		/* Redis could not be reached at its last step, but it was at another job's since */
