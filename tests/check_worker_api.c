@@ -4,8 +4,12 @@
  * on the worker's own thread).  The fixture and the conventions are
  * tests/api_fixture.h's.
  */
+#include <errno.h>
+#include <unistd.h>
+
 #include "core/shard.h"
 #include "tests/api_fixture.h"
+#include "worker/worker.h"
 
 /* ---- worker ----------------------------------------------------------------- */
 
@@ -352,6 +356,81 @@ START_TEST(test_worker_sweep_now)
 }
 END_TEST
 
+/*
+ * /readyz follows the worker: 200 while its ticks succeed; 503 redis_down
+ * naming the job and the cause while its last tick could not reach Redis
+ * (here a worker of a Redis that is not there, beside an API whose own
+ * Redis answers), with /v1/worker's failing and failing_since_ms; and
+ * worker_stalled once no tick ended for 3 periods + 2 timeouts + 1 s.
+ */
+START_TEST(test_readyz_follows_the_worker)
+{
+	struct redis_target dead = { 0 };
+	struct sl_error err = { 0 };
+	struct worker_result r;
+	struct worker_config wc = { .timeout_ms = 200, .prefix = PFX, .batch_size = 100, .layouts = layouts,
+				    .nlayouts = nlayouts };
+	struct worker *up, *down;
+	struct api *a_up, *a_down;
+	char url[64], why[300];
+	int e = 0;
+
+	snprintf(url, sizeof(url), "redis://127.0.0.1:%d/0", test_free_port());
+	ck_assert_int_eq(redis_url_parse(url, &dead, &err), 0);
+	wc.redis = &target;
+	up = worker_new(&wc);
+	wc.redis = &dead;
+	down = worker_new(&wc);
+	redis_target_clear(&dead);
+	ck_assert_ptr_nonnull(up);
+	ck_assert_ptr_nonnull(down);
+	a_up = api_make(&target, up, NULL, 0);
+	a_down = api_make(&target, down, NULL, 0);
+
+	ck_assert_int_eq(worker_step(up, WORKER_DRAIN, INT64_MAX, 1000, &r), 0);
+	call_on(a_up, "GET", "/readyz", NULL, 0, NULL, NULL, NULL);
+	ck_assert_int_eq(res.status, 200);
+	ck_assert_int_eq(worker_health(up, 200, why, sizeof(why), &e), 0);
+	ck_assert_str_eq(why, "");
+
+	ck_assert_int_eq(worker_step(down, WORKER_DRAIN, INT64_MAX, 1000, &r), -EIO);
+	call_on(a_down, "GET", "/readyz", NULL, 0, NULL, NULL, NULL);
+	ck_err(503, "redis_unavailable", NULL);
+	ck_assert_str_eq(jstr("error.reason"), "redis_down");
+	{
+		static const char want[] = "the worker cannot tick: drain: rules: connect: Connection refused (failing for ";
+
+		ck_assert_msg(strncmp(jstr("error.message"), want, sizeof(want) - 1) == 0, "%s", jstr("error.message"));
+	}
+	call_on(a_down, "GET", "/v1/worker", NULL, 0, NULL, NULL, NULL);
+	ck_assert(cJSON_IsTrue(jat("jobs.drain.failing")));
+	ck_assert_int_gt(jint("jobs.drain.failing_since_ms"), 1700000000000LL);
+	ck_assert(cJSON_IsNull(jat("jobs.drain.recovered_ms")));
+	ck_assert(cJSON_IsNull(jat("jobs.drain.last_outage_ms")));
+	ck_assert(cJSON_IsFalse(jat("jobs.prune.failing")));
+	ck_assert_int_eq(worker_health(down, 200, why, sizeof(why), &e), -EAGAIN);
+	ck_assert_int_eq(e, -EIO);
+
+	/* a job whose period is known and whose last tick ended over 3 periods + 2 timeouts + 1 s ago */
+	worker_note_period(up, WORKER_DRAIN, 1);
+	ck_assert_int_eq(worker_health(up, 0, why, sizeof(why), &e), 0);
+	usleep(1100 * 1000);
+	ck_assert_int_eq(worker_health(up, 0, why, sizeof(why), &e), -ETIMEDOUT);
+	ck_assert_int_eq(e, -ETIMEDOUT);
+	ck_assert_msg(strncmp(why, "drain: no tick ended for ", 25) == 0 && strstr(why, "(1 ticks since start)"), "%s", why);
+	/* (the API's allowance is its 5 s timeout twice: not stalled for it yet) */
+	call_on(a_up, "GET", "/readyz", NULL, 0, NULL, NULL, NULL);
+	ck_assert_int_eq(res.status, 200);
+	ck_assert_int_eq(worker_step(up, WORKER_DRAIN, INT64_MAX, 1100, &r), 0);
+	ck_assert_int_eq(worker_health(up, 0, why, sizeof(why), &e), 0);
+
+	api_free(a_up);
+	api_free(a_down);
+	worker_free(up);
+	worker_free(down);
+}
+END_TEST
+
 static Suite *worker_api_suite(void)
 {
 	Suite *s = suite_create("worker_api");
@@ -362,6 +441,7 @@ static Suite *worker_api_suite(void)
 	tcase_add_test(tc, test_worker_backlog_and_skew);
 	tcase_add_test(tc, test_worker_history);
 	tcase_add_test(tc, test_worker_sweep_now);
+	tcase_add_test(tc, test_readyz_follows_the_worker);
 	return s;
 }
 
