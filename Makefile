@@ -208,8 +208,10 @@ check-includes:
 # sharing the shards by leases, on one Redis and a cluster), admin_e2e (the admin
 # server under load), ops_e2e (make install, the systemd unit, sluiced(8), the
 # default config file, log_format json, promtool), page_e2e (the operator page in
-# headless Chromium; screenshots in $(B)/page.png and $(B)/page-auth.png).
-PY_SUITES := conformance rules_e2e cluster_clients cluster_e2e daemons_e2e admin_e2e ops_e2e page_e2e
+# headless Chromium; screenshots in $(B)/page.png and $(B)/page-auth.png), faults_e2e
+# (Redis killed with and without AOF, stopped, emptied, at maxmemory, slow: exact state
+# afterwards, /readyz's reasons, and the worker back within 1 s of Redis).
+PY_SUITES := conformance rules_e2e cluster_clients cluster_e2e daemons_e2e admin_e2e ops_e2e page_e2e faults_e2e
 empty :=
 space := $(empty) $(empty)
 

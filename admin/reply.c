@@ -44,6 +44,18 @@ void reply_fail(struct api_response *res, int status, const char *code, const ch
 	reply_json(res, status, api_error(code, message, field));
 }
 
+void reply_not_ready(struct api_response *res, const char *reason, const char *message)
+{
+	cJSON *o = api_error("redis_unavailable", message, NULL);
+	cJSON *e = o ? cJSON_GetObjectItemCaseSensitive(o, "error") : NULL;
+
+	if (e && !cJSON_AddStringToObject(e, "reason", reason)) {
+		cJSON_Delete(o);
+		o = NULL;
+	}
+	reply_json(res, 503, o);
+}
+
 void reply_redis_error(struct api_response *res, const struct rconn *conn, int rc)
 {
 	char msg[300];

@@ -17,6 +17,13 @@ void reply_json(struct api_response *res, int status, cJSON *body);
 /* Answer 200 with `text` (taken over, free()d by the caller; NULL means out of memory); `content_type` static. */
 void reply_text(struct api_response *res, char *text, const char *content_type);
 /* Answer `status` with the error body api_error(code, message, field). */
+/*
+ * 503 redis_unavailable for GET /readyz (and the routes that wait for the
+ * config's rules) with `reason` (static: "redis_down", "redis_oom",
+ * "cluster_down", "rules_not_loaded", "worker_failing", "worker_stalled";
+ * the OpenAPI's ReadyReason) in the error object beside the message.
+ */
+void reply_not_ready(struct api_response *res, const char *reason, const char *message);
 void reply_fail(struct api_response *res, int status, const char *code, const char *message,
 		const char *field);
 /*

@@ -179,6 +179,7 @@ struct api *api_new(const struct api_config *cfg)
 	a->layouts = cfg->layouts;
 	a->nlayouts = cfg->nlayouts;
 	a->worker = cfg->worker;
+	a->timeout_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : 1000;
 	a->auth_reads = cfg->auth_reads;
 	a->no_redis = cfg->no_redis;
 	a->ready = cfg->ready;
@@ -381,9 +382,8 @@ static void route(struct api *a, const struct api_request *req, const struct seg
 		if (method_is(req, routes[i].r.method)) {
 			res->route = (int)i;
 			if (not_ready(a, routes[i].r.pattern))
-				reply_fail(res, 503, "redis_unavailable",
-					   "not ready: the config file's rules are not stored in Redis yet (see the daemon's log)",
-					   NULL);
+				reply_not_ready(res, "rules_not_loaded",
+						"not ready: the config file's rules are not stored in Redis yet (see the daemon's log)");
 			else
 				routes[i].fn(a, req, g, res);
 			return;

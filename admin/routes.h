@@ -59,6 +59,7 @@ struct api {
 	const struct layout *layouts;
 	size_t nlayouts;
 	struct worker *worker;    /* or NULL */
+	int64_t timeout_ms;       /* api_config.timeout_ms (> 0): the worker's stall allowance (/readyz) */
 	char *token;              /* or NULL */
 	int auth_reads;
 	int no_redis;             /* api_config.no_redis */

@@ -107,6 +107,10 @@ static int add_job(cJSON *jobs, const char *name, const char *entries, const str
 	       !cJSON_AddBoolToObject(o, "in_sweep", j->in_sweep) ||
 	       jsonv_add_int(o, "due_backlog", (int64_t)j->due_backlog) ||
 	       add_int_or_null(o, "oldest_due_age_ms", j->oldest_due_age_ms) ||
+	       !cJSON_AddBoolToObject(o, "failing", j->failing) ||
+	       add_int_or_null(o, "failing_since_ms", j->failing ? j->failing_since_ms : -1) ||
+	       add_int_or_null(o, "recovered_ms", j->recovered_ms ? j->recovered_ms : -1) ||
+	       add_int_or_null(o, "last_outage_ms", j->last_outage_ms) ||
 	       !(j->last_error[0] ? cJSON_AddStringToObject(o, "last_error", j->last_error)
 				  : cJSON_AddNullToObject(o, "last_error"))
 		       ? -ENOMEM : 0;

@@ -8,6 +8,8 @@
 int64_t clock_mono_ms(void);
 /* Microseconds on CLOCK_MONOTONIC. */
 int64_t clock_mono_us(void);
+/* Unix time in ms (CLOCK_REALTIME): for display only, never for intervals. */
+int64_t clock_wall_ms(void);
 /*
  * The time `ms` milliseconds from now on clock `clk` (CLOCK_REALTIME for a
  * default pthread_cond_timedwait, CLOCK_MONOTONIC for one whose condition

@@ -12,8 +12,10 @@
  * rbatch_cmd_at names).  Callers never see a node.
  *
  * Per node: one connection, made lazily, with AUTH and SELECT, and every
- * embedded script loaded (SCRIPT LOAD); after an I/O error, reconnect with
- * exponential backoff (100 ms doubling to 5 s).  A connection that was up and
+ * embedded script loaded (SCRIPT LOAD); after an I/O error, the node is
+ * probed (a connect attempt 50 ms later, doubling to every 250 ms, connect
+ * timeout 250 ms) until it answers: a Redis that is back is used within
+ * 250 ms plus a tick, however long it was away.  A connection that was up and
  * fails on use (closed, not timed out) is re-established at once and its
  * commands sent again once (so a Redis restart costs no error when Redis is
  * back); after that, backoff.  A pipeline is split by node, sent to every

@@ -15,9 +15,42 @@ int reply_is_oom(const redisReply *r)
 	return reply_error(r) && strncmp(r->str, "OOM ", 4) == 0;
 }
 
+/* Redis's error words that name a state of the server or the cluster, not a refusal of the command. */
+static const struct {
+	const char *word; /* the error's first word */
+	const char *text; /* how sluice names it */
+} causes[] = {
+	{ "MOVED", "MOVED: slot map changed (the slot lives on another node now)" },
+	{ "ASK", "ASK: the slot is being migrated to another node" },
+	{ "CLUSTERDOWN", "CLUSTERDOWN: the cluster is down (a primary failed and is not replaced, or slots are not served)" },
+	{ "TRYAGAIN", "TRYAGAIN: the slot's keys are being migrated (resharding)" },
+	{ "LOADING", "LOADING: Redis is loading its data set into memory (just restarted)" },
+	{ "BUSY", "BUSY: Redis is running a slow script" },
+	{ "READONLY", "READONLY: the node is a replica now (a failover)" },
+	{ "MASTERDOWN", "MASTERDOWN: the replica lost its primary" },
+	{ "NOAUTH", "NOAUTH: Redis wants a password (set one in the Redis URL)" },
+	{ "WRONGPASS", "WRONGPASS: Redis refused the user or password" },
+	{ "NOPERM", "NOPERM: the ACL user may not run a command sluice needs" },
+};
+
+const char *reply_cause(const char *text)
+{
+	if (!text)
+		return "unexpected reply";
+	if (strncmp(text, "OOM ", 4) == 0)
+		return REPLY_OOM_TEXT;
+	for (size_t i = 0; i < sizeof(causes) / sizeof(causes[0]); i++) {
+		size_t n = strlen(causes[i].word);
+
+		if (strncmp(text, causes[i].word, n) == 0 && (text[n] == ' ' || text[n] == '\0'))
+			return causes[i].text;
+	}
+	return text;
+}
+
 const char *reply_describe(const redisReply *r)
 {
-	return reply_is_oom(r) ? REPLY_OOM_TEXT : reply_error(r) ? reply_error(r) : "unexpected reply";
+	return reply_cause(reply_error(r));
 }
 
 int reply_is_nodedown(const redisReply *r)
@@ -30,10 +63,13 @@ int reply_errno(const redisReply *r)
 	return reply_is_oom(r) ? -ENOSPC : reply_is_nodedown(r) ? -EIO : reply_error(r) ? -EBADMSG : -EPROTO;
 }
 
-/* Shape errors: an error reply is the caller's -EBADMSG, anything else -EPROTO. */
+/*
+ * Shape errors: an error reply is reply_errno's (-ENOSPC at maxmemory, -EIO
+ * for a node down, else the caller's -EBADMSG), anything else -EPROTO.
+ */
 static int shape(const redisReply *r)
 {
-	return r && r->type == REDIS_REPLY_ERROR ? -EBADMSG : -EPROTO;
+	return r && r->type == REDIS_REPLY_ERROR ? reply_errno(r) : -EPROTO;
 }
 
 int reply_int(const redisReply *r, long long *out)

@@ -2,9 +2,10 @@
 #define SLUICE_REPLY_H
 /*
  * Typed reads of hiredis replies, so no caller walks a redisReply by hand.
- * Each returns 0 and writes its out-parameters only on success; -EBADMSG when
- * the reply is a Redis error reply (reply_error() has its text), -EPROTO when
- * it has another shape.  Borrowed pointers live as long as the reply.
+ * Each returns 0 and writes its out-parameters only on success; when the
+ * reply is a Redis error reply (reply_error() has its text) reply_errno's
+ * errno (-ENOSPC at maxmemory, -EIO for NODEDOWN, else -EBADMSG), -EPROTO
+ * when it has another shape.  Borrowed pointers live as long as the reply.
  */
 #include <hiredis/hiredis.h>
 #include <stddef.h>
@@ -34,7 +35,17 @@ int reply_is_oom(const redisReply *r);
  */
 #define REPLY_NODEDOWN "NODEDOWN"
 int reply_is_nodedown(const redisReply *r);
-/* Why `r` is not what a caller wanted, for people: REPLY_OOM_TEXT, the error text, or "unexpected reply". */
+/*
+ * The cause an error reply's text names, for people: REPLY_OOM_TEXT for
+ * "OOM ...", a line of static storage for the error words that name a
+ * state of Redis rather than a refusal ("MOVED: slot map changed ...",
+ * "CLUSTERDOWN: the cluster is down ...", "TRYAGAIN: ...", "LOADING: ...",
+ * "BUSY: ...", "READONLY: ...", "MASTERDOWN: ...", "NOAUTH: ...",
+ * "WRONGPASS: ...", "NOPERM: ..."), else `text` itself; "unexpected reply"
+ * for NULL.
+ */
+const char *reply_cause(const char *text);
+/* Why `r` is not what a caller wanted, for people: reply_cause of its error text, or "unexpected reply". */
 const char *reply_describe(const redisReply *r);
 /* The errno of such a reply: -ENOSPC (out of memory), -EIO (a node down: NODEDOWN), -EBADMSG (another error reply), -EPROTO. */
 int reply_errno(const redisReply *r);

@@ -7,8 +7,18 @@
 
 #include "core/clock.h"
 
-#define BACKOFF_MIN_MS 100
-#define BACKOFF_MAX_MS 5000
+/*
+ * While a node is down it is probed: a connect attempt (with a connect
+ * timeout of at most PROBE_CONNECT_MS) every PROBE_MIN_MS doubling to
+ * PROBE_MAX_MS, so a Redis that is back is used again within PROBE_MAX_MS
+ * plus a tick, however long it was away.  A node that answers but refuses
+ * AUTH or SELECT is not cured by Redis coming back: those retries back off
+ * to REFUSED_MAX_MS.
+ */
+#define PROBE_MIN_MS 50
+#define PROBE_MAX_MS 250
+#define PROBE_CONNECT_MS 250
+#define REFUSED_MAX_MS 5000
 
 int rnode_init(struct rnode *n, const char *host, int port, const char *socket, const char *user,
 	       const char *password, int db, int64_t timeout_ms)
@@ -22,7 +32,7 @@ int rnode_init(struct rnode *n, const char *host, int port, const char *socket, 
 	n->password = password;
 	n->db = db;
 	n->timeout_ms = timeout_ms > 0 ? timeout_ms : 1000;
-	n->backoff_ms = BACKOFF_MIN_MS;
+	n->backoff_ms = PROBE_MIN_MS;
 	if (socket)
 		snprintf(n->addr, sizeof(n->addr), "%s", socket);
 	else
@@ -52,7 +62,8 @@ void rnode_retry_now(struct rnode *n)
 	n->retry_at_ms = 0;
 }
 
-int rnode_fail(struct rnode *n, const char *what)
+/* Drop the context, count the failure and set the next attempt `cap` ms away at most. */
+static int fail_capped(struct rnode *n, const char *what, int64_t cap)
 {
 	/* hiredis reports a read/write timeout as an I/O error with EAGAIN's text */
 	n->timed_out = n->ctx && n->ctx->err == REDIS_ERR_IO &&
@@ -64,9 +75,18 @@ int rnode_fail(struct rnode *n, const char *what)
 		 n->timed_out ? "timed out" : n->ctx && n->ctx->errstr[0] ? n->ctx->errstr : "connection lost");
 	rnode_close(n);
 	n->errors++;
+	if (n->backoff_ms > cap)
+		n->backoff_ms = cap;
 	n->retry_at_ms = clock_mono_ms() + n->backoff_ms;
-	n->backoff_ms = n->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : n->backoff_ms * 2;
+	n->backoff_ms = n->backoff_ms * 2 > cap ? cap : n->backoff_ms * 2;
+	if (!n->down_since_ms)
+		n->down_since_ms = clock_mono_ms();
 	return -EIO;
+}
+
+int rnode_fail(struct rnode *n, const char *what)
+{
+	return fail_capped(n, what, PROBE_MAX_MS);
 }
 
 int rnode_call(struct rnode *n, const char *what, int argc, const char **argv, const size_t *lens,
@@ -125,7 +145,11 @@ int rnode_load_script(struct rnode *n, enum script_id id, char *sha)
 int rnode_ensure(struct rnode *n, char sha[SCRIPT__COUNT][41])
 {
 	struct timeval tv = { n->timeout_ms / 1000, (n->timeout_ms % 1000) * 1000 };
+	/* a probe of a node that is down waits for the connect no longer than PROBE_CONNECT_MS */
+	int64_t cto = n->down_since_ms && n->timeout_ms > PROBE_CONNECT_MS ? PROBE_CONNECT_MS : n->timeout_ms;
+	struct timeval ctv = { cto / 1000, (cto % 1000) * 1000 };
 	char keep[sizeof(n->err)];
+	int refused = 0;
 
 	if (n->ctx)
 		return 0;
@@ -135,7 +159,8 @@ int rnode_ensure(struct rnode *n, char sha[SCRIPT__COUNT][41])
 	}
 	if (clock_mono_ms() < n->retry_at_ms)
 		return -EAGAIN;
-	n->ctx = n->socket ? redisConnectUnixWithTimeout(n->socket, tv) : redisConnectWithTimeout(n->host, n->port, tv);
+	n->ctx = n->socket ? redisConnectUnixWithTimeout(n->socket, ctv)
+			   : redisConnectWithTimeout(n->host, n->port, ctv);
 	if (!n->ctx) {
 		snprintf(n->err, sizeof(n->err), "connect: out of memory");
 		return -ENOMEM;
@@ -154,7 +179,7 @@ int rnode_ensure(struct rnode *n, char sha[SCRIPT__COUNT][41])
 		const char *argv[] = { "AUTH", n->user ? n->user : n->password, n->password };
 		size_t lens[] = { 4, strlen(argv[1]), strlen(n->password) };
 
-		if (setup_cmd(n, "AUTH", n->user ? 3 : 2, argv, lens))
+		if ((refused = setup_cmd(n, "AUTH", n->user ? 3 : 2, argv, lens)))
 			goto bad;
 	}
 	if (n->db) {
@@ -163,21 +188,26 @@ int rnode_ensure(struct rnode *n, char sha[SCRIPT__COUNT][41])
 		size_t lens[2] = { 6, 0 };
 
 		lens[1] = (size_t)snprintf(db, sizeof(db), "%d", n->db);
-		if (setup_cmd(n, "SELECT", 2, argv, lens))
+		if ((refused = setup_cmd(n, "SELECT", 2, argv, lens)))
 			goto bad;
 	}
 	for (int id = 0; id < SCRIPT__COUNT; id++)
 		if (rnode_load_script(n, (enum script_id)id, sha[id]))
 			goto bad;
 	n->connects++;
-	n->backoff_ms = BACKOFF_MIN_MS;
+	n->backoff_ms = PROBE_MIN_MS;
 	n->err[0] = '\0';
+	n->down_since_ms = 0;
 	return 0;
 bad:
-	/* A refused AUTH or SELECT is not cured by retrying at once: back off too. */
+	/*
+	 * A refused AUTH or SELECT is not cured by retrying at once: back off
+	 * (up to REFUSED_MAX_MS).  A script that would not load (Redis still
+	 * LOADING its data after a restart) is probed again soon.
+	 */
 	if (n->ctx) {
 		memcpy(keep, n->err, sizeof(keep));
-		rnode_fail(n, "setup");
+		fail_capped(n, "setup", refused == -EACCES ? REFUSED_MAX_MS : PROBE_MAX_MS);
 		memcpy(n->err, keep, sizeof(keep));
 	}
 	return -EIO;

@@ -6,8 +6,11 @@
  *
  * A node connects lazily with a connect and command timeout, sends AUTH (ACL
  * user or password) and SELECT (db != 0), loads every embedded script (SCRIPT
- * LOAD), and after an I/O error drops the context and backs off (100 ms
- * doubling to 5 s) before the next connect attempt.  Commands are appended to
+ * LOAD), and after an I/O error drops the context and probes the node: a
+ * connect attempt (connect timeout 250 ms at most) 50 ms later, doubling to
+ * every 250 ms while it stays down, so a node that is back is used again
+ * within 250 ms however long it was away (an AUTH or SELECT refused backs
+ * off to 5 s).  Commands are appended to
  * the context's output buffer and their replies read back in order, either
  * blocking (rnode_call) or after poll() said the socket is readable
  * (rnode_read_ready), so that one pipeline can wait on several nodes at once.
@@ -36,6 +39,8 @@ struct rnode {
 	redisContext *ctx;
 	int64_t retry_at_ms;       /* CLOCK_MONOTONIC; no connect attempt before it */
 	int64_t backoff_ms;
+	int64_t down_since_ms;     /* CLOCK_MONOTONIC of the first failure of the outage; 0: up (or never
+				    * failed): a probe's connect timeout is short only while down */
 	int timed_out;             /* the last failure was a timeout, not a closed connection */
 	uint64_t connects;         /* connections established */
 	uint64_t errors;           /* connection failures */

@@ -187,7 +187,10 @@ static void run_round(struct rconn *c, struct rbatch *b)
 			if (!due[ni])
 				continue;
 			if (now - last[ni] >= c->timeout_ms) {
-				rnode_fail(&c->nodes[ni], "timed out");
+				rnode_fail(&c->nodes[ni], "pipeline"); /* "pipeline: timed out" */
+				c->nodes[ni].timed_out = 1;
+				snprintf(c->nodes[ni].err, sizeof(c->nodes[ni].err), "pipeline: timed out after %lld ms",
+					 (long long)c->timeout_ms);
 				fail_waiting(b, ni, -EIO);
 				left -= due[ni];
 				due[ni] = 0;

@@ -74,7 +74,7 @@ int rconn_redirect(struct rconn *c, struct rbatch_cmd *cmd, int *wait, int last)
 		 * asked again.
 		 */
 		from->tryagain++;
-		snprintf(from->err, sizeof(from->err), "%.200s", r->str);
+		snprintf(from->err, sizeof(from->err), "%.200s", reply_describe(r));
 		freeReplyObject(r);
 		cmd->reply = NULL;
 		cmd->rc = -EIO;

@@ -27,6 +27,7 @@ struct job_ctx {
 	int sched_idx;
 	int64_t budget_us;
 	int failing;             /* last step failed: log only the transitions */
+	int64_t failed_at_ms;    /* CLOCK_MONOTONIC of the first failed step of that run (for job_recovered) */
 };
 
 struct daemon {

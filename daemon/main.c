@@ -80,11 +80,14 @@ static int run_job(void *arg)
 				  log_quote(q, sizeof(q), ws.job[j->job].last_error,
 					    strlen(ws.job[j->job].last_error)));
 		}
+		if (!j->failing)
+			j->failed_at_ms = clock_mono_ms();
 		j->failing = 1;
 		return rc;
 	}
 	if (j->failing)
-		log_event(LOG_INFO, "job_recovered", "job=%s", worker_job_name(j->job));
+		log_event(LOG_INFO, "job_recovered", "job=%s failed_ms=%lld", worker_job_name(j->job),
+			  (long long)(clock_mono_ms() - j->failed_at_ms));
 	j->failing = 0;
 	if (seed_check_lost(&d->seed, &d->cfg, &ws))
 		log_event(LOG_ERROR, "rules_reseed_failed", "reason=\"out of memory\"");
@@ -282,6 +285,7 @@ int main(int argc, char **argv)
 			d.jobs[j].sched_idx = sched_add(d.sched, names[j], interval[j] * 1000, now, run_job, &d.jobs[j]);
 			if (d.jobs[j].sched_idx < 0)
 				goto oom;
+			worker_note_period(d.worker, (enum worker_job)j, interval[j]);
 		}
 	}
 	log_event(LOG_INFO, "started",

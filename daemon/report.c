@@ -15,7 +15,7 @@ void report_skew(const struct worker_status *ws, struct copies_log *l)
 		return;
 	if (ws->skew_error[0] && (!l->failing || strcmp(ws->skew_error, l->why))) {
 		log_event(LOG_WARN, "skew_sync_failed", "max_clock_skew_ms=%lld shards_pending=%zu reason=%s "
-			  "retry=1s", (long long)ws->skew_ms, ws->skew_pending,
+			  "retry=250ms", (long long)ws->skew_ms, ws->skew_pending,
 			  log_quote(q, sizeof(q), ws->skew_error, strlen(ws->skew_error)));
 		l->failing = 1;
 		snprintf(l->why, sizeof(l->why), "%s", ws->skew_error);
@@ -45,7 +45,7 @@ void report_copies(const struct worker_status *ws, struct copies_log *l)
 		return;
 	log_quote(v, sizeof(v), ws->copies_version, strlen(ws->copies_version));
 	if (ws->copies_error[0] && (!l->failing || strcmp(ws->copies_error, l->why))) {
-		log_event(LOG_WARN, "rule_copies_sync_failed", "version=%s shards_pending=%zu reason=%s retry=1s", v,
+		log_event(LOG_WARN, "rule_copies_sync_failed", "version=%s shards_pending=%zu reason=%s retry=250ms", v,
 			  ws->copies_pending, log_quote(q, sizeof(q), ws->copies_error, strlen(ws->copies_error)));
 		l->failing = 1;
 		snprintf(l->why, sizeof(l->why), "%s", ws->copies_error);

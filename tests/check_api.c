@@ -92,6 +92,7 @@ START_TEST(test_readyz_redis_down)
 	call_on(down, "GET", "/readyz", NULL, 0, NULL, NULL, NULL);
 	ck_err(503, "redis_unavailable", NULL);
 	ck_assert_msg(strncmp(jstr("error.message"), "redis unavailable", 17) == 0, "%s", res.text);
+	ck_assert_str_eq(jstr("error.reason"), "redis_down");
 	/* again at once (inside the reconnect backoff): still 503 */
 	call_on(down, "GET", "/readyz", NULL, 0, NULL, NULL, NULL);
 	ck_err(503, "redis_unavailable", NULL);

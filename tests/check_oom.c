@@ -461,8 +461,8 @@ END_TEST
 /*
  * A daemon's worker that starts at the limit cannot write the skew copies
  * it lacks: its status says so and names the cause, it drains all the same
- * (the step does not fail), and once memory is freed the next try (a
- * second later) writes them.  Copies already there need no write.
+ * (the step does not fail), and once memory is freed the next try (250
+ * ms later) writes them.  Copies already there need no write.
  */
 START_TEST(test_skew_copies_at_oom)
 {
@@ -485,7 +485,7 @@ START_TEST(test_skew_copies_at_oom)
 	ck_assert_msg(strstr(st.skew_error, "rules copy: " REPLY_OOM_TEXT), "%s", st.skew_error);
 	ck_assert_str_eq(st.job[WORKER_DRAIN].last_error, "");
 	lift_limit();
-	ck_assert_int_eq(worker_step(wk, WORKER_DRAIN, INT64_MAX, 3000 + S, &r), 0); /* within the second: not yet */
+	ck_assert_int_eq(worker_step(wk, WORKER_DRAIN, INT64_MAX, 2700 + S, &r), 0); /* within 250 ms: not yet */
 	worker_status(wk, &st);
 	ck_assert_uint_eq(st.skew_pending, 1024);
 	ck_assert_int_eq(worker_step(wk, WORKER_DRAIN, INT64_MAX, 3500 + S, &r), 0);

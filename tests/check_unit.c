@@ -546,6 +546,74 @@ START_TEST(reply_double_scores)
 }
 END_TEST
 
+/*
+ * Error replies name their cause, and their errno says what kind of failure
+ * it is: at maxmemory -ENOSPC and "Redis is out of memory (maxmemory)" from
+ * every typed read (not "unexpected reply", not a wrong-type refusal); a
+ * node down -EIO; the cluster's and the server's states named by their word.
+ */
+START_TEST(reply_errors_name_the_cause)
+{
+	static const struct {
+		const char *text;
+		int rc;          /* reply_errno, and every typed read's error */
+		const char *is;  /* reply_describe */
+	} cases[] = {
+		{ "OOM command not allowed when used memory > 'maxmemory'.", -ENOSPC, "Redis is out of memory (maxmemory)" },
+		{ "OOM command not allowed when used memory > 'maxmemory'. script: @user_script:1.", -ENOSPC,
+		  "Redis is out of memory (maxmemory)" },
+		{ "MOVED 3999 127.0.0.1:6381", -EBADMSG, "MOVED: slot map changed (the slot lives on another node now)" },
+		{ "ASK 3999 127.0.0.1:6381", -EBADMSG, "ASK: the slot is being migrated to another node" },
+		{ "CLUSTERDOWN The cluster is down", -EBADMSG,
+		  "CLUSTERDOWN: the cluster is down (a primary failed and is not replaced, or slots are not served)" },
+		{ "CLUSTERDOWN Hash slot not served", -EBADMSG,
+		  "CLUSTERDOWN: the cluster is down (a primary failed and is not replaced, or slots are not served)" },
+		{ "TRYAGAIN Multiple keys request during rehashing of slot", -EBADMSG,
+		  "TRYAGAIN: the slot's keys are being migrated (resharding)" },
+		{ "LOADING Redis is loading the dataset in memory", -EBADMSG,
+		  "LOADING: Redis is loading its data set into memory (just restarted)" },
+		{ "BUSY Redis is busy running a script.", -EBADMSG, "BUSY: Redis is running a slow script" },
+		{ "READONLY You can't write against a read only replica.", -EBADMSG,
+		  "READONLY: the node is a replica now (a failover)" },
+		{ "NOAUTH Authentication required.", -EBADMSG, "NOAUTH: Redis wants a password (set one in the Redis URL)" },
+		{ "WRONGPASS invalid username-password pair", -EBADMSG, "WRONGPASS: Redis refused the user or password" },
+		{ "NODEDOWN 127.0.0.1:7001: connect: Connection refused", -EIO,
+		  "NODEDOWN 127.0.0.1:7001: connect: Connection refused" },
+		/* a word only at the start, and only a whole word */
+		{ "WRONGTYPE Operation against a key holding the wrong kind of value", -EBADMSG,
+		  "WRONGTYPE Operation against a key holding the wrong kind of value" },
+		{ "ERR MOVED elsewhere", -EBADMSG, "ERR MOVED elsewhere" },
+		{ "MOVEDX 1 a:1", -EBADMSG, "MOVEDX 1 a:1" },
+		{ "OOMX", -EBADMSG, "OOMX" },
+	};
+	redisReply r = { .type = REDIS_REPLY_ERROR };
+	redisReply ok = { .type = REDIS_REPLY_INTEGER, .integer = 3 };
+	const redisReply *const *el;
+	const char *str;
+	size_t len, n;
+	long long v;
+	double d;
+
+	for (size_t k = 0; k < TEST_N(cases); k++) {
+		r.str = (char *)cases[k].text;
+		r.len = strlen(cases[k].text);
+		ck_assert_msg(reply_errno(&r) == cases[k].rc, "%s: errno %d", cases[k].text, reply_errno(&r));
+		ck_assert_str_eq(reply_describe(&r), cases[k].is);
+		ck_assert_str_eq(reply_cause(cases[k].text), cases[k].is);
+		/* every typed read of that reply fails with the same errno */
+		ck_assert_int_eq(reply_int(&r, &v), cases[k].rc);
+		ck_assert_int_eq(reply_str(&r, &str, &len), cases[k].rc);
+		ck_assert_int_eq(reply_int_text(&r, &v), cases[k].rc);
+		ck_assert_int_eq(reply_double(&r, &d), cases[k].rc);
+		ck_assert_int_eq(reply_array(&r, 0, &el, &n), cases[k].rc);
+	}
+	ck_assert_int_eq(reply_errno(&ok), -EPROTO); /* not an error reply: another shape */
+	ck_assert_str_eq(reply_describe(&ok), "unexpected reply");
+	ck_assert_str_eq(reply_cause(NULL), "unexpected reply");
+	ck_assert_int_eq(reply_str(&ok, &str, &len), -EPROTO);
+}
+END_TEST
+
 /* ---- flags ------------------------------------------------------------------ */
 
 static int parse_argv(struct config *c, enum options_action *act, struct sl_error *err, int argc,
@@ -1185,6 +1253,7 @@ static Suite *unit_suite(void)
 	tcase_add_test(tc, config_file_unreadable_or_too_large);
 	tcase_add_test(tc, config_admin_token);
 	tcase_add_test(tc, reply_double_scores);
+	tcase_add_test(tc, reply_errors_name_the_cause);
 	tcase_add_test(tc, config_too_many_layouts);
 	tcase_add_test(tc, config_token_too_long);
 	tcase_add_test(tc, config_layouts);

@@ -1045,9 +1045,9 @@ START_TEST(skew_copy_of_another_type)
 		worker_status(w, &st);
 		ck_assert_str_eq(st.job[WORKER_DRAIN].last_error, "");
 	}
-	/* fixed by hand: written at the next try, a second later */
+	/* fixed by hand: written at the next try, 250 ms later (SKEW_RETRY_MS) */
 	freeReplyObject(test_cmd(C, "DEL sluice:{5}:rules"));
-	step_at(w, 1500, INT64_MAX);
+	step_at(w, 1200, INT64_MAX);
 	ck_assert_int_eq(copy_of(5), -1);
 	worker_status(w, &st);
 	ck_assert_int_eq(st.skew_pending, 1);

@@ -4,8 +4,12 @@
  * on the worker's own thread).  The fixture and the conventions are
  * tests/api_fixture.h's.
  */
+#include <errno.h>
+#include <unistd.h>
+
 #include "core/shard.h"
 #include "tests/api_fixture.h"
+#include "worker/worker.h"
 
 /* ---- worker ----------------------------------------------------------------- */
 
@@ -24,10 +28,10 @@ START_TEST(test_worker_status)
 		    "\"last_error\":null,\"rules\":{\"version\":0,\"loaded\":0,\"invalid\":0},\"jobs\":{"
 		    "\"drain\":{\"ticks\":0,\"sweeps\":0,\"batches\":0,\"polls\":0,\"paths\":0,\"drained\":0,\"emptied\":0,"
 		    "\"unmatched\":0,\"skipped\":0,\"failed\":0,\"errors\":0,\"last_duration_us\":0,\"last_sweep_us\":0,\"lag_us\":0,"
-		    "\"max_lag_us\":0,\"overruns\":0,\"in_sweep\":false,\"due_backlog\":0,\"oldest_due_age_ms\":0,\"last_error\":null},"
+		    "\"max_lag_us\":0,\"overruns\":0,\"in_sweep\":false,\"due_backlog\":0,\"oldest_due_age_ms\":0,\"failing\":false,\"failing_since_ms\":null,\"recovered_ms\":null,\"last_outage_ms\":null,\"last_error\":null},"
 		    "\"prune\":{\"ticks\":0,\"sweeps\":0,\"batches\":0,\"polls\":0,\"paths\":0,\"pruned\":0,\"emptied\":0,"
 		    "\"unmatched\":0,\"skipped\":0,\"failed\":0,\"errors\":0,\"last_duration_us\":0,\"last_sweep_us\":0,\"lag_us\":0,"
-		    "\"max_lag_us\":0,\"overruns\":0,\"in_sweep\":false,\"due_backlog\":0,\"oldest_due_age_ms\":0,\"last_error\":null}},"
+		    "\"max_lag_us\":0,\"overruns\":0,\"in_sweep\":false,\"due_backlog\":0,\"oldest_due_age_ms\":0,\"failing\":false,\"failing_since_ms\":null,\"recovered_ms\":null,\"last_outage_ms\":null,\"last_error\":null}},"
 		    "\"layouts\":{\"leaky_bucket\":{\"algorithm\":\"leaky_bucket\",\"paths\":0,\"drained\":0,\"emptied\":0,\"unmatched\":0,\"skipped\":0,\"failed\":0},\"sliding_log\":{\"algorithm\":\"sliding_log\",\"paths\":0,\"pruned\":0,\"emptied\":0,\"unmatched\":0,\"skipped\":0,\"failed\":0},\"sliding_counter\":{\"algorithm\":\"sliding_counter\",\"paths\":0,\"pruned\":0,\"emptied\":0,\"unmatched\":0,\"skipped\":0,\"failed\":0},\"fixed_window\":{\"algorithm\":\"fixed_window\",\"paths\":0,\"repaired\":0,\"emptied\":0,\"unmatched\":0,\"skipped\":0,\"failed\":0},\"token_bucket\":{\"algorithm\":\"token_bucket\",\"paths\":0,\"reclaimed\":0,\"emptied\":0,\"unmatched\":0,\"skipped\":0,\"failed\":0}},"
 		    "\"redis\":{\"mode\":\"unknown\",\"primaries\":0,\"nodes\":[]},"
 		    "\"skew\":{\"max_clock_skew_ms\":null,\"shards_pending\":0,\"shards_written\":0,\"conflicts\":0,\"last_error\":null},"
@@ -168,10 +172,10 @@ START_TEST(test_worker_status)
 		   "\"last_error\":null,\"rules\":{\"version\":3,\"loaded\":2,\"invalid\":1},\"jobs\":{"
 		   "\"drain\":{\"ticks\":1,\"sweeps\":1,\"batches\":1024,\"polls\":0,\"paths\":4,\"drained\":6,\"emptied\":2,"
 		   "\"unmatched\":0,\"skipped\":1,\"failed\":0,\"errors\":0,\"lag_us\":700,\"max_lag_us\":1500,\"overruns\":2,\"in_sweep\":false,"
-		   "\"due_backlog\":0,\"oldest_due_age_ms\":0,\"last_error\":null},"
+		   "\"due_backlog\":0,\"oldest_due_age_ms\":0,\"failing\":false,\"failing_since_ms\":null,\"recovered_ms\":null,\"last_outage_ms\":null,\"last_error\":null},"
 		   "\"prune\":{\"ticks\":1,\"sweeps\":1,\"batches\":4096,\"polls\":0,\"paths\":0,\"pruned\":0,\"emptied\":0,"
 		   "\"unmatched\":0,\"skipped\":0,\"failed\":0,\"errors\":0,\"lag_us\":0,\"max_lag_us\":0,\"overruns\":0,\"in_sweep\":false,"
-		   "\"due_backlog\":0,\"oldest_due_age_ms\":0,\"last_error\":null}},"
+		   "\"due_backlog\":0,\"oldest_due_age_ms\":0,\"failing\":false,\"failing_since_ms\":null,\"recovered_ms\":null,\"last_outage_ms\":null,\"last_error\":null}},"
 		   "\"layouts\":{\"leaky_bucket\":{\"algorithm\":\"leaky_bucket\",\"paths\":4,\"drained\":6,\"emptied\":2,\"unmatched\":0,\"skipped\":1,\"failed\":0},\"sliding_log\":{\"algorithm\":\"sliding_log\",\"paths\":0,\"pruned\":0,\"emptied\":0,\"unmatched\":0,\"skipped\":0,\"failed\":0},\"sliding_counter\":{\"algorithm\":\"sliding_counter\",\"paths\":0,\"pruned\":0,\"emptied\":0,\"unmatched\":0,\"skipped\":0,\"failed\":0},\"fixed_window\":{\"algorithm\":\"fixed_window\",\"paths\":0,\"repaired\":0,\"emptied\":0,\"unmatched\":0,\"skipped\":0,\"failed\":0},\"token_bucket\":{\"algorithm\":\"token_bucket\",\"paths\":0,\"reclaimed\":0,\"emptied\":0,\"unmatched\":0,\"skipped\":0,\"failed\":0}},"
 		   "\"skew\":{\"max_clock_skew_ms\":null,\"shards_pending\":0,\"shards_written\":0,\"conflicts\":0,\"last_error\":null},"
 		    "\"rule_copies\":{\"version\":null,\"shards_pending\":0,\"shards_written\":0,\"last_error\":null},\"leases\":null,"
@@ -352,6 +356,81 @@ START_TEST(test_worker_sweep_now)
 }
 END_TEST
 
+/*
+ * /readyz follows the worker: 200 while its ticks succeed; 503 redis_down
+ * naming the job and the cause while its last tick could not reach Redis
+ * (here a worker of a Redis that is not there, beside an API whose own
+ * Redis answers), with /v1/worker's failing and failing_since_ms; and
+ * worker_stalled once no tick ended for 3 periods + 2 timeouts + 1 s.
+ */
+START_TEST(test_readyz_follows_the_worker)
+{
+	struct redis_target dead = { 0 };
+	struct sl_error err = { 0 };
+	struct worker_result r;
+	struct worker_config wc = { .timeout_ms = 200, .prefix = PFX, .batch_size = 100, .layouts = layouts,
+				    .nlayouts = nlayouts };
+	struct worker *up, *down;
+	struct api *a_up, *a_down;
+	char url[64], why[300];
+	int e = 0;
+
+	snprintf(url, sizeof(url), "redis://127.0.0.1:%d/0", test_free_port());
+	ck_assert_int_eq(redis_url_parse(url, &dead, &err), 0);
+	wc.redis = &target;
+	up = worker_new(&wc);
+	wc.redis = &dead;
+	down = worker_new(&wc);
+	redis_target_clear(&dead);
+	ck_assert_ptr_nonnull(up);
+	ck_assert_ptr_nonnull(down);
+	a_up = api_make(&target, up, NULL, 0);
+	a_down = api_make(&target, down, NULL, 0);
+
+	ck_assert_int_eq(worker_step(up, WORKER_DRAIN, INT64_MAX, 1000, &r), 0);
+	call_on(a_up, "GET", "/readyz", NULL, 0, NULL, NULL, NULL);
+	ck_assert_int_eq(res.status, 200);
+	ck_assert_int_eq(worker_health(up, 200, why, sizeof(why), &e), 0);
+	ck_assert_str_eq(why, "");
+
+	ck_assert_int_eq(worker_step(down, WORKER_DRAIN, INT64_MAX, 1000, &r), -EIO);
+	call_on(a_down, "GET", "/readyz", NULL, 0, NULL, NULL, NULL);
+	ck_err(503, "redis_unavailable", NULL);
+	ck_assert_str_eq(jstr("error.reason"), "redis_down");
+	{
+		static const char want[] = "the worker cannot tick: drain: rules: connect: Connection refused (failing for ";
+
+		ck_assert_msg(strncmp(jstr("error.message"), want, sizeof(want) - 1) == 0, "%s", jstr("error.message"));
+	}
+	call_on(a_down, "GET", "/v1/worker", NULL, 0, NULL, NULL, NULL);
+	ck_assert(cJSON_IsTrue(jat("jobs.drain.failing")));
+	ck_assert_int_gt(jint("jobs.drain.failing_since_ms"), 1700000000000LL);
+	ck_assert(cJSON_IsNull(jat("jobs.drain.recovered_ms")));
+	ck_assert(cJSON_IsNull(jat("jobs.drain.last_outage_ms")));
+	ck_assert(cJSON_IsFalse(jat("jobs.prune.failing")));
+	ck_assert_int_eq(worker_health(down, 200, why, sizeof(why), &e), -EAGAIN);
+	ck_assert_int_eq(e, -EIO);
+
+	/* a job whose period is known and whose last tick ended over 3 periods + 2 timeouts + 1 s ago */
+	worker_note_period(up, WORKER_DRAIN, 1);
+	ck_assert_int_eq(worker_health(up, 0, why, sizeof(why), &e), 0);
+	usleep(1100 * 1000);
+	ck_assert_int_eq(worker_health(up, 0, why, sizeof(why), &e), -ETIMEDOUT);
+	ck_assert_int_eq(e, -ETIMEDOUT);
+	ck_assert_msg(strncmp(why, "drain: no tick ended for ", 25) == 0 && strstr(why, "(1 ticks since start)"), "%s", why);
+	/* (the API's allowance is its 5 s timeout twice: not stalled for it yet) */
+	call_on(a_up, "GET", "/readyz", NULL, 0, NULL, NULL, NULL);
+	ck_assert_int_eq(res.status, 200);
+	ck_assert_int_eq(worker_step(up, WORKER_DRAIN, INT64_MAX, 1100, &r), 0);
+	ck_assert_int_eq(worker_health(up, 0, why, sizeof(why), &e), 0);
+
+	api_free(a_up);
+	api_free(a_down);
+	worker_free(up);
+	worker_free(down);
+}
+END_TEST
+
 static Suite *worker_api_suite(void)
 {
 	Suite *s = suite_create("worker_api");
@@ -362,6 +441,7 @@ static Suite *worker_api_suite(void)
 	tcase_add_test(tc, test_worker_backlog_and_skew);
 	tcase_add_test(tc, test_worker_history);
 	tcase_add_test(tc, test_worker_sweep_now);
+	tcase_add_test(tc, test_readyz_follows_the_worker);
 	return s;
 }
 

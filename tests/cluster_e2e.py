@@ -274,11 +274,14 @@ def run_failover(c, cl, sluiced, tmp):
             e = json.loads(body)["error"]
             if not saw_503:
                 saw_503, why = True, e["message"]
-            if e["code"] != "redis_unavailable" or not any(re.match(x, e["message"]) for x in (
+            if e["code"] != "redis_unavailable" or e.get("reason") != "cluster_down" or not any(
+                    re.match(x, e["message"]) for x in (
                     r"redis unavailable: \d+ slots have no node \(slot \d+ among them\)$",
                     r"redis unavailable: slots [\d -]+ \(127\.0\.0\.1:\d+\): cluster_state:fail \(the cluster lacks "
                     r"a node's slots\)$",
-                    r"redis unavailable: slots [\d -]+ \(127\.0\.0\.1:%d\): \S" % victim)):
+                    r"redis unavailable: slots [\d -]+ \(127\.0\.0\.1:%d\): \S" % victim,
+                    # the worker's last tick failed on the dead primary, or on a node that said CLUSTERDOWN
+                    r"the worker cannot tick: (drain|prune): .*(127\.0\.0\.1:%d|CLUSTERDOWN: the cluster is down)" % victim)):
                 odd_503.append(e)
         if new is None:
             try:
@@ -308,8 +311,9 @@ def run_failover(c, cl, sluiced, tmp):
         time.sleep(0.02)
     check("failover: /readyz is 503 while the dead primary's slots are uncovered, naming them",
           saw_503 and "slots" in why, why)
-    check("... every such 503 is redis_unavailable with a message DESIGN's routes give: slots with no node, "
-          "cluster_state:fail, or the dead primary's slots and address", saw_503 and not odd_503, repr(odd_503[:2]))
+    check("... every such 503 is redis_unavailable, reason cluster_down, with a message DESIGN's routes give: slots "
+          "with no node, cluster_state:fail, the dead primary's slots and address, or the worker's tick that "
+          "failed on it", saw_503 and not odd_503, repr(odd_503[:2]))
     check("... its replica is promoted", new is not None)
     if new is not None:
         # until the cluster marks the dead primary FAIL (about the node timeout) the other primaries'

@@ -51,7 +51,7 @@
 /* ms in which the rolling check passes over every shard's copy (as skew.c's) */
 #define COPIES_CHECK_MS 5000
 /* ms between tries of a write Redis refused */
-#define COPIES_RETRY_MS 1000
+#define COPIES_RETRY_MS 250 /* as a node that is down is probed (core/rnode.c) */
 /* shards per write round trip (HDEL + HSET each: COPIES_DEPTH commands) */
 #define COPIES_CHUNK (COPIES_DEPTH / 2)
 /* bytes of HSET payload per round trip, above which a chunk has fewer shards */

@@ -176,6 +176,7 @@ struct job_state {
 	size_t ndue, due_at;     /* due_at: the one whose pass goes on */
 	int full;                /* the next step starts a whole sweep (worker_sweep) */
 	int full_sweep;          /* a whole sweep is part-way: every layout's pass polls every shard */
+	uint64_t connects;       /* rconn_connects at its last step: a new connection starts a whole sweep */
 	int64_t now_ms;          /* the now (ms) of the last due step */
 	const struct layout *layouts[WORKER_MAX_LAYOUTS]; /* the foreign layouts this job walks, in order */
 	size_t index[WORKER_MAX_LAYOUTS]; /* each one's index in the worker's layouts (for the status) */

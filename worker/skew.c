@@ -31,7 +31,7 @@
 /* ms in which the rolling check passes over every shard's copy */
 #define SKEW_CHECK_MS 5000
 /* ms between tries of a write Redis refused */
-#define SKEW_RETRY_MS 1000
+#define SKEW_RETRY_MS 250 /* as a node that is down is probed (core/rnode.c): back within 250 ms of Redis */
 /* commands per round trip */
 #define SKEW_DEPTH 256
 

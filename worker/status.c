@@ -71,6 +71,7 @@ void status_fold(struct worker *w, enum worker_job job, int rc, int64_t start_us
 	const struct job_state *js = &w->jobs[job];
 	int64_t end = clock_mono_us(), oldest = INT64_MAX;
 	uint64_t backlog = 0;
+	int hard;
 
 	for (size_t i = 0; i < js->ndue; i++)
 		due_backlog(&js->due[i], js->now_ms, &backlog, &oldest);
@@ -89,6 +90,25 @@ void status_fold(struct worker *w, enum worker_job job, int rc, int64_t start_us
 	s->last_step_us = end - start_us;
 	if (rc)
 		s->errors++;
+	s->last_end_mono_ms = end / 1000;
+	/* only some paths failed alone (-EBADMSG with paths counted failed): the job still works */
+	hard = rc && !(rc == -EBADMSG && r->failed);
+	if (hard) {
+		if (!s->failing) {
+			s->failing_since_ms = clock_wall_ms();
+			s->failing = 1;
+		}
+		s->failing_rc = rc;
+	} else {
+		s->last_ok_mono_ms = end / 1000;
+		if (s->failing) {
+			s->recovered_ms = clock_wall_ms();
+			s->last_outage_ms = s->recovered_ms - s->failing_since_ms;
+			s->failing = 0;
+			s->failing_rc = 0;
+			s->failing_since_ms = 0;
+		}
+	}
 	if (r->sweep_done && !rc)
 		add_sweep(s, end - w->jobs[job].sweep_start_us);
 	s->in_sweep = w->jobs[job].in_sweep;
@@ -140,6 +160,60 @@ void worker_note_schedule(struct worker *w, enum worker_job job, int64_t lag_us,
 		w->st.job[job].max_lag_us = lag_us;
 	w->st.job[job].overruns = overruns;
 	pthread_mutex_unlock(&w->lock);
+}
+
+void worker_note_period(struct worker *w, enum worker_job job, int64_t period_ms)
+{
+	pthread_mutex_lock(&w->lock);
+	w->st.job[job].period_ms = period_ms;
+	w->st.job[job].period_noted_mono_ms = clock_mono_ms();
+	pthread_mutex_unlock(&w->lock);
+}
+
+int worker_health(struct worker *w, int64_t timeout_ms, char *why, size_t cap, int *err)
+{
+	int64_t now = clock_mono_ms(), wall = clock_wall_ms();
+	int rc = 0;
+
+	why[0] = '\0';
+	*err = 0;
+	pthread_mutex_lock(&w->lock);
+	for (int j = 0; j < WORKER__JOBS && !rc; j++) {
+		const struct worker_job_status *s = &w->st.job[j];
+		int64_t since = s->last_end_mono_ms > s->period_noted_mono_ms ? s->last_end_mono_ms
+									    : s->period_noted_mono_ms;
+		int64_t stall = 3 * s->period_ms + 2 * timeout_ms + 1000;
+		int excused = 0;
+
+		/* Redis could not be reached at its last step, but it was at another job's since */
+		for (int o = 0; o < WORKER__JOBS && s->failing && !excused; o++)
+			excused = o != j && (s->failing_rc == -EIO || s->failing_rc == -EAGAIN || s->failing_rc == -ETIMEDOUT) &&
+				  w->st.job[o].last_ok_mono_ms > s->last_end_mono_ms;
+		if (s->failing && !excused) {
+			snprintf(why, cap, "%s: %s (failing for %lld ms)", worker_job_name((enum worker_job)j),
+				 s->last_error[0] ? s->last_error : "failed",
+				 (long long)(wall - s->failing_since_ms));
+			*err = s->failing_rc;
+			rc = -EAGAIN;
+		} else if (s->period_ms > 0 && now - since > stall) {
+			snprintf(why, cap, "%s: no tick ended for %lld ms (%lld ticks since start)",
+				 worker_job_name((enum worker_job)j), (long long)(now - since), (long long)s->steps);
+			*err = -ETIMEDOUT;
+			rc = -ETIMEDOUT;
+		}
+	}
+	/* the rules copies (and the skew horizon in them) that the scripts read, which it cannot write */
+	if (!rc && w->st.copies_pending && w->st.copies_error[0]) {
+		snprintf(why, cap, "rule copies: %s (%zu shards behind)", w->st.copies_error, w->st.copies_pending);
+		rc = -EAGAIN;
+	} else if (!rc && w->st.skew_pending && w->st.skew_error[0]) {
+		snprintf(why, cap, "skew copies: %s (%zu shards behind)", w->st.skew_error, w->st.skew_pending);
+		rc = -EAGAIN;
+	}
+	if (rc == -EAGAIN && !*err)
+		*err = strstr(why, REPLY_OOM_TEXT) ? -ENOSPC : -EBADMSG;
+	pthread_mutex_unlock(&w->lock);
+	return rc;
 }
 
 void worker_status(struct worker *w, struct worker_status *out)

@@ -51,6 +51,18 @@ struct worker_job_status {
 	int64_t oldest_due_age_ms; /* ms the oldest due path known has waited past its due time
 				  * at the last step; 0 when none was due, -1 when the job has
 				  * no layout of sluice's own */
+	/* The outages of the job: runs of steps that failed as a whole (Redis down, out of
+	 * memory, CLUSTERDOWN, the rules never loaded), not those where only some paths
+	 * failed alone. */
+	int failing;             /* the last step failed as a whole */
+	int failing_rc;          /* its negative errno (-EIO, -ENOSPC, ...); 0 when not failing */
+	int64_t failing_since_ms; /* Unix ms of the first failed step of this outage; 0 when not failing */
+	int64_t recovered_ms;    /* Unix ms of the step that ended the last outage; 0: none yet */
+	int64_t last_outage_ms;  /* ms from that outage's first failed step to the step that ended it; -1: none */
+	int64_t period_ms;       /* the scheduler's period of the job (worker_note_period); 0: not known */
+	int64_t period_noted_mono_ms; /* CLOCK_MONOTONIC ms when the period was noted */
+	int64_t last_end_mono_ms; /* CLOCK_MONOTONIC ms the last step ended; 0: none yet */
+	int64_t last_ok_mono_ms;  /* CLOCK_MONOTONIC ms the last step that did not fail as a whole ended; 0: none */
 	char last_error[256];    /* why the last step failed (a failed path named, percent-encoded where
 				  * not printable ASCII); "" when it succeeded */
 	/* complete sweeps by duration: sweep_hist[i] counts those <= worker_sweep_buckets[i] s */
@@ -190,6 +202,23 @@ struct stats *worker_stats(struct worker *w);
  * was made without census.
  */
 struct census *worker_census(struct worker *w);
+
+/*
+ * Can the worker tick?  From any thread.  0 when every job's last step
+ * succeeded (or failed only on some paths alone, or failed to reach Redis
+ * before a later step of another job succeeded: the connection is theirs
+ * to share, and the prune job runs seldom) and, for a job whose
+ * period was noted (worker_note_period), a step ended within 3 periods plus
+ * 2 x `timeout_ms` + 1 s (or since the period was noted), and the rules
+ * copies (with the skew horizon) it keeps are written or being written
+ * without error.  Else -EAGAIN (the job's last step failed as a whole: *err
+ * its errno, -EIO for Redis down, -ENOSPC out of memory, ...; or a copy
+ * cannot be written: -ENOSPC at maxmemory, else -EBADMSG) or -ETIMEDOUT (no
+ * step ended for that long: *err -ETIMEDOUT), with `why` (cap bytes) naming
+ * the job or the copies and the cause,
+ * e.g. "drain: redis: connect: Connection refused (failing for 2300 ms)".
+ */
+int worker_health(struct worker *w, int64_t timeout_ms, char *why, size_t cap, int *err);
 
 /* Thread-safe snapshot of the counters. */
 void worker_status(struct worker *w, struct worker_status *out);

@@ -79,6 +79,7 @@ struct worker *worker_new(const struct worker_config *cfg)
 	for (int j = 0; j < WORKER__JOBS; j++) {
 		strcpy(w->jobs[j].cursor, "0");
 		w->st.job[j].oldest_due_age_ms = w->jobs[j].ndue ? 0 : -1;
+		w->st.job[j].last_outage_ms = -1;
 	}
 	w->st.skew_ms = w->skew.on ? w->skew.ms : -1;
 	w->st.skew_pending = w->skew.on ? skew_pending(w) : 0;
@@ -332,6 +333,17 @@ int worker_step(struct worker *w, enum worker_job job, int64_t budget_us, int64_
 	if ((unsigned)job >= WORKER__JOBS)
 		return -EINVAL;
 	js = &w->jobs[job];
+	/*
+	 * A connection made since the last step (Redis back after an outage, maybe
+	 * restarted from its AOF with every leak of the outage due): a whole sweep,
+	 * every shard polled now, not only the rolling poll's slice.  Shards whose
+	 * call failed left the pass and would otherwise wait for the rolling poll.
+	 */
+	if (rconn_connects(w->conn) != js->connects) {
+		if (js->connects)
+			js->full = 1; /* not at the first connection: the walk starts from the top then anyway */
+		js->connects = rconn_connects(w->conn);
+	}
 	restart = js->full;
 	full = restart || js->full_sweep;
 	if (now_ms >= 0)

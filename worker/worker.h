@@ -130,6 +130,12 @@ int worker_sweep_until(struct worker *w, enum worker_job job, int64_t now_ms, in
 /* Record the scheduler's view of the job (lag and overruns), for the status. */
 void worker_note_schedule(struct worker *w, enum worker_job job, int64_t lag_us, uint64_t overruns);
 /*
+ * Record the period (ms > 0) the scheduler runs `job` at, from now on: the
+ * job then counts as stalled (worker_health) when no step of it ends for 3
+ * periods plus twice the Redis timeout and 1 s.
+ */
+void worker_note_period(struct worker *w, enum worker_job job, int64_t period_ms);
+/*
  * With leases (worker_config.lease_id): one lease step (worker/lease.h,
  * lease_step) on the worker's connection, then its status published.  The
  * caller runs it every min(drain interval, lease_ttl_ms / 4).  0 (also
