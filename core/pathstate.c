@@ -31,6 +31,14 @@ static int queue_args(struct rbatch *b, struct cmdargs *a, int script, enum scri
 	return script ? rbatch_eval(b, id, nkeys, n, argv, lens) : rbatch_cmd(b, n, argv, lens);
 }
 
+/* The rule an item is shown by: a foreign layout's of its algorithm if one matches, else the path's. */
+static const struct rule *item_match(const struct ruleset *rules, const struct layout *l, const char *path, size_t len)
+{
+	const struct rule *r = l->foreign ? ruleset_match_algorithm(rules, path, len, l->algorithm) : NULL;
+
+	return r ? r : ruleset_match(rules, path, len);
+}
+
 /* How many parameters an algorithm's state script takes before `now`. */
 static int nparams(const struct alg_ops *alg)
 {
@@ -49,10 +57,21 @@ static int nparams(const struct alg_ops *alg)
  */
 static int queue_read(struct rbatch *b, const struct path_item *it, const struct rule *rule, int raw)
 {
-	const struct alg_ops *alg = algorithm_get(it->l->algorithm);
+	const struct alg_ops *alg = layout_ops(it->l);
 	struct cmdargs a = { 0 };
 	int rc;
 
+	if (alg->side_keys) {
+		/* a kind that describes itself: its keys, then now "" */
+		struct strbuf k = { 0 };
+
+		rc = layout_key(it->l, it->path, it->len, 0, &k) || cmdargs_add(&a, k.p, k.len) ? -ENOMEM : 0;
+		rc = rc ? rc : alg->side_keys(k.p, k.len, &a);
+		strbuf_free(&k);
+		if (!rc)
+			rc = cmdargs_add(&a, "", 0) || queue_args(b, &a, 1, alg->state_script, (int)a.n - 1) ? -ENOMEM : 0;
+		goto out;
+	}
 	if (raw) {
 		rc = cmdargs_str(&a, alg->zset ? "ZCARD" : "EXISTS") || layout_push_key(&a, it->l, it->path, it->len, 0) ||
 		     queue_args(b, &a, 0, 0, 0) ? -ENOMEM : 0;
@@ -96,7 +115,7 @@ static int read_items(struct rconn *c, struct path_item *v, size_t n)
 		struct path_item *it = &v[i];
 		const struct rule *by = it->l->foreign && it->match && !pathview_other_algorithm(it) ? it->match : NULL;
 
-		it->raw = it->l->foreign && !by;
+		it->raw = it->l->foreign && !by && !layout_ops(it->l)->self_described;
 		it->read_by = by;
 		rc = queue_read(b, it, by, it->raw);
 	}
@@ -188,7 +207,8 @@ int pathstate_get(struct rconn *c, const struct layout *layouts, size_t nlayouts
 	for (size_t i = 0; i < nlayouts; i++) {
 		const redisReply *e = rbatch_reply(b, 2 * i), *m = rbatch_reply(b, 2 * i + 1);
 		long long exists = 0;
-		int same = rule && rule->algorithm == layouts[i].algorithm;
+		int same = layouts[i].foreign ? ruleset_match_algorithm(rules, path, len, layouts[i].algorithm) != NULL
+					      : rule && rule->algorithm == layouts[i].algorithm;
 
 		if (reply_int(e, &exists) || !m)
 			goto proto;
@@ -215,7 +235,7 @@ int pathstate_get(struct rconn *c, const struct layout *layouts, size_t nlayouts
 	it->l = &layouts[pick];
 	it->path = path;
 	it->len = len;
-	it->match = rule;
+	it->match = item_match(rules, it->l, path, len);
 	it->due = -1;
 	{
 		const redisReply *m = rbatch_reply(b, 2 * (size_t)pick + 1);
@@ -276,7 +296,7 @@ static int page_items(const struct layout *layouts, const struct ruleset *rules,
 			if (walk_member(l, pg, m, &it->path, &it->len, &it->due))
 				continue;
 			it->l = l;
-			it->match = ruleset_match(rules, it->path, it->len);
+			it->match = item_match(rules, l, it->path, it->len);
 			it->registered = 1;
 			k++;
 		}
