@@ -3,7 +3,8 @@
  * write them (../shared/seeds/README.md, examples/seeds.json): seed 001's
  * INCR/EXPIRE counters repaired, seeds 000 and 002's sliding logs and a log
  * scored in seconds pruned, seed 004's leaky bucket drained at its rate;
- * sluice's own layout (key layout 2) in the same Redis, on the same paths,
+ * seed 004's sliding and fixed windows and RRateLimiter found by SCAN without
+ * their locks; sluice's own layout (key layout 2) in the same Redis, on the same paths,
  * maintained by its own job and unseen by the seeds' layouts.  The fixture
  * and helpers are tests/script_fixture.h's.
  */
@@ -377,6 +378,17 @@ START_TEST(test_own_layout_beside_the_seeds)
 	ck_assert_int_eq(seed000_hit("limit:user1:/api/orders", 5, 1000, 1000), 1);
 	ck_assert_int_eq(seed001_hit("rate_limit:login", 5, 60, 0), 1);
 	ck_assert_int_eq(seed002_hit("rate_limit:api-key-7", 2, 1, 1000, "5f0c6a3e-8d1b-4c7a-9e2f-0a1b2c3d4e5f"), 1);
+	/* Seed 004's sliding and fixed windows with their RLocks held (hashes, under the
+	 * same prefixes), and its token bucket, Redisson's RRateLimiter (tests/seeds004_e2e.py
+	 * drives all three as the article writes them). */
+	freeReplyObject(test_cmd(c, "HSET slidingWindowRateLimiter:LOCK:/test 7a3f0c2e:1 1"));
+	freeReplyObject(test_cmd(c, "ZADD slidingWindowRateLimiter:/test 1000 1000"));
+	freeReplyObject(test_cmd(c, "HSET fixedWindowRateLimiter:LOCK:/test 7a3f0c2e:1 1"));
+	freeReplyObject(test_cmd(c, "INCR fixedWindowRateLimiter:/test"));
+	freeReplyObject(test_cmd(c, "HSET TokenBucketRateLimiter:/test rate 10 interval 1000 keepAliveTime 0 type 0"));
+	freeReplyObject(test_cmd(c, "SET {TokenBucketRateLimiter:/test}:value 9"));
+	freeReplyObject(test_cmd(c, "ZADD {TokenBucketRateLimiter:/test}:permits 1000 %b", "\x10" "0123456789abcdef" "\x01\0\0\0",
+				 (size_t)21));
 	for (int i = 1; i < 4; i++)
 		ck_assert_int_eq(test_acquire(c, TEST_EVAL, "leaky_bucket", own_paths[i], 1000, "5", "1", NULL), 1);
 
@@ -439,6 +451,14 @@ START_TEST(test_own_layout_beside_the_seeds)
 			ck_assert_str_eq(got, "{\"rate_limit:api-key-7\"}");
 		else if (strcmp(l->name, "seed001-fixed") == 0)
 			ck_assert_str_eq(got, "{\"rate_limit:login\"}");
+		/* the RLocks are hashes: TYPE zset and string leave them out */
+		else if (strcmp(l->name, "seed004-sliding") == 0)
+			ck_assert_str_eq(got, "{\"slidingWindowRateLimiter:/test\"}");
+		else if (strcmp(l->name, "seed004-fixed") == 0)
+			ck_assert_str_eq(got, "{\"fixedWindowRateLimiter:/test\"}");
+		/* the limiter's hash; its value and permits start with '{', and are no hash */
+		else if (strcmp(l->name, "seed004-token") == 0)
+			ck_assert_str_eq(got, "{\"TokenBucketRateLimiter:/test\"}");
 		else
 			ck_abort_msg("unexpected scan layout %s", l->name);
 	}
