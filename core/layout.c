@@ -132,7 +132,7 @@ int layout_from_json(const cJSON *obj, const char *where, struct layout *out, st
 		return sl_fail(err, where, "a layout must be a JSON object");
 	cJSON_ArrayForEach(it, obj) {
 		static const char *const known[] = { "name", "algorithm", "key_prefix", "key_suffix",
-						     "registry", "scan", "scan_type", "unit", "kind" };
+						     "registry", "scan", "scan_type", "unit", "kind", "cut" };
 		size_t k;
 
 		for (k = 0; k < sizeof(known) / sizeof(known[0]) && strcmp(it->string, known[k]); k++)
@@ -219,6 +219,18 @@ int layout_from_json(const cJSON *obj, const char *where, struct layout *out, st
 			rc = sl_fail(err, FIELD("unit"), "only sliding_log layouts take scores in s or us");
 			goto fail;
 		}
+	}
+	it = cJSON_GetObjectItemCaseSensitive(obj, "cut");
+	if (it) {
+		if (!cJSON_IsString(it) || (strcmp(it->valuestring, "inclusive") && strcmp(it->valuestring, "exclusive"))) {
+			rc = sl_fail(err, FIELD("cut"), "must be inclusive or exclusive");
+			goto fail;
+		}
+		if (!algorithm_get(l.algorithm)->score_units) {
+			rc = sl_fail(err, FIELD("cut"), "only sliding_log layouts take a cut");
+			goto fail;
+		}
+		l.cut_exclusive = !strcmp(it->valuestring, "exclusive");
 	}
 #undef FIELD
 	*out = l;

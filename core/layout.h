@@ -41,6 +41,8 @@ struct layout {
 	char *scan_match;        /* owned; glob of the data keys (prefix*suffix, escaped) */
 	char *scan_type;         /* owned; "zset", "hash" or "string" */
 	enum score_unit unit;    /* scores in ms (sluice's own), s or µs */
+	int cut_exclusive;       /* a foreign sliding log whose clients remove scores < now - window
+				  * and keep the bound ("cut": "exclusive"); 0: <= now - window */
 	const struct alg_ops *kind; /* static; a foreign layout kind's table ("kind": "redisson",
 				  * algorithm_kind) in place of the algorithm's, NULL for none */
 	char *meta_prefix;       /* owned; a foreign layout's: sluice's key prefix, under which
@@ -60,7 +62,8 @@ void layouts_free(struct layout *v, size_t n);
  * A foreign layout from a config object:
  *   {"name": "...", "algorithm": "...", "key_prefix": "...", "key_suffix": "...",
  *    "registry": "..."}  or, with no registry, "scan": true (optional "scan_type"),
- *   and "unit": "ms" | "s" | "us" (scores; default ms); "kind": "redisson" (algorithm
+ *   and "unit": "ms" | "s" | "us" (scores; default ms), "cut": "inclusive" | "exclusive"
+ *   (where a sliding log's clients cut; default inclusive); "kind": "redisson" (algorithm
  *   token_bucket, with "scan": true) for Redisson's RRateLimiter (core/alg/redisson.c).
  * Fills *out (free its strings with layouts_free on an array holding it).
  * -EINVAL with `err` naming the field (prefixed by `where`), -ENOMEM.

@@ -161,6 +161,50 @@ START_TEST(test_seed002_log_pruned)
 }
 END_TEST
 
+/* Seed 004's sliding window: removeRangeByScore(0, true, now - window, false)
+ * (the bound kept), add now as member and score, count; refused when over. */
+static int seed004_sliding_hit(const char *key, long long limit, long long window_s, long long now)
+{
+	freeReplyObject(test_cmd(c, "ZREMRANGEBYSCORE %s 0 (%lld", key, now - window_s * 1000));
+	freeReplyObject(test_cmd(c, "ZADD %s %lld %lld", key, now, now));
+	return test_cmd_int(c, "ZCARD %s", key) <= limit;
+}
+
+START_TEST(test_seed004_sliding_pruned_as_its_client_cuts)
+{
+	const char *key = "slidingWindowRateLimiter:/test", *copy = "slidingWindowRateLimiter:copy";
+	redisReply *r;
+
+	ck_assert_int_eq(seed004_sliding_hit(key, 2, 1, 1000), 1);
+	ck_assert_int_eq(seed004_sliding_hit(key, 2, 1, 1500), 1);
+	ck_assert_int_eq(seed004_sliding_hit(key, 2, 1, 1700), 0); /* refused, and kept */
+	ck_assert_int_eq(zcard(key), 3);
+	freeReplyObject(test_cmd(c, "ZUNIONSTORE %s 1 %s", copy, key));
+	/* At 2000 the client keeps 1000 (its bound); "exclusive" keeps it too, "inclusive" would not. */
+	r = ev("sliding_log_prune", 2, "x:noregistry", key, "2000", "/test", "1000", "ms", "exclusive", NULL);
+	ck_reply(r, 0, 0, 1, 0);
+	freeReplyObject(test_cmd(c, "ZREMRANGEBYSCORE %s 0 (%d", copy, 1000));
+	ck_cmd("{\"1000\", \"1500\", \"1700\"}", "ZRANGE %s 0 -1", key);
+	ck_cmd("{\"1000\", \"1500\", \"1700\"}", "ZRANGE %s 0 -1", copy);
+	ck_reply(ev("sliding_log_prune", 2, "x:noregistry", key, "2001", "/test", "1000", "ms", "exclusive", NULL), 1, 0, 1,
+		 0);
+	ck_cmd("{\"1500\", \"1700\"}", "ZRANGE %s 0 -1", key);
+	/* the client at 2000 would have counted 1000, 1500, 1700 and itself: refused either way */
+	ck_assert_int_eq(seed004_sliding_hit(copy, 2, 1, 2000), 0);
+	ck_assert_int_eq(zcard(copy), 4);
+	/* "inclusive", the default, takes the bound: what seeds 000 and 002 cut */
+	freeReplyObject(test_cmd(c, "ZADD %s 1001 1001", key));
+	ck_reply(ev("sliding_log_prune", 2, "x:noregistry", key, "2001", "/test", "1000", "ms", "inclusive", NULL), 1, 0, 1,
+		 0);
+	ck_reply(ev("sliding_log_prune", 2, "x:noregistry", key, "2700", "/test", "1000", "ms", NULL), 2, 0, 1, 0);
+	ck_assert_int_eq(test_cmd_int(c, "EXISTS %s", key), 0);
+	r = ev("sliding_log_prune", 2, "x:noregistry", key, "2000", "/test", "1000", "ms", "open", NULL);
+	ck_assert_int_eq(r->type, REDIS_REPLY_ERROR);
+	ck_assert_str_eq(r->str, "ERR sluice: cut must be \"inclusive\" or \"exclusive\" (where the limiter's clients cut)");
+	freeReplyObject(r);
+}
+END_TEST
+
 START_TEST(test_log_in_seconds_pruned)
 {
 	/* A limiter that scores in seconds (fractions allowed), with a registry. */
@@ -514,6 +558,7 @@ static Suite *layouts_interop_suite(void)
 	tcase_add_test(tc, test_seed000_log_pruned);
 	tcase_add_test(tc, test_seed002_log_pruned);
 	tcase_add_test(tc, test_log_in_seconds_pruned);
+	tcase_add_test(tc, test_seed004_sliding_pruned_as_its_client_cuts);
 	tcase_add_loop_test(tc, test_seed004_leaky_bucket_drained_at_rate, 0, TEST_N(seed004_cases));
 	tcase_add_test(tc, test_seed004_admissions_at_the_leak_times);
 	tcase_add_test(tc, test_own_layout_beside_the_seeds);

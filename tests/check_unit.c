@@ -265,6 +265,8 @@ static const struct {
 	{ "{\"layouts\":[{\"name\":\"x\",\"algorithm\":\"sliding_log\",\"key_prefix\":\"L:\",\"scan\":true,\"scan_type\":\"list\"}]}", "layouts[0].scan_type" },
 	{ "{\"layouts\":[{\"name\":\"x\",\"algorithm\":\"sliding_log\",\"key_prefix\":\"L:\",\"scan\":true,\"extra\":1}]}", "layouts[0].extra" },
 	{ "{\"layouts\":[{\"name\":\"x\",\"algorithm\":\"sliding_log\",\"key_prefix\":\"L:\",\"scan\":true,\"kind\":\"redisson\"}]}", "layouts[0].kind" },
+	{ "{\"layouts\":[{\"name\":\"x\",\"algorithm\":\"sliding_log\",\"key_prefix\":\"L:\",\"scan\":true,\"cut\":\"open\"}]}", "layouts[0].cut" },
+	{ "{\"layouts\":[{\"name\":\"x\",\"algorithm\":\"fixed_window\",\"key_prefix\":\"L:\",\"scan\":true,\"cut\":\"exclusive\"}]}", "layouts[0].cut" },
 	{ "{\"layouts\":[{\"name\":\"x\",\"algorithm\":\"token_bucket\",\"key_prefix\":\"L:\",\"scan\":true,\"kind\":\"bucket4j\"}]}", "layouts[0].kind" },
 	{ "{\"layouts\":[{\"name\":\"x\",\"algorithm\":\"token_bucket\",\"key_prefix\":\"L:\",\"scan\":true,\"kind\":1}]}", "layouts[0].kind" },
 	{ "{\"layouts\":[{\"name\":\"x\",\"algorithm\":\"token_bucket\",\"key_prefix\":\"L:\",\"registry\":\"r\",\"kind\":\"redisson\"}]}", "layouts[0].scan" },
@@ -350,7 +352,7 @@ START_TEST(config_layouts)
 {
 	const char *text = "{\"layouts\":["
 			   "{\"name\":\"seed004\",\"algorithm\":\"leaky_bucket\",\"key_prefix\":\"LeakyBucket:\",\"registry\":\"LeakyBucket::pathSet\"},"
-			   "{\"name\":\"seed000\",\"algorithm\":\"sliding_log\",\"key_prefix\":\"limit:\",\"key_suffix\":\":*\",\"scan\":true,\"unit\":\"us\"},"
+			   "{\"name\":\"seed000\",\"algorithm\":\"sliding_log\",\"key_prefix\":\"limit:\",\"key_suffix\":\":*\",\"scan\":true,\"unit\":\"us\",\"cut\":\"exclusive\"},"
 			   "{\"name\":\"redisson\",\"algorithm\":\"token_bucket\",\"kind\":\"redisson\",\"key_prefix\":\"TokenBucketRateLimiter:\",\"scan\":true}]}";
 	struct sl_error err = { 0 };
 	const char *path;
@@ -368,6 +370,8 @@ START_TEST(config_layouts)
 	ck_assert_str_eq(c.layouts[1].scan_match, "limit:*:\\*"); /* the suffix's '*' is escaped */
 	ck_assert_str_eq(c.layouts[1].scan_type, "zset");
 	ck_assert_int_eq(c.layouts[1].unit, UNIT_US);
+	ck_assert_int_eq(c.layouts[1].cut_exclusive, 1);
+	ck_assert_int_eq(c.layouts[0].cut_exclusive, 0);
 	ck_assert_int_eq(layout_path_of(&c.layouts[1], "limit:u1:/a:*", 13, &path, &plen), 0);
 	ck_assert_uint_eq(plen, 5);
 	ck_assert_int_eq(memcmp(path, "u1:/a", 5), 0);

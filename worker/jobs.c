@@ -129,7 +129,7 @@ int job_build(struct job_batch *jb, const struct layout *l, const struct ruleset
 	/* a foreign log names its score unit, "ms" too: the prune cuts it at now - window
 	 * (converted), as its own clients do; sluice's own (no unit) at its time mark */
 	if (jb->eligible && l->foreign && alg->score_units &&
-	    cmdargs_str(&jb->args, score_unit_name(l->unit)))
+	    (cmdargs_str(&jb->args, score_unit_name(l->unit)) || (l->cut_exclusive && cmdargs_str(&jb->args, "exclusive"))))
 		return -ENOMEM;
 	/* a kind whose clients stamp their own clocks works at the skew horizon */
 	if (jb->eligible && alg->self_described && skew && cmdargs_str(&jb->args, skew))
