@@ -482,8 +482,12 @@ def run_daemon(r, sluiced, tmp):
         cf.check("after the reclaim: 10 of 12 acquired again", admitted == 10)
         st, body = cf.http(port, "POST", "/v1/paths/%2Ftest/reset")
         res = json.loads(body) if st == 200 else {}
-        cf.check("POST /v1/paths/%2Ftest/reset removes the RRateLimiter's value and permits, not its hash",
-                 st == 200 and r.exists(*rkeys(name)[1:]) == 0 and r.exists(name) == 1, "%d %r" % (st, body))
+        removed = {k["key"]: k.get("entries") for k in res.get("keys", [])}
+        cf.check("POST /v1/paths/%2Ftest/reset removes the RRateLimiter's value (0 left) and permits (10 out), "
+                 "not its hash; and /test's fixed-window counter (10)",
+                 st == 200 and r.exists(*rkeys(name)[1:]) == 0 and r.exists(name) == 1 and removed ==
+                 {"{TokenBucketRateLimiter:/test}:value": 0, "{TokenBucketRateLimiter:/test}:permits": 10,
+                  "fixedWindowRateLimiter:/test": 10}, "%d %r" % (st, body))
         admitted = sum(rs.try_acquire(name, 1, int(time.time() * 1000), os.urandom(16)) is None for _ in range(12))
         cf.check("after the reset: 10 of 12 acquired at once", admitted == 10, "%d %r" % (admitted, res))
     finally:
