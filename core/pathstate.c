@@ -39,6 +39,19 @@ static const struct rule *item_match(const struct ruleset *rules, const struct l
 	return r ? r : ruleset_match(rules, path, len);
 }
 
+/* An item of a self-described kind whose keys beside the data key can be named (in its slot): 1, else 0. */
+static int kind_readable(const struct path_item *it)
+{
+	const struct alg_ops *alg = layout_ops(it->l);
+	struct strbuf k = { 0 };
+	struct cmdargs a = { 0 };
+	int ok = alg->side_keys && !layout_key(it->l, it->path, it->len, 0, &k) && !alg->side_keys(k.p, k.len, &a);
+
+	strbuf_free(&k);
+	cmdargs_free(&a);
+	return ok;
+}
+
 /* How many parameters an algorithm's state script takes before `now`. */
 static int nparams(const struct alg_ops *alg)
 {
@@ -61,7 +74,7 @@ static int queue_read(struct rbatch *b, const struct path_item *it, const struct
 	struct cmdargs a = { 0 };
 	int rc;
 
-	if (alg->side_keys) {
+	if (alg->side_keys && !raw) {
 		/* a kind that describes itself: its keys, then now "" */
 		struct strbuf k = { 0 };
 
@@ -113,9 +126,11 @@ static int read_items(struct rconn *c, struct path_item *v, size_t n)
 	}
 	for (size_t i = 0; i < n && !rc; i++) {
 		struct path_item *it = &v[i];
-		const struct rule *by = it->l->foreign && it->match && !pathview_other_algorithm(it) ? it->match : NULL;
+		int self = layout_ops(it->l)->self_described;
+		const struct rule *by = it->l->foreign && it->match && !pathview_other_algorithm(it) && !self ? it->match : NULL;
 
-		it->raw = it->l->foreign && !by && !layout_ops(it->l)->self_described;
+		/* a self-described kind is read by what it records; raw when its keys cannot be named */
+		it->raw = it->l->foreign && !by && !(self && kind_readable(it));
 		it->read_by = by;
 		rc = queue_read(b, it, by, it->raw);
 	}

@@ -95,13 +95,16 @@ int job_build(struct job_batch *jb, const struct layout *l, const struct ruleset
 			continue;
 		}
 		if (alg->side_keys) {
-			/* the keys beside the data key, in jb->ck (free until job_queue) */
+			/* the data key and the keys beside it, in jb->ck (free until job_queue) */
+			size_t kl;
+			const char *k;
 			int rc;
 
 			cmdargs_reset(&jb->ck);
 			if (layout_push_key(&jb->ck, l, path, plen, 0))
 				return -ENOMEM;
-			rc = alg->side_keys(jb->ck.buf.p + jb->ck.off[0], jb->ck.len[0], &jb->ck);
+			k = arg_at(&jb->ck, 0, &kl);
+			rc = alg->side_keys(k, kl, &jb->ck);
 			if (rc == -EINVAL) {
 				r->skipped++;
 				continue;

@@ -28,7 +28,7 @@ static int suffix_name(struct strbuf *b, const char *key, size_t len, const char
 	       strbuf_add(b, ":", 1) || strbuf_add(b, suffix, strlen(suffix)) ? -ENOMEM : 0;
 }
 
-/* {<name>}:value and {<name>}:permits after the hash <name>, both in its slot (`a` unchanged on error). */
+/* {<name>}:value and {<name>}:permits after the hash <name>, both in its slot (`a` unchanged on -EINVAL). */
 static int side_keys(const char *key, size_t len, struct cmdargs *a)
 {
 	struct strbuf v = { 0 }, p = { 0 };
