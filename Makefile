@@ -202,7 +202,9 @@ check-includes:
 #
 # The Python suites, each ending with "<name>: N passed, M failed" (counted in the
 # closing line): conformance (DESIGN.md from outside), rules_e2e (rules obeyed,
-# through redis-py and the admin API), cluster_clients (the client scripts on a real
+# through redis-py and the admin API), seeds004_e2e (article 004's sliding and fixed
+# windows and Redisson's RRateLimiter as their clients write them, kept by sluiced and
+# its batch job: a long random trace with the job and without), cluster_clients (the client scripts on a real
 # Redis Cluster; takes only the Lua folder), cluster_e2e (sluiced on a real cluster:
 # drain, resharding, failover, a hung node, admin), daemons_e2e (several sluiced
 # sharing the shards by leases, on one Redis and a cluster), admin_e2e (the admin
@@ -210,8 +212,9 @@ check-includes:
 # default config file, log_format json, promtool), page_e2e (the operator page in
 # headless Chromium; screenshots in $(B)/page.png and $(B)/page-auth.png), faults_e2e
 # (Redis killed with and without AOF, stopped, emptied, at maxmemory, slow: exact state
-# afterwards, /readyz's reasons, and the worker back within 1 s of Redis).
-PY_SUITES := conformance rules_e2e cluster_clients cluster_e2e daemons_e2e admin_e2e ops_e2e page_e2e faults_e2e
+# afterwards, /readyz's reasons, and the worker back within 1 s of Redis), seeds004_e2e
+# (article 004's sliding and fixed windows and Redisson's RRateLimiter, maintained).
+PY_SUITES := conformance rules_e2e seeds004_e2e cluster_clients cluster_e2e daemons_e2e admin_e2e ops_e2e page_e2e faults_e2e
 empty :=
 space := $(empty) $(empty)
 

@@ -19,6 +19,11 @@ const struct alg_ops *algorithm_get(enum algorithm a)
 	return (unsigned)a < ALG__COUNT ? table[a] : NULL;
 }
 
+const struct alg_ops *algorithm_kind(const char *kind, enum algorithm a)
+{
+	return strcmp(kind, "redisson") == 0 && a == alg_redisson.id ? &alg_redisson : NULL;
+}
+
 const char *algorithm_name(enum algorithm a)
 {
 	return (unsigned)a < ALG__COUNT ? table[a]->name : NULL;

@@ -78,10 +78,29 @@ struct alg_ops {
 	int (*state_args)(const struct rule *r, struct cmdargs *a);
 	size_t state_ttl_at;     /* index of ttl_ms in state_script's reply
 				  * ({count, remaining, reset_ms, [last_ms,] ttl_ms}) */
+	/*
+	 * A foreign kind whose state records its own parameters (Redisson's
+	 * RRateLimiter): its paths are maintained and shown by them, with no rule;
+	 * job_args and state_args are not called.  0 for the five algorithms.
+	 */
+	int self_described;
+	/*
+	 * Append the keys that sit beside data key `key` (`len` bytes) to `a`, in
+	 * the order job_script and state_script take them after it (meta is then
+	 * unused).  0, -ENOMEM, or -EINVAL when they would be in another slot than
+	 * the data key (the path is skipped).  NULL: the meta, where alg->meta.
+	 */
+	int (*side_keys)(const char *key, size_t len, struct cmdargs *a);
 };
 
 /* The table of algorithm `a`, or NULL when `a` is out of range; static storage. */
 const struct alg_ops *algorithm_get(enum algorithm a);
+/*
+ * The table of a foreign layout kind ("redisson": Redisson's RRateLimiter,
+ * core/alg/redisson.c) for a layout of algorithm `a`, or NULL when there is
+ * no such kind or it does not keep state of that algorithm; static storage.
+ */
+const struct alg_ops *algorithm_kind(const char *kind, enum algorithm a);
 /* "leaky_bucket", ...; static storage; NULL for an invalid value. */
 const char *algorithm_name(enum algorithm a);
 /* 0 and *out, or -EINVAL for an unknown name. */

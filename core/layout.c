@@ -24,6 +24,11 @@ void layout_clear(struct layout *l)
 	memset(l, 0, sizeof(*l));
 }
 
+const struct alg_ops *layout_ops(const struct layout *l)
+{
+	return l->kind ? l->kind : algorithm_get(l->algorithm);
+}
+
 void layouts_free(struct layout *v, size_t n)
 {
 	if (!v)
@@ -127,7 +132,7 @@ int layout_from_json(const cJSON *obj, const char *where, struct layout *out, st
 		return sl_fail(err, where, "a layout must be a JSON object");
 	cJSON_ArrayForEach(it, obj) {
 		static const char *const known[] = { "name", "algorithm", "key_prefix", "key_suffix",
-						     "registry", "scan", "scan_type", "unit" };
+						     "registry", "scan", "scan_type", "unit", "kind", "cut" };
 		size_t k;
 
 		for (k = 0; k < sizeof(known) / sizeof(known[0]) && strcmp(it->string, known[k]); k++)
@@ -145,6 +150,11 @@ int layout_from_json(const cJSON *obj, const char *where, struct layout *out, st
 
 		return sl_fail(err, FIELD("algorithm"), "must be one of %s", algorithm_list(names, sizeof(names)));
 	}
+	it = cJSON_GetObjectItemCaseSensitive(obj, "kind");
+	if (it && (!cJSON_IsString(it) || !(l.kind = algorithm_kind(it->valuestring, l.algorithm))))
+		return sl_fail(err, FIELD("kind"), "must be \"redisson\" (Redisson's RRateLimiter), with algorithm token_bucket");
+	if (l.kind && !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(obj, "scan")))
+		return sl_fail(err, FIELD("scan"), "a redisson layout keeps no registry: it needs \"scan\": true");
 	it = cJSON_GetObjectItemCaseSensitive(obj, "key_prefix");
 	if (!cJSON_IsString(it) || !*it->valuestring || strlen(it->valuestring) > 256)
 		return sl_fail(err, FIELD("key_prefix"), "must be a string of 1..256 bytes (the key before the path)");
@@ -186,7 +196,7 @@ int layout_from_json(const cJSON *obj, const char *where, struct layout *out, st
 			rc = sl_fail(err, FIELD("scan_type"), "must be zset, hash or string");
 			goto fail;
 		}
-		l.scan_type = strdup(it ? it->valuestring : algorithm_get(l.algorithm)->foreign_type);
+		l.scan_type = strdup(it ? it->valuestring : layout_ops(&l)->foreign_type);
 		/* scripts SREM from a registry: give them a key nothing writes */
 		if (asprintf(&l.registry, "%s\x01noregistry", l.key_prefix) < 0)
 			l.registry = NULL;
@@ -209,6 +219,18 @@ int layout_from_json(const cJSON *obj, const char *where, struct layout *out, st
 			rc = sl_fail(err, FIELD("unit"), "only sliding_log layouts take scores in s or us");
 			goto fail;
 		}
+	}
+	it = cJSON_GetObjectItemCaseSensitive(obj, "cut");
+	if (it) {
+		if (!cJSON_IsString(it) || (strcmp(it->valuestring, "inclusive") && strcmp(it->valuestring, "exclusive"))) {
+			rc = sl_fail(err, FIELD("cut"), "must be inclusive or exclusive");
+			goto fail;
+		}
+		if (!algorithm_get(l.algorithm)->score_units) {
+			rc = sl_fail(err, FIELD("cut"), "only sliding_log layouts take a cut");
+			goto fail;
+		}
+		l.cut_exclusive = !strcmp(it->valuestring, "exclusive");
 	}
 #undef FIELD
 	*out = l;

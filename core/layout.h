@@ -17,6 +17,7 @@
 #include <cjson/cJSON.h>
 #include <stddef.h>
 
+#include "core/algorithm.h"
 #include "core/error.h"
 #include "core/rules.h"
 #include "core/strbuf.h"
@@ -40,6 +41,10 @@ struct layout {
 	char *scan_match;        /* owned; glob of the data keys (prefix*suffix, escaped) */
 	char *scan_type;         /* owned; "zset", "hash" or "string" */
 	enum score_unit unit;    /* scores in ms (sluice's own), s or µs */
+	int cut_exclusive;       /* a foreign sliding log whose clients remove scores < now - window
+				  * and keep the bound ("cut": "exclusive"); 0: <= now - window */
+	const struct alg_ops *kind; /* static; a foreign layout kind's table ("kind": "redisson",
+				  * algorithm_kind) in place of the algorithm's, NULL for none */
 	char *meta_prefix;       /* owned; a foreign layout's: sluice's key prefix, under which
 				  * its metas live (layouts_append_foreign); NULL for sluice's own,
 				  * and for a foreign layout not yet given one (config) */
@@ -57,11 +62,15 @@ void layouts_free(struct layout *v, size_t n);
  * A foreign layout from a config object:
  *   {"name": "...", "algorithm": "...", "key_prefix": "...", "key_suffix": "...",
  *    "registry": "..."}  or, with no registry, "scan": true (optional "scan_type"),
- *   and "unit": "ms" | "s" | "us" (scores; default ms).
+ *   and "unit": "ms" | "s" | "us" (scores; default ms), "cut": "inclusive" | "exclusive"
+ *   (where a sliding log's clients cut; default inclusive); "kind": "redisson" (algorithm
+ *   token_bucket, with "scan": true) for Redisson's RRateLimiter (core/alg/redisson.c).
  * Fills *out (free its strings with layouts_free on an array holding it).
  * -EINVAL with `err` naming the field (prefixed by `where`), -ENOMEM.
  */
 int layout_from_json(const cJSON *obj, const char *where, struct layout *out, struct sl_error *err);
+/* The table the layout is maintained and shown by: its kind's, else its algorithm's; static storage. */
+const struct alg_ops *layout_ops(const struct layout *l);
 /* Free the strings of one layout and zero it. */
 void layout_clear(struct layout *l);
 /* Append a copy of `l` to the array *v of *n layouts.  0 or -ENOMEM (array unchanged). */

@@ -51,6 +51,27 @@ static int queue_args(struct rbatch *b, struct cmdargs *a, int script, enum scri
 	return script ? rbatch_eval(b, id, nkeys, n, argv, lens) : rbatch_cmd(b, n, argv, lens);
 }
 
+/* The rule an item is shown by: a foreign layout's of its algorithm if one matches, else the path's. */
+static const struct rule *item_match(const struct ruleset *rules, const struct layout *l, const char *path, size_t len)
+{
+	const struct rule *r = l->foreign ? ruleset_match_algorithm(rules, path, len, l->algorithm) : NULL;
+
+	return r ? r : ruleset_match(rules, path, len);
+}
+
+/* An item of a self-described kind whose keys beside the data key can be named (in its slot): 1, else 0. */
+static int kind_readable(const struct path_item *it)
+{
+	const struct alg_ops *alg = layout_ops(it->l);
+	struct strbuf k = { 0 };
+	struct cmdargs a = { 0 };
+	int ok = alg->side_keys && !layout_key(it->l, it->path, it->len, 0, &k) && !alg->side_keys(k.p, k.len, &a);
+
+	strbuf_free(&k);
+	cmdargs_free(&a);
+	return ok;
+}
+
 /* How many parameters an algorithm's state script takes before `now`. */
 static int nparams(const struct alg_ops *alg)
 {
@@ -69,10 +90,21 @@ static int nparams(const struct alg_ops *alg)
  */
 static int queue_read(struct rbatch *b, const struct path_item *it, const struct rule *rule, int raw)
 {
-	const struct alg_ops *alg = algorithm_get(it->l->algorithm);
+	const struct alg_ops *alg = layout_ops(it->l);
 	struct cmdargs a = { 0 };
 	int rc;
 
+	if (alg->side_keys && !raw) {
+		/* a kind that describes itself: its keys, then now "" */
+		struct strbuf k = { 0 };
+
+		rc = layout_key(it->l, it->path, it->len, 0, &k) || cmdargs_add(&a, k.p, k.len) ? -ENOMEM : 0;
+		rc = rc ? rc : alg->side_keys(k.p, k.len, &a);
+		strbuf_free(&k);
+		if (!rc)
+			rc = cmdargs_add(&a, "", 0) || queue_args(b, &a, 1, alg->state_script, (int)a.n - 1) ? -ENOMEM : 0;
+		goto out;
+	}
 	if (raw) {
 		rc = cmdargs_str(&a, alg->zset ? "ZCARD" : "EXISTS") || layout_push_key(&a, it->l, it->path, it->len, 0) ||
 		     queue_args(b, &a, 0, 0, 0) ? -ENOMEM : 0;
@@ -98,9 +130,11 @@ out:
 /* How item `it` is read: by its matching rule when a foreign layout has one of its algorithm, else raw. */
 static void read_kind(struct path_item *it)
 {
-	const struct rule *by = it->l->foreign && it->match && !pathview_other_algorithm(it) ? it->match : NULL;
+	int self = layout_ops(it->l)->self_described;
+	const struct rule *by = it->l->foreign && it->match && !pathview_other_algorithm(it) && !self ? it->match : NULL;
 
-	it->raw = it->l->foreign && !by;
+	/* a self-described kind is read by what it records; raw when its keys cannot be named */
+	it->raw = it->l->foreign && !by && !(self && kind_readable(it));
 	it->read_by = by;
 }
 
@@ -117,7 +151,7 @@ static int joins(const struct path_item *g, const struct path_item *it, size_t m
 /* Queue one state script call for the `m` items from `v` (each with its recorded parameters: "" for all, now ""). */
 static int queue_group(struct rbatch *b, const struct path_item *v, size_t m)
 {
-	const struct alg_ops *alg = algorithm_get(v->l->algorithm);
+	const struct alg_ops *alg = layout_ops(v->l);
 	struct cmdargs a = { 0 };
 	int rc = 0;
 
@@ -285,7 +319,7 @@ int pathstate_get(struct rconn *c, const struct layout *layouts, size_t nlayouts
 {
 	const struct rule *rule = ruleset_match(rules, path, len);
 	struct rbatch *b = rbatch_new();
-	struct path_item *it = NULL, ahead = { .path = path, .len = len, .match = rule };
+	struct path_item *it = NULL, ahead = { .path = path, .len = len };
 	cJSON *arr = NULL, *o = NULL;
 	long long pick = -1, any = -1, ruled = -1, reg = -1;
 	size_t at = 2 * nlayouts; /* the replies after the probes': the read ahead, then `extra`'s */
@@ -308,6 +342,7 @@ int pathstate_get(struct rconn *c, const struct layout *layouts, size_t nlayouts
 	 */
 	if (ruled >= 0) {
 		ahead.l = &layouts[ruled];
+		ahead.match = item_match(rules, ahead.l, path, len); /* as the item picked will have */
 		read_kind(&ahead);
 		if ((rc = queue_read(b, &ahead, ahead.read_by, ahead.raw)))
 			goto out;
@@ -329,7 +364,8 @@ int pathstate_get(struct rconn *c, const struct layout *layouts, size_t nlayouts
 	for (size_t i = 0; i < nlayouts; i++) {
 		const redisReply *e = rbatch_reply(b, 2 * i), *m = rbatch_reply(b, 2 * i + 1);
 		long long exists = 0;
-		int same = rule && rule->algorithm == layouts[i].algorithm;
+		int same = layouts[i].foreign ? ruleset_match_algorithm(rules, path, len, layouts[i].algorithm) != NULL
+					      : rule && rule->algorithm == layouts[i].algorithm;
 
 		if (reply_int(e, &exists) || !m)
 			goto proto;
@@ -354,7 +390,7 @@ int pathstate_get(struct rconn *c, const struct layout *layouts, size_t nlayouts
 	it->l = &layouts[pick];
 	it->path = path;
 	it->len = len;
-	it->match = rule;
+	it->match = item_match(rules, it->l, path, len);
 	it->due = -1;
 	{
 		const redisReply *m = rbatch_reply(b, 2 * (size_t)pick + 1);
@@ -425,7 +461,7 @@ static int page_items(const struct layout *layouts, const struct ruleset *rules,
 			if (walk_member(l, pg, m, &it->path, &it->len, &it->due))
 				continue;
 			it->l = l;
-			it->match = ruleset_match(rules, it->path, it->len);
+			it->match = item_match(rules, l, it->path, it->len);
 			it->registered = 1;
 			k++;
 		}

@@ -188,7 +188,7 @@ static cJSON *error_json(const struct path_item *it, const char *error)
 /* A raw count (a foreign layout without a rule of its algorithm): the limits are unknown. */
 static cJSON *raw_json(struct path_item *it)
 {
-	const struct alg_ops *alg = algorithm_get(it->l->algorithm);
+	const struct alg_ops *alg = layout_ops(it->l);
 	cJSON *o = cJSON_CreateObject();
 	long long count = 0;
 
@@ -212,7 +212,7 @@ fail:
 /* The item's state object from its read (state_json); NULL on -ENOMEM / -EPROTO. */
 cJSON *pathview_item(struct path_item *it)
 {
-	const struct alg_ops *alg = algorithm_get(it->l->algorithm);
+	const struct alg_ops *alg = layout_ops(it->l);
 	const char *rule_text = NULL;
 	size_t rule_len = 0;
 	struct view v;
@@ -279,7 +279,7 @@ int pathview_wants_rule_read(const struct path_item *it)
 	struct view v;
 
 	return !it->l->foreign && it->match && !pathview_other_algorithm(it) && !reply_error(it->reply) &&
-	       !parse_view(algorithm_get(it->l->algorithm), it->reply, &v) && !v.recorded && !v.rule_len;
+	       !parse_view(layout_ops(it->l), it->reply, &v) && !v.recorded && !v.rule_len;
 }
 
 /* A rule of an algorithm no layout keeps state for. */

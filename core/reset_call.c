@@ -20,8 +20,18 @@ void reset_call_free(struct reset_call *rc)
 /* Push the data key of `path` in `l`, and its meta where the layout keeps one. */
 static int push_keys(struct reset_call *rc, const struct layout *l, const char *path, size_t len)
 {
-	int meta = !l->foreign || (algorithm_get(l->algorithm)->meta && l->meta_prefix);
+	const struct alg_ops *alg = layout_ops(l);
+	int meta = !l->foreign || (alg->meta && l->meta_prefix);
 
+	if (alg->side_keys) {
+		/* Redisson's RRateLimiter: its value and permits go, its hash (the
+		 * settings, which its acquire cannot do without) stays: a fresh trySetRate */
+		struct strbuf k = { 0 };
+		int r = layout_key(l, path, len, 0, &k) ? -ENOMEM : alg->side_keys(k.p, k.len, &rc->keys);
+
+		strbuf_free(&k);
+		return r == -EINVAL ? 0 : r;
+	}
 	if (layout_push_key(&rc->keys, l, path, len, 0))
 		return -ENOMEM;
 	if (meta) {

@@ -372,7 +372,8 @@ const struct rule *ruleset_get(const struct ruleset *rs, const char *name)
 	return NULL;
 }
 
-const struct rule *ruleset_match(const struct ruleset *rs, const char *path, size_t len)
+/* The governing rule of `path` among the rules of algorithm `a`, or among all with `any`. */
+static const struct rule *match_of(const struct ruleset *rs, const char *path, size_t len, int any, enum algorithm a)
 {
 	const struct rule *best = NULL, *exact = NULL;
 
@@ -381,6 +382,8 @@ const struct rule *ruleset_match(const struct ruleset *rs, const char *path, siz
 	for (size_t i = 0; i < rs->n; i++) {
 		const struct rule *r = rs->v[i];
 
+		if (!any && r->algorithm != a)
+			continue;
 		if (!r->is_glob) {
 			if ((!exact || strcmp(r->name, exact->name) < 0) && rule_matches(r, path, len))
 				exact = r;
@@ -393,4 +396,14 @@ const struct rule *ruleset_match(const struct ruleset *rs, const char *path, siz
 			best = r;
 	}
 	return exact ? exact : best; /* exact beats any glob */
+}
+
+const struct rule *ruleset_match(const struct ruleset *rs, const char *path, size_t len)
+{
+	return match_of(rs, path, len, 1, ALG_LEAKY_BUCKET);
+}
+
+const struct rule *ruleset_match_algorithm(const struct ruleset *rs, const char *path, size_t len, enum algorithm a)
+{
+	return match_of(rs, path, len, 0, a);
 }

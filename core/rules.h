@@ -87,5 +87,12 @@ int ruleset_put(struct ruleset *rs, struct rule *r);
 const struct rule *ruleset_get(const struct ruleset *rs, const char *name);
 /* The governing rule for `path` by the precedence above, or NULL; borrowed. */
 const struct rule *ruleset_match(const struct ruleset *rs, const char *path, size_t len);
+/*
+ * The rule of algorithm `a` that governs `path` among the rules of that
+ * algorithm, by the same precedence, or NULL; borrowed.  What a foreign
+ * layout is maintained by: one path may be kept by limiters of different
+ * algorithms (seed 004's "/test" by its leaky bucket, sliding and fixed windows).
+ */
+const struct rule *ruleset_match_algorithm(const struct ruleset *rs, const char *path, size_t len, enum algorithm a);
 
 #endif

@@ -41,6 +41,8 @@ enum script_id {
 	SCRIPT_FIXED_WINDOW_REPAIR_SHARD,
 	SCRIPT_TOKEN_BUCKET_RECLAIM_SHARD,
 	/* the rule store (core/rulestore.c): one key per call */
+	SCRIPT_REDISSON_RECLAIM,   /* worker: Redisson RRateLimiter permits credited, idle ones reclaimed */
+	SCRIPT_REDISSON_STATE,     /* admin read of a Redisson RRateLimiter */
 	SCRIPT_RULESTORE_CAS,      /* compare-and-set of a rule, or of the version's bump */
 	SCRIPT_RULESTORE_READ,     /* the rules hash and its digest, no writes */
 	/* several daemons (worker/lease.c): one key per call */

@@ -3,7 +3,8 @@
  * write them (../shared/seeds/README.md, examples/seeds.json): seed 001's
  * INCR/EXPIRE counters repaired, seeds 000 and 002's sliding logs and a log
  * scored in seconds pruned, seed 004's leaky bucket drained at its rate;
- * sluice's own layout (key layout 2) in the same Redis, on the same paths,
+ * seed 004's sliding and fixed windows and RRateLimiter found by SCAN without
+ * their locks; sluice's own layout (key layout 2) in the same Redis, on the same paths,
  * maintained by its own job and unseen by the seeds' layouts.  The fixture
  * and helpers are tests/script_fixture.h's.
  */
@@ -157,6 +158,50 @@ START_TEST(test_seed002_log_pruned)
 	       "ZRANGE %s 0 -1", key);
 	ck_reply(prune_unit("rate_limit::registry", key, "api-key-7", "1000", 2600, "ms"), 2, 0, 1, 0);
 	ck_assert_int_eq(test_cmd_int(c, "EXISTS %s", key), 0);
+}
+END_TEST
+
+/* Seed 004's sliding window: removeRangeByScore(0, true, now - window, false)
+ * (the bound kept), add now as member and score, count; refused when over. */
+static int seed004_sliding_hit(const char *key, long long limit, long long window_s, long long now)
+{
+	freeReplyObject(test_cmd(c, "ZREMRANGEBYSCORE %s 0 (%lld", key, now - window_s * 1000));
+	freeReplyObject(test_cmd(c, "ZADD %s %lld %lld", key, now, now));
+	return test_cmd_int(c, "ZCARD %s", key) <= limit;
+}
+
+START_TEST(test_seed004_sliding_pruned_as_its_client_cuts)
+{
+	const char *key = "slidingWindowRateLimiter:/test", *copy = "slidingWindowRateLimiter:copy";
+	redisReply *r;
+
+	ck_assert_int_eq(seed004_sliding_hit(key, 2, 1, 1000), 1);
+	ck_assert_int_eq(seed004_sliding_hit(key, 2, 1, 1500), 1);
+	ck_assert_int_eq(seed004_sliding_hit(key, 2, 1, 1700), 0); /* refused, and kept */
+	ck_assert_int_eq(zcard(key), 3);
+	freeReplyObject(test_cmd(c, "ZUNIONSTORE %s 1 %s", copy, key));
+	/* At 2000 the client keeps 1000 (its bound); "exclusive" keeps it too, "inclusive" would not. */
+	r = ev("sliding_log_prune", 2, "x:noregistry", key, "2000", "/test", "1000", "ms", "exclusive", NULL);
+	ck_reply(r, 0, 0, 1, 0);
+	freeReplyObject(test_cmd(c, "ZREMRANGEBYSCORE %s 0 (%d", copy, 1000));
+	ck_cmd("{\"1000\", \"1500\", \"1700\"}", "ZRANGE %s 0 -1", key);
+	ck_cmd("{\"1000\", \"1500\", \"1700\"}", "ZRANGE %s 0 -1", copy);
+	ck_reply(ev("sliding_log_prune", 2, "x:noregistry", key, "2001", "/test", "1000", "ms", "exclusive", NULL), 1, 0, 1,
+		 0);
+	ck_cmd("{\"1500\", \"1700\"}", "ZRANGE %s 0 -1", key);
+	/* the client at 2000 would have counted 1000, 1500, 1700 and itself: refused either way */
+	ck_assert_int_eq(seed004_sliding_hit(copy, 2, 1, 2000), 0);
+	ck_assert_int_eq(zcard(copy), 4);
+	/* "inclusive", the default, takes the bound: what seeds 000 and 002 cut */
+	freeReplyObject(test_cmd(c, "ZADD %s 1001 1001", key));
+	ck_reply(ev("sliding_log_prune", 2, "x:noregistry", key, "2001", "/test", "1000", "ms", "inclusive", NULL), 1, 0, 1,
+		 0);
+	ck_reply(ev("sliding_log_prune", 2, "x:noregistry", key, "2700", "/test", "1000", "ms", NULL), 2, 0, 1, 0);
+	ck_assert_int_eq(test_cmd_int(c, "EXISTS %s", key), 0);
+	r = ev("sliding_log_prune", 2, "x:noregistry", key, "2000", "/test", "1000", "ms", "open", NULL);
+	ck_assert_int_eq(r->type, REDIS_REPLY_ERROR);
+	ck_assert_str_eq(r->str, "ERR sluice: cut must be \"inclusive\" or \"exclusive\" (where the limiter's clients cut)");
+	freeReplyObject(r);
 }
 END_TEST
 
@@ -377,6 +422,17 @@ START_TEST(test_own_layout_beside_the_seeds)
 	ck_assert_int_eq(seed000_hit("limit:user1:/api/orders", 5, 1000, 1000), 1);
 	ck_assert_int_eq(seed001_hit("rate_limit:login", 5, 60, 0), 1);
 	ck_assert_int_eq(seed002_hit("rate_limit:api-key-7", 2, 1, 1000, "5f0c6a3e-8d1b-4c7a-9e2f-0a1b2c3d4e5f"), 1);
+	/* Seed 004's sliding and fixed windows with their RLocks held (hashes, under the
+	 * same prefixes), and its token bucket, Redisson's RRateLimiter (tests/seeds004_e2e.py
+	 * drives all three as the article writes them). */
+	freeReplyObject(test_cmd(c, "HSET slidingWindowRateLimiter:LOCK:/test 7a3f0c2e:1 1"));
+	freeReplyObject(test_cmd(c, "ZADD slidingWindowRateLimiter:/test 1000 1000"));
+	freeReplyObject(test_cmd(c, "HSET fixedWindowRateLimiter:LOCK:/test 7a3f0c2e:1 1"));
+	freeReplyObject(test_cmd(c, "INCR fixedWindowRateLimiter:/test"));
+	freeReplyObject(test_cmd(c, "HSET TokenBucketRateLimiter:/test rate 10 interval 1000 keepAliveTime 0 type 0"));
+	freeReplyObject(test_cmd(c, "SET {TokenBucketRateLimiter:/test}:value 9"));
+	freeReplyObject(test_cmd(c, "ZADD {TokenBucketRateLimiter:/test}:permits 1000 %b", "\x10" "0123456789abcdef" "\x01\0\0\0",
+				 (size_t)21));
 	for (int i = 1; i < 4; i++)
 		ck_assert_int_eq(test_acquire(c, TEST_EVAL, "leaky_bucket", own_paths[i], 1000, "5", "1", NULL), 1);
 
@@ -439,6 +495,14 @@ START_TEST(test_own_layout_beside_the_seeds)
 			ck_assert_str_eq(got, "{\"rate_limit:api-key-7\"}");
 		else if (strcmp(l->name, "seed001-fixed") == 0)
 			ck_assert_str_eq(got, "{\"rate_limit:login\"}");
+		/* the RLocks are hashes: TYPE zset and string leave them out */
+		else if (strcmp(l->name, "seed004-sliding") == 0)
+			ck_assert_str_eq(got, "{\"slidingWindowRateLimiter:/test\"}");
+		else if (strcmp(l->name, "seed004-fixed") == 0)
+			ck_assert_str_eq(got, "{\"fixedWindowRateLimiter:/test\"}");
+		/* the limiter's hash; its value and permits start with '{', and are no hash */
+		else if (strcmp(l->name, "seed004-token") == 0)
+			ck_assert_str_eq(got, "{\"TokenBucketRateLimiter:/test\"}");
 		else
 			ck_abort_msg("unexpected scan layout %s", l->name);
 	}
@@ -494,6 +558,7 @@ static Suite *layouts_interop_suite(void)
 	tcase_add_test(tc, test_seed000_log_pruned);
 	tcase_add_test(tc, test_seed002_log_pruned);
 	tcase_add_test(tc, test_log_in_seconds_pruned);
+	tcase_add_test(tc, test_seed004_sliding_pruned_as_its_client_cuts);
 	tcase_add_loop_test(tc, test_seed004_leaky_bucket_drained_at_rate, 0, TEST_N(seed004_cases));
 	tcase_add_test(tc, test_seed004_admissions_at_the_leak_times);
 	tcase_add_test(tc, test_own_layout_beside_the_seeds);

@@ -842,7 +842,9 @@ static const struct bad_call bad_others[] = {
 	{ "sliding_log_prune", 2, { "reg", "log", "9000", "/v" }, "ERR sluice: sliding_log_prune takes" },
 	{ "sliding_log_prune", 2, { "reg", "log", "9000", "/v", "1000", "sec" }, "ERR sluice: unit " },
 	{ "sliding_log_prune", 2, { "reg", "log", "9000", "/v", "1000", "MS" }, "ERR sluice: unit " },
-	{ "sliding_log_prune", 2, { "reg", "log", "9000", "/v", "1000", "s", "x" }, "ERR sluice: sliding_log_prune takes" },
+	{ "sliding_log_prune", 2, { "reg", "log", "9000", "/v", "1000", "s", "x" }, "ERR sluice: cut " },
+	{ "sliding_log_prune", 2, { "reg", "log", "9000", "/v", "1000", "s", "exclusive", "x" },
+	  "ERR sluice: sliding_log_prune takes" },
 };
 
 START_TEST(test_bad_other_call)

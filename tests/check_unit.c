@@ -264,6 +264,12 @@ static const struct {
 	{ "{\"layouts\":[{\"name\":\"x\",\"algorithm\":\"sliding_log\",\"key_prefix\":\"L:\",\"scan\":true,\"unit\":\"h\"}]}", "layouts[0].unit" },
 	{ "{\"layouts\":[{\"name\":\"x\",\"algorithm\":\"sliding_log\",\"key_prefix\":\"L:\",\"scan\":true,\"scan_type\":\"list\"}]}", "layouts[0].scan_type" },
 	{ "{\"layouts\":[{\"name\":\"x\",\"algorithm\":\"sliding_log\",\"key_prefix\":\"L:\",\"scan\":true,\"extra\":1}]}", "layouts[0].extra" },
+	{ "{\"layouts\":[{\"name\":\"x\",\"algorithm\":\"sliding_log\",\"key_prefix\":\"L:\",\"scan\":true,\"kind\":\"redisson\"}]}", "layouts[0].kind" },
+	{ "{\"layouts\":[{\"name\":\"x\",\"algorithm\":\"sliding_log\",\"key_prefix\":\"L:\",\"scan\":true,\"cut\":\"open\"}]}", "layouts[0].cut" },
+	{ "{\"layouts\":[{\"name\":\"x\",\"algorithm\":\"fixed_window\",\"key_prefix\":\"L:\",\"scan\":true,\"cut\":\"exclusive\"}]}", "layouts[0].cut" },
+	{ "{\"layouts\":[{\"name\":\"x\",\"algorithm\":\"token_bucket\",\"key_prefix\":\"L:\",\"scan\":true,\"kind\":\"bucket4j\"}]}", "layouts[0].kind" },
+	{ "{\"layouts\":[{\"name\":\"x\",\"algorithm\":\"token_bucket\",\"key_prefix\":\"L:\",\"scan\":true,\"kind\":1}]}", "layouts[0].kind" },
+	{ "{\"layouts\":[{\"name\":\"x\",\"algorithm\":\"token_bucket\",\"key_prefix\":\"L:\",\"registry\":\"r\",\"kind\":\"redisson\"}]}", "layouts[0].scan" },
 	{ "{\"layouts\":[{\"name\":\"leaky_bucket\",\"algorithm\":\"sliding_log\",\"key_prefix\":\"L:\",\"scan\":true}]}", "layouts[0]" },
 	{ "{\"layouts\":[{\"name\":\"x\",\"algorithm\":\"sliding_log\",\"key_prefix\":\"L:\",\"scan\":true},"
 	  "{\"name\":\"x\",\"algorithm\":\"sliding_log\",\"key_prefix\":\"M:\",\"scan\":true}]}", "layouts[1]" },
@@ -346,7 +352,8 @@ START_TEST(config_layouts)
 {
 	const char *text = "{\"layouts\":["
 			   "{\"name\":\"seed004\",\"algorithm\":\"leaky_bucket\",\"key_prefix\":\"LeakyBucket:\",\"registry\":\"LeakyBucket::pathSet\"},"
-			   "{\"name\":\"seed000\",\"algorithm\":\"sliding_log\",\"key_prefix\":\"limit:\",\"key_suffix\":\":*\",\"scan\":true,\"unit\":\"us\"}]}";
+			   "{\"name\":\"seed000\",\"algorithm\":\"sliding_log\",\"key_prefix\":\"limit:\",\"key_suffix\":\":*\",\"scan\":true,\"unit\":\"us\",\"cut\":\"exclusive\"},"
+			   "{\"name\":\"redisson\",\"algorithm\":\"token_bucket\",\"kind\":\"redisson\",\"key_prefix\":\"TokenBucketRateLimiter:\",\"scan\":true}]}";
 	struct sl_error err = { 0 };
 	const char *path;
 	size_t plen;
@@ -354,7 +361,7 @@ START_TEST(config_layouts)
 
 	config_defaults(&c);
 	ck_assert_int_eq(config_apply_json(&c, text, strlen(text), &err), 0);
-	ck_assert_uint_eq(c.nlayouts, 2);
+	ck_assert_uint_eq(c.nlayouts, 3);
 	ck_assert_str_eq(c.layouts[0].name, "seed004");
 	ck_assert_int_eq(c.layouts[0].scan, 0);
 	ck_assert_str_eq(c.layouts[0].registry, "LeakyBucket::pathSet");
@@ -363,10 +370,37 @@ START_TEST(config_layouts)
 	ck_assert_str_eq(c.layouts[1].scan_match, "limit:*:\\*"); /* the suffix's '*' is escaped */
 	ck_assert_str_eq(c.layouts[1].scan_type, "zset");
 	ck_assert_int_eq(c.layouts[1].unit, UNIT_US);
+	ck_assert_int_eq(c.layouts[1].cut_exclusive, 1);
+	ck_assert_int_eq(c.layouts[0].cut_exclusive, 0);
 	ck_assert_int_eq(layout_path_of(&c.layouts[1], "limit:u1:/a:*", 13, &path, &plen), 0);
 	ck_assert_uint_eq(plen, 5);
 	ck_assert_int_eq(memcmp(path, "u1:/a", 5), 0);
 	ck_assert_int_eq(layout_path_of(&c.layouts[1], "other:u1", 8, &path, &plen), -EINVAL);
+	/* Redisson's RRateLimiter: its hashes by SCAN TYPE hash, kept by its own table */
+	ck_assert_ptr_eq(c.layouts[0].kind, NULL);
+	ck_assert_ptr_eq(layout_ops(&c.layouts[0]), algorithm_get(ALG_LEAKY_BUCKET));
+	ck_assert_ptr_nonnull(c.layouts[2].kind);
+	ck_assert_ptr_eq(layout_ops(&c.layouts[2]), c.layouts[2].kind);
+	ck_assert_int_eq(c.layouts[2].kind->self_described, 1);
+	ck_assert_str_eq(c.layouts[2].scan_type, "hash");
+	ck_assert_str_eq(c.layouts[2].scan_match, "TokenBucketRateLimiter:*");
+	{
+		struct cmdargs a = { 0 };
+
+		/* Redisson's suffixName: {name}:value, {name}:permits; a name holding '{' as is */
+		ck_assert_int_eq(c.layouts[2].kind->side_keys("TokenBucketRateLimiter:/test", 28, &a), 0);
+		ck_assert_uint_eq(a.n, 2);
+		ck_assert_int_eq(memcmp(a.buf.p + a.off[0], "{TokenBucketRateLimiter:/test}:value", a.len[0]), 0);
+		ck_assert_int_eq(memcmp(a.buf.p + a.off[1], "{TokenBucketRateLimiter:/test}:permits", a.len[1]), 0);
+		ck_assert_int_eq(c.layouts[2].kind->side_keys("T:{u7}/up", 9, &a), 0);
+		ck_assert_uint_eq(a.n, 4);
+		ck_assert_int_eq(memcmp(a.buf.p + a.off[2], "T:{u7}/up:value", a.len[2]), 0);
+		ck_assert_uint_eq(a.len[2], 15);
+		/* a '{' that opens no tag: the value would be in another slot than the hash */
+		ck_assert_int_eq(c.layouts[2].kind->side_keys("T:{/up", 6, &a), -EINVAL);
+		ck_assert_uint_eq(a.n, 4);
+		cmdargs_free(&a);
+	}
 	config_free(&c);
 }
 END_TEST
@@ -984,6 +1018,32 @@ START_TEST(ruleset_precedence)
 }
 END_TEST
 
+/* Seed 004 keeps "/test" in three limiters: each foreign layout by the best rule of its algorithm. */
+START_TEST(ruleset_match_by_algorithm)
+{
+	static const char *const in[] = {
+		"{\"name\":\"seed004-test\",\"match\":\"/test\",\"algorithm\":\"leaky_bucket\",\"capacity\":10,\"rate\":1}",
+		"{\"name\":\"seed004-sliding\",\"match\":\"/test\",\"algorithm\":\"sliding_log\",\"limit\":10,\"window_ms\":1000}",
+		"{\"name\":\"all-fixed\",\"match\":\"*\",\"algorithm\":\"fixed_window\",\"limit\":10,\"window_ms\":60000}",
+		"{\"name\":\"t-fixed\",\"match\":\"/t*\",\"algorithm\":\"fixed_window\",\"limit\":5,\"window_ms\":60000}",
+	};
+	struct ruleset rs = { 0 };
+
+	for (size_t i = 0; i < sizeof(in) / sizeof(in[0]); i++)
+		ck_assert_int_eq(ruleset_put(&rs, rule_of(in[i], NULL)), 0);
+	/* the path's rule: the exact one of the smaller name */
+	ck_assert_str_eq(ruleset_match(&rs, "/test", 5)->name, "seed004-sliding");
+	ck_assert_str_eq(ruleset_match_algorithm(&rs, "/test", 5, ALG_LEAKY_BUCKET)->name, "seed004-test");
+	ck_assert_str_eq(ruleset_match_algorithm(&rs, "/test", 5, ALG_SLIDING_LOG)->name, "seed004-sliding");
+	/* among its algorithm's globs, the longest literal prefix */
+	ck_assert_str_eq(ruleset_match_algorithm(&rs, "/test", 5, ALG_FIXED_WINDOW)->name, "t-fixed");
+	ck_assert_str_eq(ruleset_match_algorithm(&rs, "/x", 2, ALG_FIXED_WINDOW)->name, "all-fixed");
+	ck_assert_ptr_eq(ruleset_match_algorithm(&rs, "/test", 5, ALG_TOKEN_BUCKET), NULL);
+	ck_assert_ptr_eq(ruleset_match_algorithm(&rs, "/x", 2, ALG_LEAKY_BUCKET), NULL);
+	ruleset_clear(&rs);
+}
+END_TEST
+
 /* ---- scheduler in virtual time ------------------------------------------------ */
 
 struct vclock {
@@ -1268,6 +1328,7 @@ static Suite *unit_suite(void)
 	tcase_add_test(tc, rule_mode_round_trip);
 	tcase_add_test(tc, rule_glob_run_bound);
 	tcase_add_test(tc, ruleset_precedence);
+	tcase_add_test(tc, ruleset_match_by_algorithm);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("scheduler");

@@ -22,8 +22,9 @@ against one node's URL, the clients through redis-py's RedisCluster:
   reset routed by slot, rules reaching the shards' copies on every node, per node
   status and metrics; and conformance.py's admin checks against the cluster;
 - foreign layouts: seed 004's leaky bucket (its registry set on one node, its
-  keys on all) drained and unregistered when empty, and a SCAN layout pruned on
-  every primary.
+  keys on all) drained and unregistered when empty, a SCAN layout pruned on
+  every primary, and Redisson RRateLimiters (hash, value and permits in one slot)
+  reclaimed on every primary.
 
 The last line is "cluster_e2e: N passed, M failed"; exit status 1 when one failed.
 """
@@ -468,7 +469,9 @@ def run_admin(c, cl, sluiced, tmp):
 def run_foreign(c, cl, sluiced, tmp):
     layouts = [{"name": "seed004", "algorithm": "leaky_bucket", "key_prefix": "LeakyBucket:",
                 "registry": "LeakyBucket::pathSet"},
-               {"name": "seed002", "algorithm": "sliding_log", "key_prefix": "rate_limit:", "scan": True}]
+               {"name": "seed002", "algorithm": "sliding_log", "key_prefix": "rate_limit:", "scan": True},
+               {"name": "seed004-token", "algorithm": "token_bucket", "kind": "redisson",
+                "key_prefix": "TokenBucketRateLimiter:", "scan": True}]
     d, log, port, ok = daemon(sluiced, tmp, "foreign", c.url(c.current_primaries()[0]), {"layouts": layouts})
     check("sluiced ready with foreign layouts", ok)
     r = cl.r
@@ -490,9 +493,22 @@ def run_foreign(c, cl, sluiced, tmp):
         key = "rate_limit:/s/%d" % i
         r.zadd(key, {"a%d" % i: old, "b%d" % i: old + 1})
         logs.append(key)
+    # Redisson RRateLimiters (5 per second) idle for a minute: value 3, two permits of 1 out
+    limiters, rnodes = [], set()
+    for i in range(30):
+        name = "TokenBucketRateLimiter:/r/%d" % i
+        r.hset(name, mapping={"rate": 5, "interval": 1000, "keepAliveTime": 0, "type": 0})
+        r.set("{%s}:value" % name, 3)
+        r.zadd("{%s}:permits" % name, {b"\x10" + bytes([i, j]) * 8 + b"\x01\x00\x00\x00": old + j for j in range(2)})
+        limiters.append(name)
+        rnodes.add(c.node_for_key(name.encode()))
+
+    def rleft():
+        return sum(r.exists("{%s}:value" % n) + r.exists("{%s}:permits" % n) for n in limiters)
+
     deadline = time.monotonic() + 6
     while time.monotonic() < deadline:
-        left = sum(r.exists("LeakyBucket:" + p) for p in fpaths) + sum(r.exists(k) for k in logs)
+        left = sum(r.exists("LeakyBucket:" + p) for p in fpaths) + sum(r.exists(k) for k in logs) + rleft()
         if left == 0 and r.scard("LeakyBucket::pathSet") == 0:
             break
         time.sleep(0.1)
@@ -502,6 +518,9 @@ def run_foreign(c, cl, sluiced, tmp):
           r.scard("LeakyBucket::pathSet") == 0)
     check("a SCAN layout's expired logs pruned on every primary (%d left)" % sum(r.exists(k) for k in logs),
           sum(r.exists(k) for k in logs) == 0)
+    check("Redisson RRateLimiters idle for their interval on %d primaries: value and permits reclaimed (%d keys "
+          "left), their hashes kept" % (len(rnodes), rleft()),
+          rleft() == 0 and len(rnodes) == 3 and all(r.hget(n, "rate") == b"5" for n in limiters))
     rc = stop_daemon(d, log)
     check("sluiced exits 0", rc == 0, repr(rc))
 

@@ -239,11 +239,14 @@ struct worker {
 /*
  * Build the job script call of layout `l` for one page of members, with
  * `now` ("" = Redis TIME): KEYS = registry, per path its data [and meta] key;
- * ARGV = now, per path the path and its rule's job arguments [, score unit].
+ * ARGV = now, per path the path and its rule's job arguments [, score unit]
+ * [, `skew` (max_clock_skew_ms in decimal) for a kind that takes it; NULL:
+ * the script's default].  A self-described kind (Redisson's) takes its keys
+ * from alg->side_keys and needs no rule.
  * Counts visited, skipped and unmatched paths into *r.  0 or -ENOMEM.
  */
 int job_build(struct job_batch *jb, const struct layout *l, const struct ruleset *rules,
-	      const redisReply *members, const char *now, struct worker_result *r);
+	      const redisReply *members, const char *now, const char *skew, struct worker_result *r);
 /*
  * Queue the call built by job_build (jb->eligible > 0): one call on a single
  * Redis; on a cluster one per slot of the page's keys (a foreign registry set

@@ -65,9 +65,9 @@ static int copy_args(struct cmdargs *dst, const struct cmdargs *src, size_t from
 }
 
 int job_build(struct job_batch *jb, const struct layout *l, const struct ruleset *rules,
-	      const redisReply *members, const char *now, struct worker_result *r)
+	      const redisReply *members, const char *now, const char *skew, struct worker_result *r)
 {
-	const struct alg_ops *alg = algorithm_get(l->algorithm);
+	const struct alg_ops *alg = layout_ops(l);
 
 	cmdargs_reset(&jb->keys);
 	cmdargs_reset(&jb->args);
@@ -87,18 +87,38 @@ int job_build(struct job_batch *jb, const struct layout *l, const struct ruleset
 			r->skipped++;
 			continue;
 		}
-		rule = ruleset_match(rules, path, plen);
-		if (!rule || rule->algorithm != l->algorithm) {
+		/* a foreign layout by the best rule of its algorithm (one path may be kept by
+		 * several limiters of different algorithms); a self-described kind by its state */
+		rule = alg->self_described ? NULL : ruleset_match_algorithm(rules, path, plen, l->algorithm);
+		if (!rule && !alg->self_described) {
 			r->unmatched++;
 			continue;
+		}
+		if (alg->side_keys) {
+			/* the data key and the keys beside it, in jb->ck (free until job_queue) */
+			size_t kl;
+			const char *k;
+			int rc;
+
+			cmdargs_reset(&jb->ck);
+			if (layout_push_key(&jb->ck, l, path, plen, 0))
+				return -ENOMEM;
+			k = arg_at(&jb->ck, 0, &kl);
+			rc = alg->side_keys(k, kl, &jb->ck);
+			if (rc == -EINVAL) {
+				r->skipped++;
+				continue;
+			}
+			if (rc)
+				return rc;
 		}
 		if (room(jb, jb->eligible))
 			return -ENOMEM;
 		jb->kat[jb->eligible] = jb->keys.n;
 		jb->aat[jb->eligible] = jb->args.n;
-		if (layout_push_key(&jb->keys, l, path, plen, 0) ||
-		    (alg->meta && layout_push_key(&jb->keys, l, path, plen, 1)) ||
-		    cmdargs_add(&jb->args, path, plen) || alg->job_args(rule, &jb->args))
+		if ((alg->side_keys ? copy_args(&jb->keys, &jb->ck, 0, jb->ck.n) : layout_push_key(&jb->keys, l, path, plen, 0)) ||
+		    (alg->meta && !alg->side_keys && layout_push_key(&jb->keys, l, path, plen, 1)) ||
+		    cmdargs_add(&jb->args, path, plen) || (rule && alg->job_args(rule, &jb->args)))
 			return -ENOMEM;
 		{
 			size_t kl;
@@ -112,7 +132,10 @@ int job_build(struct job_batch *jb, const struct layout *l, const struct ruleset
 	/* a foreign log names its score unit, "ms" too: the prune cuts it at now - window
 	 * (converted), as its own clients do; sluice's own (no unit) at its time mark */
 	if (jb->eligible && l->foreign && alg->score_units &&
-	    cmdargs_str(&jb->args, score_unit_name(l->unit)))
+	    (cmdargs_str(&jb->args, score_unit_name(l->unit)) || (l->cut_exclusive && cmdargs_str(&jb->args, "exclusive"))))
+		return -ENOMEM;
+	/* a kind whose clients stamp their own clocks works at the skew horizon */
+	if (jb->eligible && alg->self_described && skew && cmdargs_str(&jb->args, skew))
 		return -ENOMEM;
 	return 0;
 }
@@ -120,7 +143,7 @@ int job_build(struct job_batch *jb, const struct layout *l, const struct ruleset
 int job_queue(struct rbatch *b, struct job_batch *jb, const struct layout *l, struct rconn *conn,
 	      const char *prefix)
 {
-	enum script_id script = algorithm_get(l->algorithm)->job_script;
+	enum script_id script = layout_ops(l)->job_script;
 	const char *const *argv;
 	const size_t *lens;
 	unsigned reg_slot;

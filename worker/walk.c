@@ -87,7 +87,7 @@ int walk_step(struct worker *w, enum worker_job job, int64_t start_us, int64_t b
 			goto out;
 		}
 		more = !walk_at_end(next);
-		if ((rc = job_build(&w->jb, l, &w->rules, members, now, r)))
+		if ((rc = job_build(&w->jb, l, &w->rules, members, now, w->skew.on ? w->skew.text : NULL, r)))
 			goto fail;
 		freeReplyObject(page);
 		page = NULL;

@@ -32,7 +32,7 @@ const char *worker_job_name(enum worker_job j)
 
 static enum worker_job job_of(const struct layout *l)
 {
-	return algorithm_get(l->algorithm)->job == ALG_JOB_DRAIN ? WORKER_DRAIN : WORKER_PRUNE;
+	return layout_ops(l)->job == ALG_JOB_DRAIN ? WORKER_DRAIN : WORKER_PRUNE;
 }
 
 struct worker *worker_new(const struct worker_config *cfg)

@@ -11,5 +11,6 @@ extern const struct alg_ops alg_sliding_log;
 extern const struct alg_ops alg_sliding_counter;
 extern const struct alg_ops alg_fixed_window;
 extern const struct alg_ops alg_token_bucket;
+extern const struct alg_ops alg_redisson;
 
 #endif
