@@ -630,7 +630,13 @@ START_TEST(bad_config_exits_2_and_touches_nothing)
 	p = popen(cmd, "r");
 	ck_assert_ptr_nonnull(p);
 	ck_assert_ptr_nonnull(fgets(line, sizeof(line), p));
-	ck_assert_str_eq(line, "sluiced: rules[0].sub_windows: must divide window_ms (rule \"search\")\n");
+	{
+		char want[600]; /* the file named first */
+
+		snprintf(want, sizeof(want), "sluiced: %s: rules[0].sub_windows: must divide window_ms (rule \"search\")\n",
+			 path);
+		ck_assert_str_eq(line, want);
+	}
 	ck_assert_ptr_nonnull(fgets(line, sizeof(line), p));
 	ck_assert_str_eq(line, "exit=2\n");
 	status = pclose(p);
@@ -679,7 +685,10 @@ START_TEST(bad_redis_node_list_exits_2)
 		p = popen(cmd, "r");
 		ck_assert_ptr_nonnull(p);
 		ck_assert_ptr_nonnull(fgets(line, sizeof(line), p));
-		snprintf(want, sizeof(want), "sluiced: %s: %s\n", in_file ? "redis" : "--redis", bad_node_lists[_i].why);
+		if (in_file) /* the file named first */
+			snprintf(want, sizeof(want), "sluiced: %s: redis: %s\n", path, bad_node_lists[_i].why);
+		else
+			snprintf(want, sizeof(want), "sluiced: --redis: %s\n", bad_node_lists[_i].why);
 		ck_assert_str_eq(line, want);
 		ck_assert_ptr_nonnull(fgets(line, sizeof(line), p));
 		ck_assert_str_eq(line, "exit=2\n");
@@ -861,7 +870,13 @@ START_TEST(sighup_reloads_config)
 	ck_assert_int_eq(http_status(d.port, "GET", "/healthz", NULL), 200); /* still running */
 	read_log(&d, log, sizeof(log));
 	ck_assert_ptr_nonnull(strstr(log, "event=reloaded drain_interval_ms=20 prune_interval_ms=1000 rules=1 max_clock_skew_ms=10000"));
-	ck_assert_ptr_nonnull(strstr(log, "event=reload_failed field=\"config\""));
+	{
+		/* the file named first, then what is wrong in it */
+		char want[400];
+
+		snprintf(want, sizeof(want), "event=reload_failed field=\"%s\" error=\"config: is not valid JSON", d.config);
+		ck_assert_msg(strstr(log, want) != NULL, "no %s in the log:\n%s", want, log);
+	}
 	ck_assert_int_eq(stop_daemon(&d), 0);
 }
 END_TEST
