@@ -949,8 +949,8 @@ def run_config(store, url, sha):
     with open(conf, "w") as f:
         json.dump({"lease_ttl_ms": 299}, f)
     p = subprocess.run([RUN["sluiced"], "--check-config", "--config", conf], capture_output=True, text=True, timeout=10)
-    check("config: --check-config of an invalid one exits 2 naming the field, and prints nothing on stdout",
-          p.returncode == 2 and p.stderr.startswith("sluiced: lease_ttl_ms: ") and p.stdout == "",
+    check("config: --check-config of an invalid one exits 2 naming the file and the field, and prints nothing on stdout",
+          p.returncode == 2 and p.stderr.startswith("sluiced: %s: lease_ttl_ms: " % conf) and p.stdout == "",
           "exit %r: %r %r" % (p.returncode, p.stdout, p.stderr))
 
 

@@ -449,8 +449,8 @@ def run_log_json(tmp):
     with open(conf, "w") as f:
         f.write('{"log_format": "JSON"}')
     p = subprocess.run([s, "--config", conf], capture_output=True, text=True, timeout=10)
-    check("config log_format \"JSON\": exit 2 naming log_format",
-          p.returncode == 2 and p.stderr == "sluiced: log_format: must be text or json\n", repr(p.stderr))
+    check("config log_format \"JSON\": exit 2 naming the file, then log_format",
+          p.returncode == 2 and p.stderr == "sluiced: %s: log_format: must be text or json\n" % conf, repr(p.stderr))
 
     srv, r = start_redis(tmp)
     rport = r.connection_pool.connection_kwargs["port"]
