@@ -913,7 +913,8 @@ def run_config(store, url, sha):
         tail = d.log_tail(1)
         check("config: %s %s is refused at start (exit 2, the field named, nothing written to Redis)"
               % (field, json.dumps(value)),
-              rc == 2 and tail.startswith("sluiced: %s: " % field) and store.any().dbsize() == 0,
+              rc == 2 and tail.startswith("sluiced: %s: %s: " % (os.path.join(RUN["tmp"], d.name + ".json"), field))
+              and store.any().dbsize() == 0,
               "exit %r; log: %s; keys %d" % (rc, tail, store.any().dbsize()))
     for extra, args, want_id, want_ttl in [
             ({"id": "x" * 64, "lease_ttl_ms": 300}, [], "x" * 64, 300),
