@@ -615,6 +615,20 @@ def run_empty(r, port, shas):
           st == 404 and st2 == 404 and st3 == 400 and cf.is_error(b3, "invalid_body"),
           "%d %d %d %r" % (st, st2, st3, b3))
     check("... and nothing changed", dumps(r, key_set(r)) == before)
+    # a rule's match is JSON text, stored and answered: UTF-8 ("/ü€*" is), else refused naming match
+    st, b = cf.http(port, "PUT", "/v1/rules/hostile-utf8",
+                    '{"match":"/\u00fc\u20ac*","algorithm":"sliding_log","limit":2,"window_ms":1000}')
+    st2, b2 = cf.http(port, "PUT", "/v1/rules/hostile-bytes",
+                      b'{"match":"/\xff*","algorithm":"sliding_log","limit":2,"window_ms":1000}')
+    st3, b3 = cf.http(port, "GET", "/v1/rules")
+    try:
+        listed = [x["match"] for x in json.loads(b3.decode("utf-8"))["rules"]]
+    except (UnicodeDecodeError, ValueError, KeyError) as e:
+        listed = repr(e)
+    check("a rule's match that is not UTF-8 is 400 invalid_rule (field match); GET /v1/rules stays UTF-8 JSON",
+          st == 201 and st2 == 400 and cf.error_of(b2).get("field") == "match" and "/\u00fc\u20ac*" in listed,
+          "%d %d %r %r" % (st, st2, b2, listed))
+    cf.http(port, "DELETE", "/v1/rules/hostile-utf8")
     st, b = cf.http(port, "GET", "/v1/paths?match=a%00b")
     check("a listing match holding NUL (%00) is 400 invalid_query", st == 400 and cf.is_error(b, "invalid_query"),
           "%d %r" % (st, b))
