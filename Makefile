@@ -208,8 +208,11 @@ check-includes:
 # sharing the shards by leases, on one Redis and a cluster), admin_e2e (the admin
 # server under load), ops_e2e (make install, the systemd unit, sluiced(8), the
 # default config file, log_format json, promtool), page_e2e (the operator page in
-# headless Chromium; screenshots in $(B)/page.png and $(B)/page-auth.png).
-PY_SUITES := conformance rules_e2e cluster_clients cluster_e2e daemons_e2e admin_e2e ops_e2e page_e2e
+# headless Chromium; screenshots in $(B)/page.png and $(B)/page-auth.png), hostile_e2e
+# (paths of braces, NUL, CR/LF, invalid UTF-8, '%', globs and 10 kB through the five
+# client scripts, the worker and every path route, and seeds.json's foreign layouts,
+# on a one-node cluster: only their keys, in their slot).
+PY_SUITES := conformance rules_e2e cluster_clients cluster_e2e daemons_e2e admin_e2e ops_e2e page_e2e hostile_e2e
 empty :=
 space := $(empty) $(empty)
 
