@@ -523,7 +523,7 @@ def run_foreign(r, port, S, hostile, tags):
                     r.incr(key)
             else:  # two expired entries, three live
                 r.zadd(key, {b"old-%d" % i: S - 90000 + i for i in range(2)})
-                r.zadd(key, {b"new-%d" % i: S - 30000 + i for i in range(3)})
+                r.zadd(key, {b"new-%d" % i: S - 10000 + i for i in range(3)})
     metas = {}
     for h in hostile:
         lay, p, key = foreign_paths(h)[0]
