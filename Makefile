@@ -213,8 +213,11 @@ check-includes:
 # headless Chromium; screenshots in $(B)/page.png and $(B)/page-auth.png), faults_e2e
 # (Redis killed with and without AOF, stopped, emptied, at maxmemory, slow: exact state
 # afterwards, /readyz's reasons, and the worker back within 1 s of Redis), seeds004_e2e
-# (article 004's sliding and fixed windows and Redisson's RRateLimiter, maintained).
-PY_SUITES := conformance rules_e2e seeds004_e2e cluster_clients cluster_e2e daemons_e2e admin_e2e ops_e2e page_e2e faults_e2e
+# (article 004's sliding and fixed windows and Redisson's RRateLimiter, maintained),
+# hostile_e2e (paths of braces, NUL, CR/LF, invalid UTF-8, '%', globs and 10 kB through
+# the five client scripts, the worker and every path route, and seeds.json's foreign
+# layouts, on a one-node cluster: only their keys, in their slot).
+PY_SUITES := conformance rules_e2e seeds004_e2e cluster_clients cluster_e2e daemons_e2e admin_e2e ops_e2e page_e2e faults_e2e hostile_e2e
 empty :=
 space := $(empty) $(empty)
 

@@ -208,21 +208,30 @@ int reset_call_sum(const struct reset_call *rc, const redisReply *r, struct rese
 }
 
 /*
- * A foreign layout whose registry set is in another slot than the path's
- * data key (the usual case: "LeakyBucket::pathSet" and "LeakyBucket:<path>"):
- * two calls, one on each slot, so that a Redis Cluster can run them.  (On
- * a single Redis as well: the same code, and what each removed is the same.)
+ * The calls that reset `path` in layout `f` (NULL: sluice's own), as a mask
+ * of 1 << part.  One call of everything, but for a foreign layout whose keys
+ * are in two slots, so that a Redis Cluster can run each call (on a single
+ * Redis as well: the same code, and what each removes is the same):
+ *  - a registry set in another slot than the path's data key (the usual
+ *    case: "LeakyBucket::pathSet" and "LeakyBucket:<path>"): two calls, one
+ *    on each slot;
+ *  - a SCAN layout, whose registry is a name nothing writes (core/layout.c),
+ *    in a slot of its own: the data key's call alone.
  */
-static int split(const struct layout *f, const char *path, size_t len)
+static unsigned parts_of(const struct layout *f, const char *path, size_t len)
 {
 	struct strbuf k = { 0 };
 	int two;
 
-	if (f->scan || !f->registry || layout_key(f, path, len, 0, &k))
-		return 0;
+	if (!f || !f->registry)
+		return 1u << PART_ALL;
+	if (f->scan)
+		return 1u << PART_KEYS;
+	if (layout_key(f, path, len, 0, &k))
+		return 1u << PART_ALL;
 	two = shard_keyslot(f->registry, strlen(f->registry)) != shard_keyslot(k.p, k.len);
 	strbuf_free(&k);
-	return two;
+	return two ? 1u << PART_REGISTRY | 1u << PART_KEYS : 1u << PART_ALL;
 }
 
 /* Queue every call that resets `path` (own layouts, then each foreign one) into `calls` (room for 1 + nlayouts). */
@@ -235,13 +244,13 @@ int reset_queue_path(struct rbatch *b, struct reset_call *calls, size_t *ncalls,
 		own = own || !layouts[i].foreign;
 	for (size_t i = own ? 0 : 1; i <= nlayouts; i++) {
 		const struct layout *f = i ? &layouts[i - 1] : NULL;
+		unsigned parts;
 
 		if (f && !f->foreign)
 			continue;
+		parts = parts_of(f, path, len);
 		for (enum part part = PART_ALL; part <= PART_KEYS; part++) {
-			if (part != PART_ALL && (!f || !split(f, path, len)))
-				break;
-			if (part == PART_ALL && f && split(f, path, len))
+			if (!(parts & 1u << part))
 				continue;
 			if ((rc = reset_call_build(&calls[*ncalls], layouts, nlayouts, f, part, path, len, dry)))
 				return rc;

@@ -187,6 +187,11 @@ int rule_from_json(const cJSON *obj, const char *name, const char *where, struct
 		rc = sl_fail(err, f, "must be 1..%d bytes", RULE_MATCH_MAX);
 		goto fail;
 	}
+	if (!jsonv_utf8_valid(s, strlen(s))) {
+		/* the rule is stored, copied and answered as JSON text, which is UTF-8 (RFC 8259) */
+		rc = sl_fail(err, f, "must be UTF-8 (a byte that is not: match it with ? or [...])");
+		goto fail;
+	}
 	if (!glob_valid(s, strlen(s))) {
 		rc = sl_fail(err, f, "is not a valid glob (a '[' that does not close, or a '\\' at the end)");
 		goto fail;

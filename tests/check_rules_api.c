@@ -239,6 +239,11 @@ static const struct {
 	/* 33 elements after a '*': a match's time in the client scripts grows with them (break test: 1 s a call) */
 	{ "/v1/rules/api", "{\"match\":\"/g/*?????????????????????????????????\",\"algorithm\":\"leaky_bucket\",\"capacity\":1,\"rate\":1}", "invalid_rule", "match" },
 	{ "/v1/rules/api", "{\"match\":[\"/api/*\"],\"algorithm\":\"leaky_bucket\",\"capacity\":10,\"rate\":2}", "invalid_rule", "match" },
+	/* a match that is not UTF-8 (raw bytes in the body; JSON text is UTF-8): stored and answered, it
+	 * made GET /v1/rules answer bytes that are not JSON (tests/hostile_e2e.py's finding) */
+	{ "/v1/rules/api", "{\"match\":\"/\xff*\",\"algorithm\":\"leaky_bucket\",\"capacity\":10,\"rate\":2}", "invalid_rule", "match" },
+	{ "/v1/rules/api", "{\"match\":\"/\xed\xa0\x80\",\"algorithm\":\"leaky_bucket\",\"capacity\":10,\"rate\":2}", "invalid_rule", "match" },
+	{ "/v1/rules/api", "{\"match\":\"\xc0\xaf*\",\"algorithm\":\"leaky_bucket\",\"capacity\":10,\"rate\":2}", "invalid_rule", "match" },
 	{ "/v1/rules/new", "{\"match\":\"/new\",\"algorithm\":\"leaky_bucket\",\"capacity\":0,\"rate\":2}", "invalid_rule", "capacity" },
 	{ "/v1/rules/new", "{\"name\":\"api\",\"match\":\"/new\",\"algorithm\":\"leaky_bucket\",\"capacity\":10,\"rate\":2}", "invalid_rule", "name" },
 	{ "/v1/rules/bad%20name", API_BODY, "invalid_rule", "name" },

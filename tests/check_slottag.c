@@ -7,10 +7,12 @@
  * whatever bytes the key holds.
  */
 #include <check.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/glob.h"
 #include "core/layout.h"
 #include "core/shard.h"
 #include "core/slottag.h"
@@ -164,6 +166,69 @@ START_TEST(test_foreign_meta_in_the_keys_slot)
 }
 END_TEST
 
+/*
+ * Every layout's data key of a hostile path gives the path back (layout_path_of),
+ * byte for byte, and a SCAN layout's MATCH glob (its prefix and suffix escaped:
+ * here they hold '*', '?', '[' and '\\') matches the key, so the worker finds
+ * it and reads the same path from it.  The layouts: sluice's own, the seeds'
+ * (examples/seeds.json) and the two above, and SCAN layouts with a suffix.
+ */
+#define SCAN_LAYOUTS                                                                                         \
+	"[{\"name\":\"seed000-log\",\"algorithm\":\"sliding_log\",\"key_prefix\":\"limit:\",\"scan\":true},"    \
+	"{\"name\":\"seed001-fixed\",\"algorithm\":\"fixed_window\",\"key_prefix\":\"rate_limit:\",\"scan\":true,"  \
+	"\"scan_type\":\"string\"},"                                                                             \
+	"{\"name\":\"globby\",\"algorithm\":\"sliding_log\",\"key_prefix\":\"a*b?[c\\\\:\",\"key_suffix\":\":]x*\","  \
+	"\"scan\":true},"                                                                                         \
+	"{\"name\":\"braced\",\"algorithm\":\"sliding_counter\",\"key_prefix\":\"c:{\",\"key_suffix\":\"}\",\"scan\":true}]"
+
+START_TEST(test_layout_path_of_hostile_paths)
+{
+	const char *path = meta_paths[_i].p;
+	size_t len = meta_paths[_i].len;
+	const char *sets[] = { FOREIGN_LAYOUTS, SCAN_LAYOUTS };
+
+	for (size_t i = 0; i < sizeof(kilobyte); i++)
+		kilobyte[i] = (char)(i * 7 + 3);
+	for (size_t si = 0; si < 2; si++) {
+		struct layout *all;
+		size_t nall;
+
+		test_layouts("sluice:", sets[si], &all, &nall);
+		for (size_t li = 0; li < nall; li++) {
+			const struct layout *l = &all[li];
+			struct strbuf data = { 0 };
+			const char *got;
+			size_t glen;
+
+			ck_assert_int_eq(layout_key(l, path, len, 0, &data), 0);
+			ck_assert_msg(layout_path_of(l, data.p, data.len, &got, &glen) == 0,
+				      "layout %s, path %zu: its own key refused", l->name, (size_t)_i);
+			ck_assert_msg(glen == len && memcmp(got, path, len) == 0, "layout %s, path %zu: read back %zu bytes",
+				      l->name, (size_t)_i, glen);
+			if (l->scan)
+				ck_assert_msg(glob_match(l->scan_match, strlen(l->scan_match), data.p, data.len),
+					      "layout %s: MATCH %s misses the key of path %zu", l->name, l->scan_match,
+					      (size_t)_i);
+			if (!l->foreign) {
+				/* sluice's own: the key names its shard; the same path's key in another shard is
+				 * not of the layout */
+				struct strbuf other = { 0 };
+				char head[64];
+				int n = snprintf(head, sizeof(head), "sluice:{%u}:%s:", (shard_of(path, len) + 1) % 1024,
+						 l->name);
+
+				strbuf_add(&other, head, (size_t)n);
+				strbuf_add(&other, path, len);
+				ck_assert_int_eq(layout_path_of(l, other.p, other.len, &got, &glen), -EINVAL);
+				strbuf_free(&other);
+			}
+			strbuf_free(&data);
+		}
+		layouts_free(all, nall);
+	}
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("slottag");
@@ -175,6 +240,7 @@ int main(void)
 	suite_add_tcase(s, tc);
 	tc = tcase_create("foreign_meta");
 	tcase_add_loop_test(tc, test_foreign_meta_in_the_keys_slot, 0, TEST_N(meta_paths));
+	tcase_add_loop_test(tc, test_layout_path_of_hostile_paths, 0, TEST_N(meta_paths));
 	suite_add_tcase(s, tc);
 	return test_run_suite(s);
 }

@@ -162,8 +162,10 @@ def run_scripts(r, lua_dir):
 
 
 def http(port, method, path, body=None):
-    req = urllib.request.Request("http://127.0.0.1:%d%s" % (port, path), method=method,
-                                 data=body.encode() if body is not None else None)
+    """(status, body bytes) of one request; `body` a str (sent as UTF-8) or bytes (as they are)."""
+    if isinstance(body, str):
+        body = body.encode()
+    req = urllib.request.Request("http://127.0.0.1:%d%s" % (port, path), method=method, data=body)
     try:
         with urllib.request.urlopen(req, timeout=10) as res:
             return res.status, res.read()

@@ -72,6 +72,10 @@ int job_build(struct job_batch *jb, const struct layout *l, const struct ruleset
 	cmdargs_reset(&jb->keys);
 	cmdargs_reset(&jb->args);
 	jb->eligible = 0;
+	/* job_queue counts a page's EXISTS; a page with nothing eligible queues none, and the
+	 * walk finds its next page after them (a count left from an earlier page took an EXISTS
+	 * reply, or none, for that page: "SSCAN: unexpected reply", the layout skipped) */
+	jb->nexists = 0;
 	if (cmdargs_str(&jb->keys, l->registry) || cmdargs_str(&jb->args, now))
 		return -ENOMEM;
 	for (size_t i = 0; i < members->elements; i++) {
