@@ -441,6 +441,9 @@ static int apply_member(struct staged *st, const cJSON *it, struct sl_error *err
 	for (size_t i = 0; i < ARRAY_LEN(sections); i++)
 		if (!strcmp(it->string, sections[i].name))
 			return sections[i].apply(st, it, err);
+	/* a member named "" would make an error that names nothing ("sluiced: : unknown field") */
+	if (!it->string[0])
+		return sl_fail(err, "config", "unknown field \"\" (a member with an empty name)");
 	return sl_fail(err, it->string, "unknown field");
 }
 

@@ -267,6 +267,9 @@ static const struct {
 	{ "{\"layouts\":[{\"name\":\"leaky_bucket\",\"algorithm\":\"sliding_log\",\"key_prefix\":\"L:\",\"scan\":true}]}", "layouts[0]" },
 	{ "{\"layouts\":[{\"name\":\"x\",\"algorithm\":\"sliding_log\",\"key_prefix\":\"L:\",\"scan\":true},"
 	  "{\"name\":\"x\",\"algorithm\":\"sliding_log\",\"key_prefix\":\"M:\",\"scan\":true}]}", "layouts[1]" },
+	/* found by fuzz_config: a member named "" named no field at all */
+	{ "{\"\":\"x\"}", "config" },
+	{ "{\"admin\":{\"\":1}}", "admin." },
 	{ "{\"admin\":{\"token\":\"x\"}}", "admin.token" },
 	{ "{\"admin\":{\"token_file\":\"\"}}", "admin.token_file" },
 	{ "{\"admin\":{\"auth_reads\":1}}", "admin.auth_reads" },
