@@ -6,8 +6,11 @@
  * then the pattern, then the path; both any bytes.  The Lua side runs in the
  * private redis-server (fuzz/harness.h) as build/lua-fuzz/glob_probe.lua.
  * Also, for a valid pattern a rule accepts, rule_matches must agree with
- * glob_match and glob_star_run must stay within the pattern.  A
- * disagreement aborts with both answers, the pattern and the path.
+ * glob_match and glob_star_run must stay within the pattern; and Redis's own
+ * matcher (SSCAN MATCH, as the path listing and bulk reset use it) given the
+ * pattern in its dialect (glob_to_redis) selects the path exactly when
+ * glob_match matches it.  A disagreement aborts with both answers, the
+ * pattern and the path.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +18,7 @@
 
 #include "core/glob.h"
 #include "core/rules.h"
+#include "core/strbuf.h"
 #include "fuzz/harness.h"
 
 #define PROBE "build/lua-fuzz/glob_probe.lua"
@@ -54,6 +58,39 @@ static long long c_prefix(const char *pat, size_t plen, const char *s, size_t sl
 	cJSON_Delete(o);
 	free(m);
 	return n;
+}
+
+/* Does SSCAN ... MATCH glob_to_redis(pat) select path s (core/walk.c's registry walk)? */
+static int redis_selects(const char *pat, size_t plen, const char *s, size_t slen)
+{
+	struct strbuf b = { 0 };
+	char *m = strndup(pat, plen);
+	redisContext *c = fuzz_redis();
+	redisReply *r[3];
+	int sel;
+
+	if (!m || glob_to_redis(m, &b))
+		fail(pat, plen, s, slen, "glob_to_redis refused a glob_valid pattern");
+	redisAppendCommand(c, "DEL fuzz:glob");
+	redisAppendCommand(c, "SADD fuzz:glob %b", s, slen);
+	redisAppendCommand(c, "SSCAN fuzz:glob 0 MATCH %b COUNT 100", b.p ? b.p : "", b.len);
+	for (int i = 0; i < 3; i++)
+		if (redisGetReply(c, (void **)&r[i]) != REDIS_OK)
+			fail(pat, plen, s, slen, c->errstr);
+	if (r[2]->type != REDIS_REPLY_ARRAY || r[2]->elements != 2 || r[2]->element[1]->type != REDIS_REPLY_ARRAY ||
+	    strcmp(r[2]->element[0]->str, "0"))
+		fail(pat, plen, s, slen, "SSCAN of one member did not answer in one page");
+	sel = r[2]->element[1]->elements == 1;
+	if (sel != glob_match(pat, plen, s, slen)) {
+		fuzz_show("in Redis's dialect", b.p ? b.p : "", b.len);
+		fprintf(stderr, "fuzz_lua_glob: glob_match says %d, Redis's MATCH %d\n", !sel, sel);
+		fail(pat, plen, s, slen, "glob_to_redis: Redis selects otherwise");
+	}
+	for (int i = 0; i < 3; i++)
+		freeReplyObject(r[i]);
+	strbuf_free(&b);
+	free(m);
+	return sel;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -99,6 +136,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			fail(pat, plen, s, slen, msg);
 		}
 	}
+	/* a registry never holds "" (a path is non-empty: DESIGN.md), which Redis's matcher never selects */
+	if (valid && !memchr(pat, '\0', plen) && slen)
+		redis_selects(pat, plen, s, slen);
 	freeReplyObject(r);
 	return 0;
 }
