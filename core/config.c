@@ -544,7 +544,9 @@ int config_apply_json(struct config *cfg, const char *text, size_t len, struct s
 		goto out;
 	}
 	if ((dup = jsonv_duplicate_key(root))) {
-		rc = sl_fail(err, dup, "appears twice");
+		/* as in apply_member: a name "" would name no field */
+		rc = *dup ? sl_fail(err, dup, "appears twice")
+			  : sl_fail(err, "config", "a member named \"\" appears twice");
 		goto out;
 	}
 	cJSON_ArrayForEach(it, root)

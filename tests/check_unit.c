@@ -269,6 +269,7 @@ static const struct {
 	  "{\"name\":\"x\",\"algorithm\":\"sliding_log\",\"key_prefix\":\"M:\",\"scan\":true}]}", "layouts[1]" },
 	/* found by fuzz_config: a member named "" named no field at all */
 	{ "{\"\":\"x\"}", "config" },
+	{ "{\"a\u00e9\":3,\"\":0,\"\":\"\"}", "config" },
 	{ "{\"admin\":{\"\":1}}", "admin." },
 	{ "{\"admin\":{\"token\":\"x\"}}", "admin.token" },
 	{ "{\"admin\":{\"token_file\":\"\"}}", "admin.token_file" },
