@@ -10,6 +10,8 @@
 #   make install    PREFIX=/usr/local DESTDIR= SYSCONFDIR=/etc : binary, Lua scripts, examples,
 #                   systemd unit, man page, $(SYSCONFDIR)/sluice/sluiced.json (kept when present)
 #   make deps       install the Debian packages, or name the command to run
+#   make fuzz       libFuzzer targets of fuzz/ (clang, ASan + UBSan; objects in build/fuzz),
+#                   each run FUZZ_SECONDS (default 60) from fuzz/corpus/<target>/ (README.md, "Fuzzing")
 
 PREFIX  ?= /usr/local
 DESTDIR ?=
@@ -28,12 +30,19 @@ PKGS    := hiredis libmicrohttpd libcjson
 TESTPKGS:= check libcurl
 OPT     ?= -O2 -g
 
-FLAVOURS := normal asan
+FLAVOURS := normal asan fuzz
 ifneq ($(words $(FLAVOUR)) $(filter $(FLAVOURS),$(FLAVOUR)),1 $(FLAVOUR))
 $(error FLAVOUR="$(FLAVOUR)" is unknown; the flavours are: $(FLAVOURS))
 endif
 ifeq ($(FLAVOUR),asan)
 SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+OPT      := -O1 -g
+endif
+# The fuzz flavour (make fuzz): the library built with clang for libFuzzer's
+# coverage, ASan and UBSan; the targets link -fsanitize=fuzzer (fuzz/fuzz.mk).
+ifeq ($(FLAVOUR),fuzz)
+CC       := clang
+SANFLAGS := -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 OPT      := -O1 -g
 endif
 
@@ -320,5 +329,7 @@ uninstall:
 
 clean:
 	rm -rf build sluiced
+
+include fuzz/fuzz.mk
 
 -include $(shell find build -name '*.d' 2>/dev/null)

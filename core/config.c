@@ -441,6 +441,9 @@ static int apply_member(struct staged *st, const cJSON *it, struct sl_error *err
 	for (size_t i = 0; i < ARRAY_LEN(sections); i++)
 		if (!strcmp(it->string, sections[i].name))
 			return sections[i].apply(st, it, err);
+	/* a member named "" would make an error that names nothing ("sluiced: : unknown field") */
+	if (!it->string[0])
+		return sl_fail(err, "config", "unknown field \"\" (a member with an empty name)");
 	return sl_fail(err, it->string, "unknown field");
 }
 
@@ -541,7 +544,9 @@ int config_apply_json(struct config *cfg, const char *text, size_t len, struct s
 		goto out;
 	}
 	if ((dup = jsonv_duplicate_key(root))) {
-		rc = sl_fail(err, dup, "appears twice");
+		/* as in apply_member: a name "" would name no field */
+		rc = *dup ? sl_fail(err, dup, "appears twice")
+			  : sl_fail(err, "config", "a member named \"\" appears twice");
 		goto out;
 	}
 	cJSON_ArrayForEach(it, root)

@@ -37,8 +37,11 @@ int glob_match(const char *pat, size_t plen, const char *s, size_t slen);
 /*
  * Append to `b` the NUL-terminated glob `pat` written in Redis's MATCH
  * dialect (SCAN/SSCAN MATCH, Redis's stringmatchlen), so that Redis selects
- * exactly what glob_match would: "[!" becomes "[^", a set's leading ']' is
- * escaped.  0, -EINVAL when `pat` is not glob_valid (b unchanged), -ENOMEM.
+ * exactly what glob_match would: a set is written out from the bytes it
+ * holds ("[^" for "[!", runs of bytes escaped, ranges that Redis reads as
+ * glob_match does: Redis takes a reversed range, a '-' before ']' and bytes
+ * from 0x80 otherwise), the rest is copied.  0, -EINVAL when `pat` is not
+ * glob_valid (b unchanged), -ENOMEM.
  */
 int glob_to_redis(const char *pat, struct strbuf *b);
 

@@ -119,10 +119,29 @@ const char *jsonv_duplicate_key(const cJSON *obj)
 
 int jsonv_add_number(cJSON *obj, const char *name, double v)
 {
+	char text[32];
+	cJSON *n;
+
 	if (v == floor(v) && fabs(v) < (double)JSONV_LIMIT)
 		return jsonv_add_int(obj, name, (int64_t)v);
-	if (!cJSON_AddNumberToObject(obj, name, v))
+	if (!isfinite(v))
+		return cJSON_AddNullToObject(obj, name) ? 0 : -ENOMEM;
+	/*
+	 * The shortest text that reads back as exactly v, as raw JSON: cJSON's
+	 * own printing keeps 15 digits when they read back within an epsilon, so
+	 * 3333333333333330.5 printed as 3.33333333333333e+15 (a rule read back
+	 * from its stored text had another rate, its text another ETag).
+	 */
+	for (int digits = 15; digits <= 17; digits++) {
+		snprintf(text, sizeof(text), "%.*g", digits, v);
+		if (strtod(text, NULL) == v)
+			break;
+	}
+	n = cJSON_CreateRaw(text);
+	if (!n || !cJSON_AddItemToObject(obj, name, n)) {
+		cJSON_Delete(n);
 		return -ENOMEM;
+	}
 	return 0;
 }
 

@@ -51,7 +51,11 @@ int jsonv_has_nul_escape(const char *text, size_t len);
  * cJSON keeps both and lookups see the first; callers refuse such objects.
  */
 const char *jsonv_duplicate_key(const cJSON *obj);
-/* Add number `v`: integral values printed in full like jsonv_add_int, others with 17 digits. */
+/*
+ * Add number `v`: integral values printed in full like jsonv_add_int, others
+ * as the shortest text (15 to 17 digits, raw JSON) that reads back as
+ * exactly `v`; NaN and infinities as null.  0 or -ENOMEM.
+ */
 int jsonv_add_number(cJSON *obj, const char *name, double v);
 
 /* Add integer `v` to `obj` as `name`, printed in full (never in exponent form). 0 or -ENOMEM. */

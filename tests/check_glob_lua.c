@@ -14,7 +14,11 @@
  *     entries the daemon refuses) loaded as rulestore_refresh loads them
  *     (rule_from_json, put in reverse name order), and rule_literal_prefix against
  *     the rule's literal_prefix;
- *   - pathological patterns on a 10 kB path return in time.
+ *   - pathological patterns on a 10 kB path return in time;
+ *   - Redis's own matcher (SSCAN MATCH, which the path listing and bulk
+ *     reset use) given a set in its dialect (glob_to_redis) selects exactly
+ *     the bytes glob_match does (found by fuzz/fuzz_lua_glob.c: "[a-]",
+ *     reversed ranges and ranges over 0x80 were read otherwise by Redis).
  * The Lua side is tests/lua/glob_probe.lua, assembled with those fragments
  * into build/lua-test/ (make), sent with EVAL, many inputs per call.  The
  * seed is fixed (GLOB_LUA_SEED in the environment overrides it) and named in
@@ -30,6 +34,7 @@
 #include "core/glob.h"
 #include "core/jsonv.h"
 #include "core/rules.h"
+#include "core/strbuf.h"
 #include "tests/conn_fixture.h"
 #include "tests/harness.h"
 
@@ -939,6 +944,57 @@ START_TEST(test_match_nul_refused)
 }
 END_TEST
 
+/*
+ * Every single-byte path 0x01..0xff against sets, in SSCAN MATCH of
+ * glob_to_redis's text and in glob_match: the same bytes.  Each set is one
+ * Redis reads otherwise when copied as written.
+ */
+START_TEST(test_redis_match_sets)
+{
+	static const char *const pats[] = {
+		"[a-]", "[!a-]", "[z-a]", "[^z-a]", "[a-\xff]", "[\x01-\xff]", "[\x80-\xff]", "[\x7f-\x81]",
+		"[]-a]", "[\\]-a]", "[\\\\-a]", "[!]]", "[]a-]", "[--/]", "[\\^-a]", "[a^]", "x[a-]", "[a-c-e]",
+		"[\\z-a]", "[a-\\]]", "*[b-a]*", "[\xff-\x80]", "[!\x80-\xff]",
+	};
+
+	for (size_t i = 0; i < sizeof(pats) / sizeof(pats[0]); i++) {
+		struct strbuf b = { 0 };
+		char cursor[32] = "0", seen[256] = { 0 };
+		redisReply *r;
+
+		ck_assert_msg(glob_valid(pats[i], strlen(pats[i])), "%s", pats[i]);
+		ck_assert_int_eq(glob_to_redis(pats[i], &b), 0);
+		freeReplyObject(redisCommand(c, "DEL set"));
+		for (unsigned ch = 1; ch < 256; ch++) {
+			char m[2] = { 'x', (char)ch };
+			int x = pats[i][0] == 'x';
+
+			freeReplyObject(redisCommand(c, "SADD set %b", m + !x, (size_t)1 + x));
+		}
+		do {
+			r = redisCommand(c, "SSCAN set %s MATCH %b COUNT 1000", cursor, b.p, b.len);
+			ck_assert_int_eq(r->type, REDIS_REPLY_ARRAY);
+			snprintf(cursor, sizeof(cursor), "%s", r->element[0]->str);
+			for (size_t k = 0; k < r->element[1]->elements; k++) {
+				const redisReply *e = r->element[1]->element[k];
+
+				seen[(unsigned char)e->str[e->len - 1]] = 1;
+			}
+			freeReplyObject(r);
+		} while (strcmp(cursor, "0"));
+		for (unsigned ch = 1; ch < 256; ch++) {
+			char m[2] = { 'x', (char)ch };
+			int x = pats[i][0] == 'x';
+
+			ck_assert_msg(seen[ch] == glob_match(pats[i], strlen(pats[i]), m + !x, (size_t)1 + x),
+				      "pattern \"%s\" (Redis: \"%s\"), byte 0x%02x: Redis %d, glob_match %d", pats[i],
+				      b.p, ch, seen[ch], !seen[ch]);
+		}
+		strbuf_free(&b);
+	}
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("glob_lua");
@@ -950,5 +1006,6 @@ int main(void)
 	tcase_add_test(tc, test_rule_pick_random);
 	tcase_add_test(tc, test_literal_prefix);
 	tcase_add_test(tc, test_match_nul_refused);
+	tcase_add_test(tc, test_redis_match_sets);
 	return test_run_suite(s);
 }

@@ -273,6 +273,10 @@ static const struct {
 	{ "{\"layouts\":[{\"name\":\"leaky_bucket\",\"algorithm\":\"sliding_log\",\"key_prefix\":\"L:\",\"scan\":true}]}", "layouts[0]" },
 	{ "{\"layouts\":[{\"name\":\"x\",\"algorithm\":\"sliding_log\",\"key_prefix\":\"L:\",\"scan\":true},"
 	  "{\"name\":\"x\",\"algorithm\":\"sliding_log\",\"key_prefix\":\"M:\",\"scan\":true}]}", "layouts[1]" },
+	/* found by fuzz_config: a member named "" named no field at all */
+	{ "{\"\":\"x\"}", "config" },
+	{ "{\"a\u00e9\":3,\"\":0,\"\":\"\"}", "config" },
+	{ "{\"admin\":{\"\":1}}", "admin." },
 	{ "{\"admin\":{\"token\":\"x\"}}", "admin.token" },
 	{ "{\"admin\":{\"token_file\":\"\"}}", "admin.token_file" },
 	{ "{\"admin\":{\"auth_reads\":1}}", "admin.auth_reads" },
@@ -841,6 +845,49 @@ START_TEST(rule_valid_roundtrip)
 }
 END_TEST
 
+/*
+ * Found by fuzz_rules: a rate whose 15-digit text reads back within cJSON's
+ * epsilon was printed so (3.33333333333333e+15), so a rule read back from
+ * its stored text had another rate and rendered another text (and ETag).
+ * Every non-integral number now renders as the shortest text that reads
+ * back exactly.
+ */
+START_TEST(rule_rate_text_reads_back_exactly)
+{
+	static const struct {
+		const char *rate, *text;
+	} cases[] = {
+		{ "3333333333333330.33", "3333333333333330.5" },
+		{ "0.1", "0.1" },
+		{ "1e-300", "1e-300" },
+		{ "123456.789012345678", "123456.78901234567" },
+		{ "2.5", "2.5" },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char in[200], want[200];
+		struct rule *r, *back = NULL;
+		char *t1, *t2;
+
+		snprintf(in, sizeof(in), "{\"name\":\"t\",\"match\":\"/\",\"algorithm\":\"token_bucket\",\"capacity\":1,\"rate\":%s}",
+			 cases[i].rate);
+		snprintf(want, sizeof(want), "{\"name\":\"t\",\"match\":\"/\",\"algorithm\":\"token_bucket\",\"capacity\":1,\"rate\":%s}",
+			 cases[i].text);
+		ck_assert_ptr_nonnull(r = rule_of(in, NULL));
+		t1 = rule_to_text(r);
+		ck_assert_str_eq(t1, want);
+		ck_assert_int_eq(rule_from_text(t1, strlen(t1), "t", &back, NULL), 0);
+		ck_assert_msg(back->rate == r->rate, "%s: read back %.17g, was %.17g", cases[i].rate, back->rate, r->rate);
+		t2 = rule_to_text(back);
+		ck_assert_str_eq(t2, t1);
+		free(t1);
+		free(t2);
+		rule_free(back);
+		rule_free(r);
+	}
+}
+END_TEST
+
 static const struct {
 	const char *json, *field;
 } bad_rules[] = {
@@ -1323,6 +1370,7 @@ static Suite *unit_suite(void)
 
 	tc = tcase_create("rules");
 	tcase_add_test(tc, rule_valid_roundtrip);
+	tcase_add_test(tc, rule_rate_text_reads_back_exactly);
 	tcase_add_loop_test(tc, rule_invalid_names_field, 0, sizeof(bad_rules) / sizeof(bad_rules[0]));
 	tcase_add_test(tc, rule_url_name_must_agree);
 	tcase_add_test(tc, rule_mode_round_trip);

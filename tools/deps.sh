@@ -1,7 +1,8 @@
 #!/bin/sh
 # Check that the build, test and run dependencies are present; install the
 # Debian packages when running as root, otherwise print the exact command.
-# Used by `make test`, `make run`, `make bench` (with BENCH=1: wrk and nginx too)
+# Used by `make test`, `make run`, `make bench` (with BENCH=1: wrk and nginx too),
+# `make fuzz` (with FUZZ=1: clang and its libFuzzer runtime)
 # and .ci/run; `make test` and `make asan` pass TEST=1 for the tools that only
 # tests/ops_e2e.py needs (systemd-analyze, strace, man, groff, promtool, unshare).
 set -u
@@ -25,6 +26,13 @@ command -v curl >/dev/null 2>&1 || pkgs="$pkgs curl"
 if [ "${BENCH:-}" = 1 ]; then
 	command -v wrk >/dev/null 2>&1 || pkgs="$pkgs wrk"
 	command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || pkgs="$pkgs nginx"
+fi
+# only for `make fuzz` (FUZZ=1): clang and libFuzzer's runtime (README.md, "Fuzzing")
+if [ "${FUZZ:-}" = 1 ]; then
+	command -v clang >/dev/null 2>&1 || pkgs="$pkgs clang"
+	# libFuzzer's runtime, in clang's resource dir (Debian: libclang-rt-14-dev, through libclang-rt-dev)
+	[ -f "$(clang --print-resource-dir 2>/dev/null)/lib/linux/libclang_rt.fuzzer-$(uname -m).a" ] ||
+		pkgs="$pkgs libclang-rt-dev"
 fi
 # only for the tests (TEST=1): the unit, the man page and the Prometheus files
 # are checked with the tools operators use; the page in a browser; TLS.  prometheus is 22.5 MB to fetch,
