@@ -37,9 +37,10 @@ from soak_client import PRUNE_MS, SKEW, Client
 SAMPLE_S = 10
 RSS_TOL = (0.10, 2048)  # growth allowed: 10 % of the baseline + 2 MiB (kB)
 FD_TOL = 2              # open fds allowed above the baseline (an admin connection closing)
-# before the baseline sample (or a sixth of a shorter run): every path called once (at >= 1,000
-# calls/s), two passes of the daemon's mismatch census (one a minute, a pipeline of 512 reads: its
-# buffers are some 3.5 MB of the RSS, once); what comes after is growth
+# before the baseline sample: a sixth of the run, at most WARMUP_S (100 s of the default 10 minutes):
+# every path called once (at >= 1,000 calls/s) and the daemon's first mismatch census passes (one a
+# minute: its pipeline's buffers and thread arenas are 3.5 to 6 MB of the RSS, once, at about 60 s;
+# heaptrack shows the live heap flat after that); what comes after is growth
 WARMUP_S = 120
 COLUMNS = ("t_s", "rss_kB", "fds", "drain_lag_ms", "prune_lag_ms", "metrics_lag_ms", "due_age_ms",
            "calls/s", "checks", "failed")
