@@ -37,11 +37,13 @@ from soak_client import PRUNE_MS, SKEW, Client
 SAMPLE_S = 10
 RSS_TOL = (0.10, 2048)  # growth allowed: 10 % of the baseline + 2 MiB (kB)
 FD_TOL = 2              # open fds allowed above the baseline (an admin connection closing)
-# before the baseline sample: a sixth of the run, at most WARMUP_S (100 s of the default 10 minutes):
-# every path called once (at >= 1,000 calls/s) and the daemon's first mismatch census passes (one a
-# minute: its pipeline's buffers and thread arenas are 3.5 to 6 MB of the RSS, once, at about 60 s;
-# heaptrack shows the live heap flat after that); what comes after is growth
+# before the baseline sample: a sixth of the run, at most WARMUP_S (100 s of the default 10 minutes),
+# at least WARMUP_MIN_S: every path called once (at >= 1,000 calls/s) and the daemon's first mismatch
+# census pass over them (one a minute, and at a rule change: its pipeline's buffers and thread arenas
+# are 3.5 to 6 MB of the RSS, once, by some 70 s; heaptrack shows the live heap flat after that);
+# what comes after is growth
 WARMUP_S = 120
+WARMUP_MIN_S = 70
 COLUMNS = ("t_s", "rss_kB", "fds", "drain_lag_ms", "prune_lag_ms", "metrics_lag_ms", "due_age_ms",
            "calls/s", "checks", "failed")
 
@@ -187,12 +189,13 @@ class Run:
         self.notes = []
 
     def growth(self, total_s):
-        """RSS and fds of the last third against the first sample after the warm-up."""
-        warm = min(WARMUP_S, total_s / 6)
-        base = next((s for s in self.samples if s[0] >= warm), None)
+        """RSS and fds of the last third against the first sample after the warm-up; a run too short to have
+        one before its last third (under some 2 minutes) checks no growth, and says so."""
+        warm = max(WARMUP_MIN_S, min(WARMUP_S, total_s / 6))
+        base = next((s for s in self.samples if warm <= s[0] < total_s * 2 / 3), None)
         last = [s for s in self.samples if s[0] >= total_s * 2 / 3]
         if base is None or not last:
-            self.c.check(False, "too few samples for the growth checks")
+            print("growth: not checked: no sample after the warm-up (%d s) before the last third" % warm)
             return
         rss, fds = max(s[1] for s in last), max(s[2] for s in last)
         rss_max = base[1] * (1 + RSS_TOL[0]) + RSS_TOL[1]
