@@ -6,6 +6,9 @@
 #   make run        private redis-server + example config + sluiced in the foreground
 #                   (CLUSTER=1: a private Redis Cluster of 3 primaries instead)
 #   make bench      due-driven ticks, sweep, prune, client scripts, daemon idle/RSS, HTTP and Lua shard benchmarks (figures, not pass/fail; BENCHMARKS.md)
+#   make soak       SOAK_MINUTES=10: sluiced and a private redis-server under constant load over
+#                   100,000 paths, with rule changes, resets and a Redis restart; fails on RSS or
+#                   fd growth or any drift from the exact counts (tests/soak.py; not in make test)
 #   make lua        assemble the Lua scripts into build/lua/ (lua/README.md)
 #   make install    PREFIX=/usr/local DESTDIR= SYSCONFDIR=/etc : binary, Lua scripts, examples,
 #                   systemd unit, man page, $(SYSCONFDIR)/sluice/sluiced.json (kept when present)
@@ -77,7 +80,7 @@ TEST_BIN := $(TEST_SRC:tests/%.c=$(B)/tests/%)
 # does not use it).
 TEST_LIB_OBJ := $(patsubst tests/%.c,$(B)/tests/%.o,$(filter-out $(TEST_SRC),$(sort $(wildcard tests/*.c))))
 
-.PHONY: all test asan run bench install uninstall clean deps check-deps check-run lua check-lua
+.PHONY: all test asan run bench soak install uninstall clean deps check-deps check-run lua check-lua
 # keep every object (the test objects are intermediates of a pattern chain)
 .SECONDARY:
 .DEFAULT_GOAL := all
@@ -267,6 +270,12 @@ bench:
 	bench/shard_lua.sh
 	@$(MAKE) --no-print-directory lua
 	/usr/bin/python3 bench/rule_ref.py
+
+# The soak (tests/soak.py): the normal build's sluiced, for SOAK_MINUTES (default 10).
+SOAK_MINUTES ?= 10
+soak:
+	@$(MAKE) --no-print-directory FLAVOUR=normal build/normal/bin/sluiced lua
+	SOAK_MINUTES=$(SOAK_MINUTES) /usr/bin/python3 tests/soak.py build/normal/bin/sluiced build/lua
 
 $(B)/bench/%.o: bench/%.c | check-deps
 	@mkdir -p $(dir $@)
