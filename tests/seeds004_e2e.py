@@ -413,9 +413,12 @@ def run_daemon(r, sluiced, tmp):
                  limited == [False] * 10 + [True] * 10 and r.get("fixedWindowRateLimiter:/ok") == b"10"
                  and 59000 < r.pttl("fixedWindowRateLimiter:/ok") <= 60000)
         limited = [fixed_hit(r, "/test", 10, 60, crash=(i == 0)) for i in range(20)]
-        cf.check("a client dying between its first INCR and EXPIRE: 10 admitted, then limited, and no TTL ever "
-                 "ends that window", limited == [False] * 10 + [True] * 10 and r.get("fixedWindowRateLimiter:/test")
-                 == b"10" and r.pttl("fixedWindowRateLimiter:/test") == -1)
+        # the client set no TTL; the running daemon (prune every 100 ms) may already have given it
+        # one (its repair, checked below): -1, or at most the window
+        pttl = r.pttl("fixedWindowRateLimiter:/test")
+        cf.check("a client dying between its first INCR and EXPIRE: 10 admitted, then limited, and no TTL of "
+                 "its own ends that window", limited == [False] * 10 + [True] * 10 and
+                 r.get("fixedWindowRateLimiter:/test") == b"10" and (pttl == -1 or 0 < pttl <= 60000), str(pttl))
         # locks of other clients, held (hashes, as Redisson's RLock): SCAN TYPE must leave them out
         rlock(r, "fixedWindowRateLimiter:LOCK:/test")
         rlock(r, "slidingWindowRateLimiter:LOCK:/test")
