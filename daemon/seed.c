@@ -88,6 +88,13 @@ int seed_step(struct seed *s, const struct config *cfg)
 	return 0;
 }
 
+/* Until the config's rules are stored again, /readyz and the rule and path routes answer 503 rules_not_loaded. */
+static void not_ready(struct seed *s)
+{
+	if (s->ready)
+		atomic_store(s->ready, 0);
+}
+
 int seed_check_lost(struct seed *s, const struct config *cfg, const struct worker_status *ws)
 {
 	if (!cfg->nrules || s->conn)
@@ -101,6 +108,7 @@ int seed_check_lost(struct seed *s, const struct config *cfg, const struct worke
 		/* the rules hash is gone, its version not (on a cluster: two nodes, one back empty) */
 		log_event(LOG_WARN, "rules_lost", "reason=\"the rules hash is gone, its version is not\" action=reseed rules=%zu",
 			  cfg->nrules);
+		not_ready(s);
 		return seed_start(s, cfg, 0);
 	}
 	if (ws->rules_version != 0)
@@ -108,8 +116,10 @@ int seed_check_lost(struct seed *s, const struct config *cfg, const struct worke
 	if (ws->rules > 0)
 		log_event(LOG_WARN, "rules_version_lost",
 			  "reason=\"the rules store has rules but no version\" action=mark rules=%zu", ws->rules);
-	else
+	else {
 		log_event(LOG_WARN, "rules_lost", "reason=\"the rules store is empty\" action=reseed rules=%zu",
 			  cfg->nrules);
+		not_ready(s);
+	}
 	return seed_start(s, cfg, ws->rules > 0);
 }

@@ -42,8 +42,10 @@ int seed_step(struct seed *s, const struct config *cfg);
  * After a worker step that succeeded, from its status `ws`: when the store
  * lost its version (Redis lost its data: a restart without persistence,
  * FLUSHALL) or its rules hash, make the config's rules wait again (logged
- * rules_lost), or only the version when the store kept its rules
- * (rules_version_lost: rules edited through the API stay).  0 or -ENOMEM.
+ * rules_lost; /readyz and the rule and path routes answer 503
+ * rules_not_loaded until they are stored again), or only the version when
+ * the store kept its rules (rules_version_lost: rules edited through the
+ * API stay).  0 or -ENOMEM.
  */
 int seed_check_lost(struct seed *s, const struct config *cfg, const struct worker_status *ws);
 /* Close the connection (the rules stop waiting). */

@@ -393,6 +393,10 @@ def case_empty():
     RECOVERIES.append((case, took))
     check("%s: the rules and the skew horizon are stored again %d ms after Redis lost them (at most %.0f ms)" % (
         case, took, RECOVERY_S * 1000), took <= RECOVERY_S * 1000)
+    # readiness followed the rules: not ready from rules_lost until rules_ready (once at start, once after)
+    lost, ready = log_has(d, "rules_lost"), log_has(d, "rules_ready")
+    check("%s: the log says rules_lost, then rules_ready again (/readyz 503 rules_not_loaded between)" % case,
+          len(lost) == 1 and len(ready) == 2, "%r %r" % (lost, ready))
     buckets = fill(srv, store, b"/f/empty/again/")
     time.sleep(1.5)
     check_after(d, store, buckets, case)
