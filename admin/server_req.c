@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "admin/server_int.h"
 #include "core/clock.h"
@@ -306,14 +307,37 @@ static enum MHD_Result refuse(struct server *s, struct MHD_Connection *c, struct
 	return send_error_field(s, c, status, code, msg, field, r->must_close);
 }
 
+/* What a request's headers say of its framing (start_request refuses what a proxy could read otherwise). */
+struct framing {
+	int cl, te;   /* Content-Length and Transfer-Encoding headers */
+	int te_other; /* a Transfer-Encoding other than "chunked" */
+	int bad_name; /* a header name with a space or tab ("Transfer-Encoding : chunked" is not one to libmicrohttpd) */
+};
+
+static enum MHD_Result framing_header(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+	struct framing *f = cls;
+
+	(void)kind;
+	if (key[strcspn(key, " \t")])
+		f->bad_name = 1;
+	if (!strcasecmp(key, "Content-Length"))
+		f->cl++;
+	if (!strcasecmp(key, "Transfer-Encoding")) {
+		f->te++;
+		f->te_other |= !value || strcasecmp(value, "chunked") != 0;
+	}
+	return MHD_YES;
+}
+
 /*
  * The headers of a new request are read: its state, and an announced
  * oversized body refused.  The header deadline goes on until the body is
- * read too: a body trickled in is no way around it.  A request with both
- * Content-Length and Transfer-Encoding is refused and its connection closed
- * (RFC 9112, 6.1): a proxy in front that read the body by Content-Length
- * would take what libmicrohttpd reads as the next request for body bytes
- * (request smuggling).
+ * read too: a body trickled in is no way around it.  A request whose
+ * framing a proxy in front could read otherwise than libmicrohttpd does
+ * (request smuggling) is refused and its connection closed (RFC 9112, 6.1
+ * and 6.3): both Content-Length and Transfer-Encoding, two Content-Length,
+ * a Transfer-Encoding other than chunked, a header name with white space.
  */
 static enum MHD_Result start_request(struct server *s, struct MHD_Connection *c, const char *method,
 				     const char *url, void **req_cls)
@@ -326,10 +350,23 @@ static enum MHD_Result start_request(struct server *s, struct MHD_Connection *c,
 	r->start_us = clock_mono_us();
 	r->lane_kind = api_lane_of(method, url, &r->route); /* once: the path split allocates */
 	*req_cls = r;
-	if (cl && MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Transfer-Encoding")) {
-		r->must_close = 1;
-		return refuse(s, c, r, method, url, 400, "invalid_request",
-			      "a request may not carry both Content-Length and Transfer-Encoding", NULL);
+	{
+		struct framing f = { 0 };
+		const char *why = NULL;
+
+		MHD_get_connection_values(c, MHD_HEADER_KIND, framing_header, &f);
+		if (f.bad_name)
+			why = "a header name holds a space or a tab (RFC 9112, 5.1)";
+		else if (f.cl > 1)
+			why = "a request may carry one Content-Length only";
+		else if (f.cl && f.te)
+			why = "a request may not carry both Content-Length and Transfer-Encoding";
+		else if (f.te > 1 || f.te_other)
+			why = "Transfer-Encoding other than chunked is not supported";
+		if (why) {
+			r->must_close = 1;
+			return refuse(s, c, r, method, url, 400, "invalid_request", why, NULL);
+		}
 	}
 	if (cl && strtoull(cl, NULL, 10) > s->max_body) {
 		char msg[96];

@@ -202,6 +202,34 @@ START_TEST(test_server_smoke)
 		test_http(port, "GET", "/v1/rules/api", NULL, 0, &h);
 		ck_assert_int_eq(h.status, 200); /* not deleted */
 	}
+	{
+		/* the other framings a proxy may read otherwise: two lengths, a disguised or unknown coding */
+		static const char *const heads[] = {
+			"Content-Length: 0\r\nContent-Length: 44\r\n",
+			"Transfer-Encoding : chunked\r\nContent-Length: 44\r\n",
+			"Transfer-Encoding: gzip\r\n",
+			"Transfer-Encoding: gzip, chunked\r\n",
+		};
+
+		for (size_t i = 0; i < sizeof(heads) / sizeof(heads[0]); i++) {
+			char req[512], got[4096];
+			int closed;
+
+			snprintf(req, sizeof(req),
+				 "GET /healthz HTTP/1.1\r\nHost: x\r\n%s\r\n"
+				 "DELETE /v1/rules/api HTTP/1.1\r\nHost: x\r\n\r\n",
+				 heads[i]);
+			raw_exchange(port, req, got, sizeof(got), &closed);
+			ck_assert_msg(!strncmp(got, "HTTP/1.1 400 ", 13) && strstr(got, "\"code\":\"invalid_request\"") &&
+					      !strstr(got + 13, "HTTP/1.1 ") && closed,
+				      "%s: %s", heads[i], got);
+		}
+		test_http(port, "GET", "/v1/rules/api", NULL, 0, &h);
+		ck_assert_int_eq(h.status, 200); /* never deleted */
+		/* chunked alone is fine */
+		test_http(port, "PUT", "/v1/rules/chunked", API_BODY, TEST_HTTP_CHUNKED, &h);
+		ck_assert_int_eq(h.status, 201);
+	}
 	/* exactly the limit is fine */
 	big[1024] = '\0';
 	test_http(port, "PUT", "/v1/rules/big", big, 0, &h);
