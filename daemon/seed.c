@@ -93,6 +93,7 @@ static void not_ready(struct seed *s)
 {
 	if (s->ready)
 		atomic_store(s->ready, 0);
+	s->started_us = 0; /* rules_ready's waited_ms from now */
 }
 
 int seed_check_lost(struct seed *s, const struct config *cfg, const struct worker_status *ws)

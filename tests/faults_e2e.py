@@ -279,7 +279,14 @@ def admin_recovery(d, case, t_back):
 
 
 def check_readyz_up(d, case):
-    st, body = http(d.port, "GET", "/readyz")
+    """/readyz 200 again within RECOVERY_S of now (the worker is back; after a Redis that lost its data
+    the config's rules are stored again at the next tick, and readiness waits for them)."""
+    end = time.monotonic() + RECOVERY_S
+    while True:
+        st, body = http(d.port, "GET", "/readyz")
+        if st == 200 or time.monotonic() > end:
+            break
+        time.sleep(0.01)
     check("%s: /readyz is 200 again" % case, st == 200, "%d %r" % (st, body[:300]))
 
 
