@@ -59,7 +59,7 @@
  * 0, an rconn error, -ENOMEM, -EPROTO.
  */
 int pathstate_get(struct rconn *c, const struct layout *layouts, size_t nlayouts, const struct ruleset *rules,
-		  const char *path, size_t len, const struct cmdargs *extra, redisReply **extra_reply, cJSON **out);
+		  const char *path, size_t len, struct cmdargs *extra, redisReply **extra_reply, cJSON **out);
 
 /*
  * A page of the listing: walk layout after layout from *cur (core/walk.h:
