@@ -175,11 +175,31 @@ def wait_recovered(d, t_back, since_ms, timeout=10.0):
     return None
 
 
-def note_recovery(case, ms):
+def log_since(d, t):
+    """The daemon's log lines stamped at time.time() t or later, without the http ones: what it did
+    while it came back (printed with a recovery that took too long, so a CI log names the cause)."""
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + ".%03dZ" % int((t % 1) * 1000)
+    try:
+        with open(os.path.join(RUN["tmp"], d.name + ".log"), errors="replace") as f:
+            lines = [ln for ln in f.read().splitlines() if ln[:24] >= stamp and "event=http " not in ln]
+    except OSError:
+        return "?"
+    return " | ".join(lines[:20])
+
+
+def note_recovery(case, ms, d=None, t_back=None):
     RECOVERIES.append((case, ms))
     print("recovery: %s %s ms" % (case, ms))
-    check("%s: the worker is back %s ms after Redis is (at most %.0f ms)" % (case, ms, RECOVERY_S * 1000),
-          ms is not None and ms <= RECOVERY_S * 1000, "no recovery seen within 10 s" if ms is None else "")
+    ok = ms is not None and ms <= RECOVERY_S * 1000
+    why = "no recovery seen within 10 s" if ms is None else ""
+    if not ok and d is not None:
+        w = worker(d)
+        ls, dj = w.get("leases") or {}, w.get("jobs", {}).get("drain", {})
+        why += " (leases acquired %s refused %s lost %s last_error %r; drain ticks %s last_error %r)" % (
+            ls.get("acquired"), ls.get("refused"), ls.get("lost"), ls.get("last_error"), dj.get("ticks"),
+            dj.get("last_error"))
+        why += " the daemon's log since Redis is back: " + log_since(d, t_back - 1.0)
+    check("%s: the worker is back %s ms after Redis is (at most %.0f ms)" % (case, ms, RECOVERY_S * 1000), ok, why)
 
 
 def start_daemon(srv, case):
@@ -329,7 +349,7 @@ def case_kill9(aof):
     t_back = srv.start()
     th = threading.Thread(target=admin_recovery, args=(d, case, t_back))
     th.start()
-    note_recovery(case, wait_recovered(d, t_back, t_down * 1000))
+    note_recovery(case, wait_recovered(d, t_back, t_down * 1000), d, t_back)
     th.join()
     check_readyz_up(d, case)
     failed, _ = check_log_once(d, case)
@@ -363,7 +383,7 @@ def case_sigstop():
     time.sleep(max(0.0, STOP_S - (time.time() - t_down)))
     srv.proc.send_signal(signal.SIGCONT)
     t_back = time.time()
-    note_recovery(case, wait_recovered(d, t_back, t_down * 1000))
+    note_recovery(case, wait_recovered(d, t_back, t_down * 1000), d, t_back)
     check_readyz_up(d, case)
     failed, _ = check_log_once(d, case)
     check("%s: the outage's log line says the calls timed out" % case, failed and "timed out" in failed[0], repr(failed))
@@ -508,7 +528,7 @@ def case_slow():
     check("%s: a 1.5 s stall fails the drain (%r), /readyz 503 redis_down meanwhile" % (
         case, w.get("jobs", {}).get("drain", {}).get("last_error")),
         failing and st == 503 and rerr.get("reason") == "redis_down", "%r %r" % (st, rerr))
-    note_recovery(case, wait_recovered(d, done["t"], t_down * 1000))
+    note_recovery(case, wait_recovered(d, done["t"], t_down * 1000), d, done["t"])
     check_readyz_up(d, case)
     check_after(d, store, buckets, case)
     d.terminate()
