@@ -21,6 +21,12 @@
 
 struct api_shared;
 
+/* Values of *api_config.ready: the config file's rules stored; not yet; not yet, Redis
+ * refusing them for its maxmemory (the daemon's seed sets them, the admin threads read). */
+#define API_RULES_PENDING 0
+#define API_RULES_READY 1
+#define API_RULES_OOM 2
+
 struct api_config {
 	const struct redis_target *redis; /* copied */
 	int64_t timeout_ms;
@@ -33,9 +39,11 @@ struct api_config {
 	int64_t rules_ttl_ms;             /* reuse the cached rules this long before checking their
 					   * version in Redis again (0: check on every request);
 					   * changes made through this api are seen at once */
-	const atomic_int *ready;          /* borrowed, or NULL (always ready): while *ready is 0 (the
-					   * daemon has not stored its config file's rules yet) /readyz,
-					   * /v1/rules... and /v1/paths... answer 503 redis_unavailable */
+	const atomic_int *ready;          /* borrowed, or NULL (always ready): while *ready is not
+					   * API_RULES_READY (the daemon has not stored its config file's
+					   * rules yet) /readyz, /v1/rules... and /v1/paths... answer 503
+					   * redis_unavailable, reason rules_not_loaded, or redis_oom
+					   * while *ready is API_RULES_OOM (Redis refused them: maxmemory) */
 	struct api_shared *shared;        /* borrowed (outlives the api), or NULL: the api makes its own */
 	int64_t metrics_fresh_ms;         /* GET /metrics reuses a Redis sample younger than this
 					   * (admin/sampler.h); 0: SAMPLER_FRESH_MS, < 0: never */

@@ -19,6 +19,7 @@
 #include "admin/sampler.h"
 #include "admin/routes.h"
 #include "core/jsonv.h"
+#include "core/reply.h"
 
 #define MAX_SEGMENTS 6
 #define ARG 2 /* the segment a pattern's {name} or {path} stands at: /v1/<group>/{...} */
@@ -361,12 +362,16 @@ static void count_request(struct api *a, const struct api_response *res)
 	api_count(a, res->route, res->status);
 }
 
-/* Until the daemon has stored its config's rules, the routes that answer with rules wait. */
+/* Until the daemon has stored its config's rules, the routes that answer with rules wait:
+ * *ready's value (API_RULES_PENDING or API_RULES_OOM), else API_RULES_READY. */
 static int not_ready(const struct api *a, const char *pattern)
 {
-	return a->ready && !atomic_load(a->ready) &&
-	       (strcmp(pattern, "/readyz") == 0 || strncmp(pattern, "/v1/rules", 9) == 0 ||
-		strncmp(pattern, "/v1/paths", 9) == 0);
+	int r = a->ready ? atomic_load(a->ready) : API_RULES_READY;
+
+	if (r != API_RULES_READY && (strcmp(pattern, "/readyz") == 0 || strncmp(pattern, "/v1/rules", 9) == 0 ||
+				     strncmp(pattern, "/v1/paths", 9) == 0))
+		return r;
+	return API_RULES_READY;
 }
 
 /* Run the route that matches method and segments; else 405 with Allow, or 404. */
@@ -381,7 +386,12 @@ static void route(struct api *a, const struct api_request *req, const struct seg
 			continue;
 		if (method_is(req, routes[i].r.method)) {
 			res->route = (int)i;
-			if (not_ready(a, routes[i].r.pattern))
+			int r = not_ready(a, routes[i].r.pattern);
+
+			if (r == API_RULES_OOM)
+				reply_not_ready(res, "redis_oom",
+						"not ready: the config file's rules cannot be stored: " REPLY_OOM_TEXT);
+			else if (r != API_RULES_READY)
 				reply_not_ready(res, "rules_not_loaded",
 						"not ready: the config file's rules are not stored in Redis yet (see the daemon's log)");
 			else

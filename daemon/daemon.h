@@ -39,7 +39,7 @@ struct daemon {
 	size_t nlayouts;
 	struct worker *worker;
 	struct seed seed;        /* the config's rules, while they wait to be stored */
-	atomic_int rules_ready;  /* 1 once they were stored (read by the admin thread) */
+	atomic_int rules_ready;  /* API_RULES_READY once they were stored (admin/api.h; read by the admin threads) */
 	struct sched *sched;
 	struct job_ctx jobs[WORKER__JOBS];
 	struct copies_log skew;  /* what the log last said of the skew copies */

@@ -243,7 +243,7 @@ int main(int argc, char **argv)
 	 */
 	d.seed.ready = &d.rules_ready;
 	if (!d.cfg.nrules)
-		atomic_store(&d.rules_ready, 1);
+		atomic_store(&d.rules_ready, API_RULES_READY);
 	else if (seed_start(&d.seed, &d.cfg, 0))
 		goto oom;
 	seed_step(&d.seed, &d.cfg);

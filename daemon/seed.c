@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "admin/api.h"
 #include "core/algorithm.h"
 #include "core/clock.h"
 #include "core/log.h"
@@ -73,17 +74,20 @@ int seed_step(struct seed *s, const struct config *cfg)
 		if (!s->failing || strcmp(why, s->why))
 			log_event(LOG_WARN, "rules_seed_failed", "reason=%s rules=%zu retry=next_tick%s",
 				  log_quote(q, sizeof(q), why, strlen(why)), cfg->nrules,
-				  atomic_load(s->ready) ? "" : " admin=not_ready");
+				  atomic_load(s->ready) == API_RULES_READY ? "" : " admin=not_ready");
 		s->failing = 1;
 		memcpy(s->why, why, sizeof(why));
+		/* not ready yet: /readyz names maxmemory when that is what refuses them */
+		if (atomic_load(s->ready) != API_RULES_READY)
+			atomic_store(s->ready, rc == -ENOSPC ? API_RULES_OOM : API_RULES_PENDING);
 		return rc;
 	}
 	seed_free(s);
 	s->failing = 0;
-	if (!atomic_load(s->ready)) {
+	if (atomic_load(s->ready) != API_RULES_READY) {
 		log_event(LOG_INFO, "rules_ready", "rules=%zu waited_ms=%lld", cfg->nrules,
 			  (long long)((clock_mono_us() - s->started_us) / 1000));
-		atomic_store(s->ready, 1);
+		atomic_store(s->ready, API_RULES_READY);
 	}
 	return 0;
 }
@@ -92,7 +96,7 @@ int seed_step(struct seed *s, const struct config *cfg)
 static void not_ready(struct seed *s)
 {
 	if (s->ready)
-		atomic_store(s->ready, 0);
+		atomic_store(s->ready, API_RULES_PENDING);
 	s->started_us = 0; /* rules_ready's waited_ms from now */
 }
 

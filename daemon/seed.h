@@ -17,7 +17,8 @@
 struct seed {
 	struct rconn *conn;      /* while the config's rules wait to be stored; NULL: none wait */
 	int mark_only;           /* ... or only a version given to a store that kept its rules */
-	atomic_int *ready;       /* borrowed: set to 1 at the first success (read by the admin thread) */
+	atomic_int *ready;       /* borrowed: API_RULES_READY at the first success, API_RULES_OOM while
+				  * Redis refuses them for maxmemory (admin/api.h; read by the admin threads) */
 	int failing;             /* the last attempt failed: log only the transitions */
 	char why[200];           /* ... and when the reason changes */
 	int64_t started_us;      /* CLOCK_MONOTONIC of the first attempt; 0 before */

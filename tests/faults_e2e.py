@@ -483,12 +483,40 @@ def case_oom():
     lines = log_has(d, "rule_copies_sync_failed")
     check("%s: the log names the cause once: %r" % (case, lines[:1]), len(lines) == 1 and REPLY_OOM in lines[0],
           repr(lines[:3]))
+    # a daemon started at maxmemory cannot store its config's rules: /readyz says why (not only
+    # "not stored yet"), and it is ready once Redis takes them
+    d2 = de.Daemon("f-oom-start", "redis://127.0.0.1:%d/0" % srv.port, case, {
+        "redis_timeout_ms": TIMEOUT_MS, "rules": [RULE, {"name": "late", "match": "/late/*",
+                                                          "algorithm": "fixed_window", "limit": 5, "window_ms": 1000}]})
+    end = time.monotonic() + 5.0
+    st2, rerr2 = 0, {}
+    while time.monotonic() < end:
+        try:
+            st2, rerr2 = readyz(d2)
+        except OSError:
+            st2, rerr2 = 0, {}
+        if st2 == 503 and rerr2.get("reason") != "rules_not_loaded":
+            break
+        time.sleep(0.02)
+    check("%s: a daemon started at maxmemory: /readyz 503 redis_oom naming it (%r)" % (case, rerr2.get("message")),
+          st2 == 503 and rerr2.get("reason") == "redis_oom" and rerr2.get("message") ==
+          "not ready: the config file's rules cannot be stored: " + REPLY_OOM, "%d %r" % (st2, rerr2))
+    st2, body2 = http(d2.port, "GET", "/v1/rules")
+    check("%s: ... and its rule routes answer 503 redis_oom too" % case,
+          st2 == 503 and conformance.error_of(body2).get("reason") == "redis_oom", "%d %r" % (st2, body2[:300]))
     r.config_set("maxmemory", "0")
     t_back = time.time()
     end = time.monotonic() + 10
     while http(d.port, "GET", "/readyz")[0] != 200 and time.monotonic() < end:
         time.sleep(0.01)
     note_recovery(case, round((time.time() - t_back) * 1000) if time.monotonic() < end else None)
+    end = time.monotonic() + 5.0
+    while http(d2.port, "GET", "/readyz")[0] != 200 and time.monotonic() < end:
+        time.sleep(0.02)
+    st2, body2 = http(d2.port, "GET", "/v1/rules/late")
+    check("%s: ... ready once maxmemory is raised, its rules stored (GET /v1/rules/late %d)" % (case, st2),
+          st2 == 200 and json.loads(body2).get("limit") == 5, "%d %r" % (st2, body2[:300]))
+    d2.terminate()
     st, body = http(d.port, "PUT", "/v1/rules/other", json.dumps(
         {"match": "/other/*", "algorithm": "leaky_bucket", "capacity": 5, "rate": 1}))
     check("%s: the rule PUT is stored once maxmemory is raised" % case, st in (200, 201), "%d %r" % (st, body))
