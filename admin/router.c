@@ -388,14 +388,24 @@ static void route(struct api *a, const struct api_request *req, const struct seg
 			res->route = (int)i;
 			int r = not_ready(a, routes[i].r.pattern);
 
+			if (r == API_RULES_READY) {
+				routes[i].fn(a, req, g, res);
+				return;
+			}
+			if (strcmp(routes[i].r.pattern, "/readyz") == 0) {
+				/* a Redis that cannot be reached is the reason first (the rules wait for it) */
+				routes[i].fn(a, req, g, res);
+				if (res->defer || res->status != 200)
+					return;
+				cJSON_Delete(res->body);
+				res->body = NULL;
+			}
 			if (r == API_RULES_OOM)
 				reply_not_ready(res, "redis_oom",
 						"not ready: the config file's rules cannot be stored: " REPLY_OOM_TEXT);
-			else if (r != API_RULES_READY)
+			else
 				reply_not_ready(res, "rules_not_loaded",
 						"not ready: the config file's rules are not stored in Redis yet (see the daemon's log)");
-			else
-				routes[i].fn(a, req, g, res);
 			return;
 		}
 		allow_len += (size_t)snprintf(a->allow + allow_len, sizeof(a->allow) - allow_len, "%s%s",

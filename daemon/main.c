@@ -345,20 +345,29 @@ out:
 		/* 3. the shards back to the others at once (they take them at their next tick) */
 		struct worker_status ws;
 		uint64_t before;
+		size_t owned;
 		int rc;
 
 		struct stopwatch sw;
 
 		worker_status(d.worker, &ws);
 		before = ws.lease.released;
+		owned = ws.lease.owned;
 		stopwatch_start(&sw, d.worker, STOP_RELEASE_MS); /* a Redis that hangs does not hold the exit */
 		rc = worker_lease_release(d.worker);
 		stopwatch_end(&sw);
 		worker_status(d.worker, &ws);
-		if (rc)
-			log_event(LOG_WARN, "leases_not_released", "id=%s reason=\"%s\" hint=\"the others take them once "
-				  "their TTL ran out\"", d.id, strerror(-rc));
-		else
+		if (rc) {
+			const char *why = rc == -EIO || rc == -EAGAIN ? "redis unavailable" : strerror(-rc);
+
+			/* holding none, only the leave of the members set went unsent: nothing to warn of */
+			if (owned)
+				log_event(LOG_WARN, "leases_not_released", "id=%s owned=%zu reason=\"%s\" hint=\"the others "
+					  "take them once their TTL ran out\"", d.id, owned, why);
+			else
+				log_event(LOG_INFO, "members_not_left", "id=%s reason=\"%s\" hint=\"no lease was held; the "
+					  "others count this daemon gone once its heartbeat is lease_ttl_ms old\"", d.id, why);
+		} else
 			log_event(LOG_INFO, "leases_released", "id=%s released=%llu", d.id,
 				  (unsigned long long)(ws.lease.released - before));
 	}

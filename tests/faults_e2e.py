@@ -24,7 +24,8 @@ daemons_e2e.fill), breaks Redis mid-sweep, and mends it.  Cases (CASES=kill9,sig
   maxmemory 0;
 - slow: DEBUG SLEEP shorter than the timeout, over and over for 2 s (the worker counts no
   error, the drain stays exact), then one DEBUG SLEEP of 1.5 s, longer than the timeout
-  (the worker fails, /readyz 503, and recovers).
+  (the worker fails, /readyz 503, and recovers);
+- stop_down: SIGTERM while Redis is away and every lease ran out (a prompt exit 0, no lease warning).
 
 After every case, the state is exact: every bucket's level is FILL - floor(RATE x (T - t0))
 within +-1 at Redis time T (one leak may be due within the last tick: the drain runs every
@@ -563,8 +564,49 @@ def case_slow():
     srv.stop()
 
 
+def case_stop_down():
+    """SIGTERM while Redis is away and the leases ran out: exit 0 at once, and the log says only that
+    the members set was not left (no lease was held: no leases_not_released warning)."""
+    case = "stop_down"
+    srv = Server(RUN["tmp"], case)
+    d, store = start_daemon(srv, case)
+    srv.kill9()
+    end = time.monotonic() + 3.0 * de.LEASE_TTL_MS / 1000.0 + 2.0
+    owned = None
+    while time.monotonic() < end:
+        owned = (worker(d).get("leases") or {}).get("owned")
+        if owned == 0:
+            break
+        time.sleep(0.05)
+    check("%s: the leases run out while Redis is away (owned %r)" % (case, owned), owned == 0)
+    # a daemon started while Redis is away: its rules wait, but /readyz names Redis first
+    d2 = de.Daemon("f-start-down", "redis://127.0.0.1:%d/0" % srv.port, case,
+                   {"redis_timeout_ms": TIMEOUT_MS, "rules": [RULE]})
+    end, st2, rerr2 = time.monotonic() + 5.0, 0, {}
+    while time.monotonic() < end:
+        try:
+            st2, rerr2 = readyz(d2)
+            break
+        except OSError:
+            time.sleep(0.05)
+    check("%s: a daemon started with Redis away: /readyz 503 redis_down naming it (%r)" % (case, rerr2.get("message")),
+          st2 == 503 and rerr2.get("reason") == "redis_down" and
+          rerr2.get("message") == "redis unavailable: connect: Connection refused", "%d %r" % (st2, rerr2))
+    st2, body2 = http(d2.port, "GET", "/v1/rules")
+    check("%s: ... its rule routes 503 rules_not_loaded" % case,
+          st2 == 503 and conformance.error_of(body2).get("reason") == "rules_not_loaded", "%d %r" % (st2, body2[:200]))
+    d2.terminate()
+    t = time.monotonic()
+    rc = d.terminate()
+    took = time.monotonic() - t
+    check("%s: SIGTERM exits 0 in %.2f s (at most 1 s)" % (case, took), rc == 0 and took <= 1.0, "exit %r" % rc)
+    left, warned = log_has(d, "members_not_left"), log_has(d, "leases_not_released")
+    check("%s: the log says members_not_left, not leases_not_released (%r)" % (case, left[:1]),
+          len(left) == 1 and "redis unavailable" in left[0] and not warned, repr(warned[:1]))
+
+
 CASES = {"kill9": lambda: case_kill9(False), "kill9_aof": lambda: case_kill9(True), "sigstop": case_sigstop,
-         "empty": case_empty, "oom": case_oom, "slow": case_slow}
+         "empty": case_empty, "oom": case_oom, "slow": case_slow, "stop_down": case_stop_down}
 RUN = de.RUN
 
 
