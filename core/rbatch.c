@@ -1,8 +1,9 @@
 /*
  * Queueing a pipeline's commands (core/rconn.h), each with the slot it is
  * routed by: a script call's first key, a plain command's first argument,
- * none for the commands that take no key; MULTI and EXEC go with the slot
- * of the first keyed command between them.
+ * none for the commands that take no key.  No transactions: the commands
+ * between a MULTI and its EXEC could be routed to different nodes, and
+ * nothing of sluice queues one.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -54,19 +55,14 @@ static int cmd_init(struct rbatch_cmd *cmd, int script, int nkeys, int argc, con
 	cmd->slot = -1;
 	if (script >= 0)
 		cmd->slot = nkeys > 0 ? (int)shard_keyslot(cmd->argv[0], cmd->lens[0]) : -1;
-	else if (argc >= 2 && !keyless(cmd->argv[0]) && strcasecmp(cmd->argv[0], "MULTI") &&
-		 strcasecmp(cmd->argv[0], "EXEC") && strcasecmp(cmd->argv[0], "DISCARD"))
+	else if (argc >= 2 && !keyless(cmd->argv[0]))
 		cmd->slot = (int)shard_keyslot(cmd->argv[1], cmd->lens[1]);
 	return 0;
 }
 
 struct rbatch *rbatch_new(void)
 {
-	struct rbatch *b = calloc(1, sizeof(struct rbatch));
-
-	if (b)
-		b->multi = -1;
-	return b;
+	return calloc(1, sizeof(struct rbatch));
 }
 
 void rbatch_drop_replies(struct rbatch *b)
@@ -86,7 +82,6 @@ void rbatch_clear(struct rbatch *b)
 			freeReplyObject(b->v[i].reply);
 	}
 	b->n = 0;
-	b->multi = -1;
 }
 
 void rbatch_free(struct rbatch *b)
@@ -118,21 +113,6 @@ static int push(struct rbatch *b, int script, int nkeys, int argc, const char *c
 	if (cmd_init(cmd, script, nkeys, argc, argv, lens))
 		return -ENOMEM;
 	cmd->at = at;
-	if (script < 0 && !strcasecmp(cmd->argv[0], "MULTI")) {
-		b->multi = (long)b->n;
-		cmd->in_multi = 1;
-	} else if (b->multi >= 0) {
-		struct rbatch_cmd *m = &b->v[b->multi];
-
-		cmd->in_multi = 1;
-		if (m->slot < 0 && m->at < 0)
-			m->slot = cmd->slot;
-		if (script < 0 && (!strcasecmp(cmd->argv[0], "EXEC") || !strcasecmp(cmd->argv[0], "DISCARD"))) {
-			cmd->slot = m->slot;
-			cmd->at = m->at;
-			b->multi = -1;
-		}
-	}
 	b->n++;
 	return 0;
 }
@@ -177,7 +157,7 @@ redisReply *rbatch_take(struct rbatch *b, size_t i)
 int rbatch_run_one(struct rconn *c, int script, int nkeys, int argc, const char *const *argv,
 		   const size_t *lens, redisReply **out)
 {
-	struct rbatch b = { .multi = -1 };
+	struct rbatch b = { 0 };
 	int rc = push(&b, script, nkeys, argc, argv, lens, -1);
 
 	if (!rc)

@@ -121,7 +121,9 @@ int rconn_eval(struct rconn *c, enum script_id id, int nkeys, int argc, const ch
 /*
  * A pipeline: commands are queued (their arguments copied), then sent in one
  * write and their replies read in order.  Replies belong to the batch until
- * rbatch_clear()/rbatch_free().
+ * rbatch_clear()/rbatch_free().  No transactions: each command is routed on
+ * its own, so a MULTI, the commands after it and its EXEC may go to
+ * different nodes (on a cluster, keys of one slot are one script call).
  */
 struct rbatch;
 struct rbatch *rbatch_new(void);

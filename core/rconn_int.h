@@ -43,7 +43,6 @@ struct rbatch_cmd {
 	redisReply *reply;
 	int slot;         /* slot of its key, -1 for a command without a key */
 	int at;           /* explicit primary (rbatch_cmd_at), or -1 */
-	int in_multi;     /* MULTI, EXEC and what is between */
 	/* state of one run */
 	unsigned node;
 	int pending, waiting, asking, asked, redirects, retries, reloaded, rerouted, rc;
@@ -52,7 +51,6 @@ struct rbatch_cmd {
 struct rbatch {
 	struct rbatch_cmd *v;
 	size_t n, cap;
-	long multi;       /* index of an open MULTI, or -1 */
 };
 
 /* Index of the node at host:port (socket when not NULL), added when new; RCONN_NO_NODE when full or on ENOMEM. */

@@ -252,7 +252,7 @@ static int reroute(struct rconn *c, struct rbatch *b)
 		struct rbatch_cmd *cmd = &b->v[i];
 		unsigned to;
 
-		if (cmd->reply || cmd->rc != -EIO || cmd->at >= 0 || cmd->in_multi || cmd->rerouted)
+		if (cmd->reply || cmd->rc != -EIO || cmd->at >= 0 || cmd->rerouted)
 			continue;
 		if ((to = route(c, cmd)) == RCONN_NO_NODE || to == cmd->node)
 			continue;

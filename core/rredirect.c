@@ -31,8 +31,8 @@ int rconn_redirect(struct rconn *c, struct rbatch_cmd *cmd, int *wait, int last)
 	struct rnode *from = &c->nodes[cmd->node];
 	int moved = rconn_is_error(r, "MOVED"), ask = rconn_is_error(r, "ASK");
 
-	if (cmd->in_multi || last)
-		return 0; /* a transaction's commands go or fail together; the last round's replies stay */
+	if (last)
+		return 0; /* the last round's replies stay */
 	if (moved || ask) {
 		unsigned slot, ni;
 		char host[RNODE_HOST_MAX];
