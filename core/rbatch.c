@@ -1,7 +1,8 @@
 /*
  * Queueing a pipeline's commands (core/rconn.h), each with the slot it is
- * routed by: a script call's first key, a plain command's first argument,
- * none for the commands that take no key.  No transactions: the commands
+ * routed by: a script call's first key, a plain command's first argument
+ * (its key), none for a command of one word (TIME, PING) or one queued for
+ * a given primary (rbatch_cmd_at: SCAN, INFO ...).  No transactions: the commands
  * between a MULTI and its EXEC could be routed to different nodes, and
  * nothing of sluice queues one.
  */
@@ -9,26 +10,11 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "core/rconn_int.h"
 
-/* Commands sluice sends that take no key (routed to any node, or to the one given) */
-static int keyless(const char *name)
-{
-	static const char *const v[] = { "PING", "TIME", "INFO", "SCAN", "SCRIPT", "CLUSTER", "CONFIG",
-					 "DBSIZE", "FLUSHALL", "FLUSHDB", "CLIENT", "COMMAND", "ECHO", "ROLE",
-					 "UNWATCH", "ASKING", "READONLY", "READWRITE", "WAIT", "RANDOMKEY",
-					 "LASTSAVE", "SLOWLOG", "LATENCY", "DEBUG", "MEMORY" };
-
-	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
-		if (!strcasecmp(name, v[i]))
-			return 1;
-	return 0;
-}
-
 static int cmd_init(struct rbatch_cmd *cmd, int script, int nkeys, int argc, const char *const *argv,
-		    const size_t *lens)
+		    const size_t *lens, int at)
 {
 	size_t bytes = 0, head = (size_t)argc * (sizeof(char *) + sizeof(size_t));
 	char *p;
@@ -51,11 +37,14 @@ static int cmd_init(struct rbatch_cmd *cmd, int script, int nkeys, int argc, con
 	cmd->script = script;
 	cmd->nkeys = nkeys;
 	cmd->argc = argc;
-	cmd->at = -1;
+	cmd->at = at;
 	cmd->slot = -1;
-	if (script >= 0)
+	/* the caller said where it goes: a primary (at), a script's first key, a plain command's first argument */
+	if (at >= 0)
+		;
+	else if (script >= 0)
 		cmd->slot = nkeys > 0 ? (int)shard_keyslot(cmd->argv[0], cmd->lens[0]) : -1;
-	else if (argc >= 2 && !keyless(cmd->argv[0]))
+	else if (argc >= 2)
 		cmd->slot = (int)shard_keyslot(cmd->argv[1], cmd->lens[1]);
 	return 0;
 }
@@ -110,9 +99,8 @@ static int push(struct rbatch *b, int script, int nkeys, int argc, const char *c
 		b->cap = cap;
 	}
 	cmd = &b->v[b->n];
-	if (cmd_init(cmd, script, nkeys, argc, argv, lens))
+	if (cmd_init(cmd, script, nkeys, argc, argv, lens, at))
 		return -ENOMEM;
-	cmd->at = at;
 	b->n++;
 	return 0;
 }

@@ -8,8 +8,9 @@
  * support is disabled and is then one node that owns every slot; a cluster
  * answers its slot map, and every command is routed to the primary that owns
  * the slot of its key (a script call's first key, a plain command's first
- * argument; a command without a key goes to any primary, or to the one that
- * rbatch_cmd_at names).  Callers never see a node.
+ * argument); a command of one word (TIME, PING) goes to any primary, and one
+ * without a key that takes arguments (SCAN, INFO, CLUSTER INFO) is queued
+ * for a primary with rbatch_cmd_at.  Callers never see a node.
  *
  * Per node: one connection, made lazily, with AUTH and SELECT, and every
  * embedded script loaded (SCRIPT LOAD); after an I/O error, the node is
@@ -111,7 +112,7 @@ int rconn_coverage(struct rconn *c, char *why, size_t cap);
  */
 const char *rconn_strerror(const struct rconn *c, int rc);
 
-/* One command, binary-safe argv; *out is the reply the caller frees (freeReplyObject). */
+/* One command as rbatch_cmd routes it, binary-safe argv; *out is the reply the caller frees (freeReplyObject). */
 int rconn_command(struct rconn *c, int argc, const char *const *argv, const size_t *lens,
 		  redisReply **out);
 /* One script call: argv holds `nkeys` keys then the arguments; NOSCRIPT handled. *out as above. */
@@ -130,7 +131,12 @@ struct rbatch *rbatch_new(void);
 void rbatch_free(struct rbatch *b);
 /* Drop queued commands and replies; keep the allocation. */
 void rbatch_clear(struct rbatch *b);
-/* Queue a plain command.  0 or -ENOMEM. */
+/*
+ * Queue a plain command whose first argument (argv[1]) is its key, or a
+ * command of one word (argc 1: TIME, PING), which goes to any primary.  A
+ * command without a key that takes arguments goes by rbatch_cmd_at: here
+ * its first argument would be taken for a key.  0, -EINVAL (argc < 1) or -ENOMEM.
+ */
 int rbatch_cmd(struct rbatch *b, int argc, const char *const *argv, const size_t *lens);
 /* Queue a command for the `primary`th primary (0 .. rconn_primaries-1; a key-less command such as SCAN or INFO that must reach every node).  0 or -ENOMEM. */
 int rbatch_cmd_at(struct rbatch *b, size_t primary, int argc, const char *const *argv, const size_t *lens);
