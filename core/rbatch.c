@@ -112,7 +112,7 @@ int rbatch_cmd(struct rbatch *b, int argc, const char *const *argv, const size_t
 
 int rbatch_cmd_at(struct rbatch *b, size_t primary, int argc, const char *const *argv, const size_t *lens)
 {
-	return push(b, -1, 0, argc, argv, lens, primary > RCONN_NODES_MAX ? RCONN_NODES_MAX : (int)primary);
+	return push(b, -1, 0, argc, argv, lens, primary > RCONN_NODES_MAX ? (int)RCONN_NODES_MAX : (int)primary);
 }
 
 int rbatch_eval(struct rbatch *b, enum script_id id, int nkeys, int argc, const char *const *argv,

@@ -157,47 +157,52 @@ static void deliver(struct rbatch *b, unsigned ni, size_t *cursor, redisReply *r
  */
 static void run_round(struct rconn *c, struct rbatch *b)
 {
-	size_t due[RCONN_NODES_MAX] = { 0 }, cursor[RCONN_NODES_MAX] = { 0 }, left = 0;
-	int64_t last[RCONN_NODES_MAX];
-	struct pollfd pfd[RCONN_NODES_MAX];
-	unsigned who[RCONN_NODES_MAX];
+	struct rconn_run *run = c->run;
+	struct pollfd *pfd = c->pfd;
+	unsigned *who = c->pwho;
+	size_t left = 0;
+	int64_t sent;
 
-	for (size_t i = 0; i < b->n; i++)
-		if (b->v[i].pending && b->v[i].node == RCONN_NO_NODE) {
+	for (unsigned ni = 0; ni < c->nnodes; ni++)
+		run[ni].due = run[ni].cursor = 0, run[ni].any = 0;
+	for (size_t i = 0; i < b->n; i++) {
+		if (!b->v[i].pending)
+			continue;
+		if (b->v[i].node == RCONN_NO_NODE) {
 			b->v[i].pending = 0;
 			b->v[i].rc = -EIO;
+		} else {
+			run[b->v[i].node].any = 1;
 		}
+	}
 	for (unsigned ni = 0; ni < c->nnodes; ni++) {
-		int any = 0;
-
-		for (size_t i = 0; i < b->n && !any; i++)
-			any = b->v[i].pending && b->v[i].node == ni;
-		if (any)
-			send_node(c, b, ni, &due[ni]);
-		left += due[ni];
+		if (run[ni].any)
+			send_node(c, b, ni, &run[ni].due);
+		left += run[ni].due;
 	}
 	/* every node's wait starts when all were sent (a send that blocked on a hung node is not theirs) */
+	sent = clock_mono_ms();
 	for (unsigned ni = 0; ni < c->nnodes; ni++)
-		last[ni] = clock_mono_ms();
+		run[ni].last = sent;
 	while (left) {
 		size_t np = 0;
 		int64_t now = clock_mono_ms(), wait = c->timeout_ms;
 
 		for (unsigned ni = 0; ni < c->nnodes; ni++) {
-			if (!due[ni])
+			if (!run[ni].due)
 				continue;
-			if (now - last[ni] >= c->timeout_ms) {
+			if (now - run[ni].last >= c->timeout_ms) {
 				rnode_fail(&c->nodes[ni], "pipeline"); /* "pipeline: timed out" */
 				c->nodes[ni].timed_out = 1;
 				snprintf(c->nodes[ni].err, sizeof(c->nodes[ni].err), "pipeline: timed out after %lld ms",
 					 (long long)c->timeout_ms);
 				fail_waiting(b, ni, -EIO);
-				left -= due[ni];
-				due[ni] = 0;
+				left -= run[ni].due;
+				run[ni].due = 0;
 				continue;
 			}
-			if (last[ni] + c->timeout_ms - now < wait)
-				wait = last[ni] + c->timeout_ms - now;
+			if (run[ni].last + c->timeout_ms - now < wait)
+				wait = run[ni].last + c->timeout_ms - now;
 			pfd[np].fd = c->nodes[ni].ctx->fd;
 			pfd[np].events = POLLIN;
 			pfd[np].revents = 0;
@@ -214,17 +219,17 @@ static void run_round(struct rconn *c, struct rbatch *b)
 
 			if (!pfd[k].revents)
 				continue;
-			last[ni] = clock_mono_ms();
-			for (rc = rnode_read_ready(&c->nodes[ni], &r); !rc && r && due[ni];
+			run[ni].last = clock_mono_ms();
+			for (rc = rnode_read_ready(&c->nodes[ni], &r); !rc && r && run[ni].due;
 			     rc = rnode_take_buffered(&c->nodes[ni], &r)) {
-				deliver(b, ni, &cursor[ni], r);
-				due[ni]--;
+				deliver(b, ni, &run[ni].cursor, r);
+				run[ni].due--;
 				left--;
 			}
 			if (rc) {
 				fail_waiting(b, ni, -EIO);
-				left -= due[ni];
-				due[ni] = 0;
+				left -= run[ni].due;
+				run[ni].due = 0;
 			}
 		}
 	}
@@ -283,14 +288,16 @@ static redisReply *error_reply(const char *text)
 
 int rbatch_run(struct rconn *c, struct rbatch *b)
 {
-	int rc, wait = 0, retried[RCONN_NODES_MAX] = { 0 }, up[RCONN_NODES_MAX] = { 0 };
+	int rc, wait = 0;
 	size_t ok = 0, failed = 0;
 
 	rbatch_drop_replies(b);
 	if ((rc = rconn_topology(c)))
 		return rc;
-	for (unsigned ni = 0; ni < c->nnodes; ni++)
-		up[ni] = c->nodes[ni].ctx != NULL;
+	for (unsigned ni = 0; ni < c->nnodes; ni++) {
+		c->run[ni].up = c->nodes[ni].ctx != NULL;
+		c->run[ni].retried = 0;
+	}
 	for (size_t i = 0; i < b->n; i++) {
 		struct rbatch_cmd *cmd = &b->v[i];
 
@@ -314,8 +321,8 @@ int rbatch_run(struct rconn *c, struct rbatch *b)
 
 			if (cmd->reply) {
 				again |= rconn_redirect(c, cmd, &wait, round == MAX_ROUNDS - 1);
-			} else if (cmd->rc == -EIO && cmd->node != RCONN_NO_NODE && up[cmd->node] &&
-				 !c->nodes[cmd->node].timed_out && retried[cmd->node] < 2) {
+			} else if (cmd->rc == -EIO && cmd->node != RCONN_NO_NODE && c->run[cmd->node].up &&
+				 !c->nodes[cmd->node].timed_out && c->run[cmd->node].retried < 2) {
 				/*
 				 * A connection that had been idle died under us (Redis
 				 * restarted, a proxy or CLIENT KILL closed it): reconnect
@@ -325,8 +332,8 @@ int rbatch_run(struct rconn *c, struct rbatch *b)
 				 * the scripts are idempotent at one instant and exact
 				 * across instants.
 				 */
-				if (!retried[cmd->node]) {
-					retried[cmd->node] = 1;
+				if (!c->run[cmd->node].retried) {
+					c->run[cmd->node].retried = 1;
 					rnode_retry_now(&c->nodes[cmd->node]);
 				}
 				cmd->rc = 0;
@@ -335,8 +342,8 @@ int rbatch_run(struct rconn *c, struct rbatch *b)
 			}
 		}
 		for (unsigned ni = 0; ni < c->nnodes; ni++)
-			if (retried[ni] == 1)
-				retried[ni] = 2;
+			if (c->run[ni].retried == 1)
+				c->run[ni].retried = 2;
 		if (c->mode == RCONN_CLUSTER && round + 1 < MAX_ROUNDS)
 			again |= reroute(c, b);
 		if (!again)
