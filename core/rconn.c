@@ -32,7 +32,7 @@ static int grow_nodes(struct rconn *c)
 	struct rconn_run *run;
 	struct pollfd *pfd;
 	unsigned *who;
-	uint16_t *primary;
+	uint16_t *primary, *ordinal;
 
 	if (cap > RCONN_NODES_MAX)
 		cap = RCONN_NODES_MAX;
@@ -52,6 +52,10 @@ static int grow_nodes(struct rconn *c)
 	if (!(primary = realloc(c->primary, cap * sizeof(*primary))))
 		return -ENOMEM;
 	c->primary = primary;
+	if (!(ordinal = realloc(c->ordinal, cap * sizeof(*ordinal))))
+		return -ENOMEM;
+	c->ordinal = ordinal;
+	memset(ordinal + old, 0xFF, (cap - old) * sizeof(*ordinal)); /* RCONN_NO_NODE */
 	c->capnodes = cap;
 	return 0;
 }
@@ -75,10 +79,8 @@ unsigned rconn_node_at(struct rconn *c, const char *host, int port, const char *
 		 * their addresses change.
 		 */
 		for (size_t i = c->nseeds; i < c->nnodes; i++) {
-			int serves = 0;
+			int serves = c->ordinal[i] != RCONN_NO_NODE;
 
-			for (size_t j = 0; j < c->nprimary && !serves; j++)
-				serves = c->primary[j] == i;
 			for (size_t s = 0; s < SHARD_SLOTS && !serves; s++)
 				serves = c->owner[s] == i;
 			if (serves || c->nodes[i].ctx || c->nodes[i].gen == c->gen)
@@ -147,6 +149,7 @@ void rconn_free(struct rconn *c)
 	free(c->pfd);
 	free(c->pwho);
 	free(c->primary);
+	free(c->ordinal);
 	redis_target_clear(&c->t);
 	rabort_destroy(&c->abort);
 	free(c);
@@ -165,7 +168,10 @@ static void become_single(struct rconn *c, unsigned ni)
 	c->mode = RCONN_SINGLE;
 	for (size_t s = 0; s < SHARD_SLOTS; s++)
 		c->owner[s] = (uint16_t)ni;
+	for (size_t i = 0; i < c->nnodes; i++)
+		c->ordinal[i] = RCONN_NO_NODE;
 	c->primary[0] = (uint16_t)ni;
+	c->ordinal[ni] = 0;
 	c->nprimary = 1;
 	c->epoch++;
 }
@@ -212,17 +218,15 @@ static int install_map(struct rconn *c, const struct slotmap *m)
 	memcpy(c->primary, primary, np * sizeof(*primary));
 	c->nprimary = np;
 	free(primary);
-	primary = c->primary;
+	for (size_t i = 0; i < c->nnodes; i++)
+		c->ordinal[i] = RCONN_NO_NODE;
+	for (size_t j = 0; j < np; j++)
+		c->ordinal[c->primary[j]] = (uint16_t)j;
 	c->mode = RCONN_CLUSTER;
 	/* a node that no longer serves slots keeps no connection */
-	for (size_t i = 0; i < c->nnodes; i++) {
-		size_t j;
-
-		for (j = 0; j < np && primary[j] != i; j++)
-			;
-		if (j == np)
+	for (size_t i = 0; i < c->nnodes; i++)
+		if (c->ordinal[i] == RCONN_NO_NODE)
 			rnode_close(&c->nodes[i]);
-	}
 	if (changed)
 		c->epoch++;
 	return 0;
@@ -277,7 +281,7 @@ static int ask_map(struct rconn *c, unsigned ni)
 int rconn_topology(struct rconn *c)
 {
 	int64_t now = clock_mono_ms();
-	int rc = -EIO, tried = 0;
+	int rc = -EIO;
 
 	if (c->mode == RCONN_SINGLE || (c->mode == RCONN_CLUSTER && (!c->stale || now - c->refreshed_ms < REFRESH_MIN_MS)))
 		return 0;
@@ -288,7 +292,6 @@ int rconn_topology(struct rconn *c)
 			/* pass 0: nodes already connected; pass 1: the rest */
 			if (up != (pass == 0))
 				continue;
-			tried = 1;
 			if (!(rc = ask_map(c, (unsigned)i))) {
 				c->stale = 0;
 				c->refreshed_ms = now;
@@ -301,7 +304,6 @@ int rconn_topology(struct rconn *c)
 	c->refreshed_ms = now;
 	if (c->mode == RCONN_CLUSTER)
 		return 0; /* keep routing by the map we have; the nodes that are up still serve */
-	(void)tried;
 	return rc == -EPROTO ? -EIO : rc;
 }
 
@@ -358,19 +360,13 @@ size_t rconn_primaries(const struct rconn *c)
 
 size_t rconn_shard_primary(const struct rconn *c, unsigned shard)
 {
-	char tag[16];
-	int n;
 	uint16_t ni;
 
 	if (c->nprimary <= 1)
 		return 0; /* a single Redis (the due walk asks this for every shard it calls) */
-	n = snprintf(tag, sizeof(tag), "{%u}", shard);
-	ni = c->owner[shard_keyslot(tag, (size_t)n)];
-
-	for (size_t i = 0; i < c->nprimary && ni != RCONN_NO_NODE; i++)
-		if (c->primary[i] == ni)
-			return i;
-	return 0;
+	ni = c->owner[shard_slot(shard)];
+	/* a node a MOVED named that the map has not listed yet is no primary of ours: 0 */
+	return ni != RCONN_NO_NODE && c->ordinal[ni] != RCONN_NO_NODE ? c->ordinal[ni] : 0;
 }
 
 uint64_t rconn_map_epoch(const struct rconn *c)

@@ -41,6 +41,7 @@ struct rconn {
 	enum rconn_mode mode;
 	uint16_t owner[SHARD_SLOTS]; /* node index of each slot's primary, RCONN_NO_NODE */
 	uint16_t *primary;          /* node indexes of the primaries, by their lowest slot (capnodes of room) */
+	uint16_t *ordinal;          /* per node: its index in primary[], RCONN_NO_NODE for a node that is none */
 	size_t nprimary;
 	int stale;                  /* the map is to be asked again */
 	int64_t refreshed_ms;       /* CLOCK_MONOTONIC of the last ask */
