@@ -6,6 +6,7 @@
  * core/rbatch.c: queueing commands) share.  Nothing else of the daemon
  * includes it; tests/check_slotmap.c does, for rconn_take_map.
  */
+#include <errno.h>
 #include <poll.h>
 
 #include "core/rconn.h"
@@ -73,8 +74,17 @@ struct rbatch_cmd {
 	int at;           /* explicit primary (rbatch_cmd_at), or -1 */
 	/* state of one run */
 	unsigned node;
-	int pending, waiting, asking, asked, redirects, retries, reloaded, rerouted, rc;
+	int pending, waiting, asking, asked, redirects, retries, reloaded, rerouted;
+	int rc;           /* 0; -EIO: its connection failed (sent again once when it had been idle);
+			   * RCONN_CLUSTERDOWN; -EAGAIN, -ENOMEM */
 };
+
+/*
+ * A command's rc inside a run when its node answered CLUSTERDOWN: failed as
+ * a node down (callers get -EIO or a NODEDOWN reply), but not sent again as
+ * after a dead connection (a cluster heals in seconds, not in a retry).
+ */
+#define RCONN_CLUSTERDOWN (-ENETDOWN)
 
 struct rbatch {
 	struct rbatch_cmd *v;

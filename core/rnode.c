@@ -117,7 +117,7 @@ static int setup_cmd(struct rnode *n, const char *what, int argc, const char **a
 	return rc;
 }
 
-int rnode_load_script(struct rnode *n, enum script_id id, char *sha)
+int rnode_load_script(struct rnode *n, enum script_id id, char *sha, redisReply **refused)
 {
 	const struct script_src *s = script_get(id);
 	const char *argv[] = { "SCRIPT", "LOAD", s ? s->body : "" };
@@ -133,6 +133,9 @@ int rnode_load_script(struct rnode *n, enum script_id id, char *sha)
 		return rc;
 	if (r->type == REDIS_REPLY_STRING && r->len == 40) {
 		memcpy(sha, r->str, 41);
+	} else if (r->type == REDIS_REPLY_ERROR && refused) {
+		*refused = r;
+		return -EPROTO;
 	} else {
 		snprintf(n->err, sizeof(n->err), "SCRIPT LOAD %s: %s", script_name(id),
 			 r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
@@ -192,7 +195,7 @@ int rnode_ensure(struct rnode *n, char sha[SCRIPT__COUNT][41])
 			goto bad;
 	}
 	for (int id = 0; id < SCRIPT__COUNT; id++)
-		if (rnode_load_script(n, (enum script_id)id, sha[id]))
+		if (rnode_load_script(n, (enum script_id)id, sha[id], NULL))
 			goto bad;
 	n->connects++;
 	n->backoff_ms = PROBE_MIN_MS;

@@ -72,8 +72,14 @@ int rnode_ensure(struct rnode *n, char sha[SCRIPT__COUNT][41]);
 int rnode_fail(struct rnode *n, const char *what);
 /* Forget the backoff: the next rnode_ensure tries at once. */
 void rnode_retry_now(struct rnode *n);
-/* SCRIPT LOAD of script `id` on a connected node, into sha (41 bytes).  0, -EIO, -EPROTO, -ENOENT. */
-int rnode_load_script(struct rnode *n, enum script_id id, char *sha);
+/*
+ * SCRIPT LOAD of script `id` on a connected node, into sha (41 bytes).  0;
+ * -EIO (the connection failed: dropped, n->err says why); -EPROTO when
+ * Redis refused (an error reply: with `refused` not NULL, *refused is that
+ * reply, which the caller frees, and n->err is left alone; with NULL n->err
+ * names it) or answered something else; -ENOENT (not embedded).
+ */
+int rnode_load_script(struct rnode *n, enum script_id id, char *sha, redisReply **refused);
 /*
  * One blocking command on a connected node: *out is the reply (the caller
  * frees it).  0 or -EIO (the node failed; `what` names the step).

@@ -248,7 +248,7 @@ static int reroute(struct rconn *c, struct rbatch *b)
 	int again = 0;
 
 	for (size_t i = 0; i < b->n; i++)
-		if (!b->v[i].reply && b->v[i].rc == -EIO)
+		if (!b->v[i].reply && (b->v[i].rc == -EIO || b->v[i].rc == RCONN_CLUSTERDOWN))
 			c->stale = 1; /* a node lost: its replica may have taken over */
 	if (!c->stale)
 		return 0;
@@ -257,7 +257,7 @@ static int reroute(struct rconn *c, struct rbatch *b)
 		struct rbatch_cmd *cmd = &b->v[i];
 		unsigned to;
 
-		if (cmd->reply || cmd->rc != -EIO || cmd->at >= 0 || cmd->rerouted)
+		if (cmd->reply || (cmd->rc != -EIO && cmd->rc != RCONN_CLUSTERDOWN) || cmd->at >= 0 || cmd->rerouted)
 			continue;
 		if ((to = route(c, cmd)) == RCONN_NO_NODE || to == cmd->node)
 			continue;
@@ -360,8 +360,8 @@ int rbatch_run(struct rconn *c, struct rbatch *b)
 			ok++;
 			continue;
 		}
-		if (!cmd->rc)
-			cmd->rc = -EIO;
+		if (!cmd->rc || cmd->rc == RCONN_CLUSTERDOWN)
+			cmd->rc = -EIO; /* CLUSTERDOWN: callers take it for a node down */
 		if (!rc)
 			rc = cmd->rc;
 		if (cmd->node != RCONN_NO_NODE && c->nodes[cmd->node].err[0])

@@ -71,13 +71,14 @@ int rconn_redirect(struct rconn *c, struct rbatch_cmd *cmd, int *wait, int last)
 		 * cluster heals, which takes seconds, not a retry's wait.  The command
 		 * fails as if its node were down, at once (NODEDOWN or -EIO: callers
 		 * take it for Redis unavailable, not for a refusal), and the map is
-		 * asked again.
+		 * asked again; RCONN_CLUSTERDOWN, not -EIO, so that it is not sent
+		 * again as a command whose idle connection died would be.
 		 */
 		from->tryagain++;
 		snprintf(from->err, sizeof(from->err), "%.200s", reply_describe(r));
 		freeReplyObject(r);
 		cmd->reply = NULL;
-		cmd->rc = -EIO;
+		cmd->rc = RCONN_CLUSTERDOWN;
 		c->stale = 1;
 		return 0;
 	} else if (rconn_is_error(r, "TRYAGAIN")) {
@@ -87,11 +88,24 @@ int rconn_redirect(struct rconn *c, struct rbatch_cmd *cmd, int *wait, int last)
 		cmd->asking = cmd->asked; /* a TRYAGAIN of the importing node: again with ASKING */
 		*wait = 1;
 	} else if (rconn_is_error(r, "NOSCRIPT") && cmd->script >= 0 && !cmd->reloaded) {
+		redisReply *refused = NULL;
+		int rc = from->ctx ? rnode_load_script(from, (enum script_id)cmd->script, c->sha[cmd->script], &refused)
+				   : -EIO;
+
 		cmd->reloaded = 1;
-		if (!from->ctx || rnode_load_script(from, (enum script_id)cmd->script, c->sha[cmd->script])) {
+		if (rc == -EIO) {
+			/* the connection died under the SCRIPT LOAD: a node lost, as any */
 			freeReplyObject(r);
 			cmd->reply = NULL;
 			cmd->rc = -EIO;
+			return 0;
+		}
+		if (rc) {
+			/* Redis refused the SCRIPT LOAD (an ACL without it, say): its reason is the reply */
+			if (refused) {
+				freeReplyObject(r);
+				cmd->reply = refused;
+			}
 			return 0;
 		}
 	} else {
