@@ -384,6 +384,8 @@ const char *rconn_strerror(const struct rconn *c, int rc)
 		return REPLY_OOM_TEXT;
 	case -EBADMSG:
 		return "Redis refused the command";
+	case -EBUSY:
+		return c->moving[0] ? c->moving : "a cluster slot is being moved to another node";
 	case -EPROTO:
 		return "unexpected reply from Redis";
 	default:

@@ -105,10 +105,21 @@ int rconn_coverage(struct rconn *c, char *why, size_t cap);
  */
 
 /*
+ * On a cluster, a command still answered MOVED, ASK or TRYAGAIN after every
+ * round of its run (a slot whose owners disagree, a migration that lasts),
+ * or a shard script answered ASK (not followed: it reaches keys it does not
+ * name), has that reply: a slot being moved (reply_is_moving, core/reply.h;
+ * reply_errno makes it -EBUSY), counted per node as a redirection (moved,
+ * ask, tryagain) like those followed.
+ */
+
+/*
  * One line naming error `rc` of an rconn call or of a module on top of it:
  * the connection error (rconn_errstr) for -EIO/-EAGAIN, REPLY_OOM_TEXT for
- * -ENOSPC, "Redis refused the command" for -EBADMSG, "unexpected reply from
- * Redis" for -EPROTO, else strerror.  Valid until the next call on `c`.
+ * -ENOSPC, "Redis refused the command" for -EBADMSG, the last redirection
+ * handed back for -EBUSY ("MOVED: slot map changed (...) (127.0.0.1:7001
+ * answered MOVED 100 127.0.0.1:7002)"), "unexpected reply from Redis" for
+ * -EPROTO, else strerror.  Valid until the next call on `c`.
  */
 const char *rconn_strerror(const struct rconn *c, int rc);
 

@@ -49,6 +49,7 @@ struct rconn {
 	uint64_t epoch;             /* bumped when the map changed */
 	uint64_t gen;               /* bumped at each map install: the nodes it names are not reused */
 	char err[600];
+	char moving[400];           /* the last redirection handed back (reply_is_moving): node and reply */
 	uint64_t round_trips;       /* sends of a pipeline to a node (rconn_round_trips) */
 	struct rabort abort;        /* rconn_abort: every node's socket registered here */
 };

@@ -357,6 +357,10 @@ int rbatch_run(struct rconn *c, struct rbatch *b)
 			if (cmd->node != RCONN_NO_NODE && !strncmp(c->nodes[cmd->node].err, "CLUSTERDOWN", 11) &&
 			    !rconn_is_error(cmd->reply, "CLUSTERDOWN"))
 				c->nodes[cmd->node].err[0] = '\0';
+			/* a slot being moved, handed back: what rconn_strerror(-EBUSY) names */
+			if (cmd->node != RCONN_NO_NODE && reply_is_moving(cmd->reply))
+				snprintf(c->moving, sizeof(c->moving), "%.120s (%.100s answered %.150s)",
+					 reply_describe(cmd->reply), c->nodes[cmd->node].addr, cmd->reply->str);
 			ok++;
 			continue;
 		}

@@ -214,6 +214,8 @@ int walk_read(struct rconn *c, const struct layout *layouts, size_t nlayouts, co
 		pg->nodes = rconn_primaries(c);
 		if (reply_is_nodedown(r))
 			return -EIO; /* a cluster node that does not answer: the walk cannot go past its shards */
+		if (reply_is_moving(r))
+			return -EBUSY; /* its slot is being moved: not a registry to skip, one to read again */
 		if (reply_error(r)) {
 			/* the caller's cursor, refused; else a registry of another type: skipped, reported */
 			if (i == 0 && strstr(reply_error(r), "cursor"))

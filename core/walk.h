@@ -103,7 +103,9 @@ void walk_pages_free(struct walk_pages *p);
  * The pages end at the first whose registry is not finished (its next
  * cursor is not "0"), so that walk_after over them all, in order, never
  * moves past paths not yet read.  Replaces what `out` held.  0; -EINVAL for a glob that is not glob_valid;
- * -ERANGE when Redis refuses at->cursor (not one it gave); an rconn error or
+ * -ERANGE when Redis refuses at->cursor (not one it gave); -EIO when a
+ * cluster node does not answer, -EBUSY when a registry's slot is being
+ * moved (the walk cannot go past either: try again); an rconn error or
  * -ENOMEM; -EPROTO for a reply of another shape.
  */
 int walk_read(struct rconn *c, const struct layout *layouts, size_t nlayouts, const struct walk_pos *at,

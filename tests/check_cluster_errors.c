@@ -6,7 +6,13 @@
  *   node down, at once, and is not sent again as one whose idle connection
  *   died would be;
  * - a SCRIPT LOAD refused after NOSCRIPT (an ACL without it): the refusal is
- *   the command's reply, sent once, and the connection stays.
+ *   the command's reply, sent once, and the connection stays;
+ * - a slot whose two nodes each say the other owns it (MOVED both ways, for
+ *   as long as nobody fixes it): after the layer's rounds the MOVED is the
+ *   reply, each one counted; callers see a slot being moved (-EBUSY, named),
+ *   not a refusal (-EBADMSG, "Redis refused");
+ * - a slot being migrated under the worker (ASK to its shard script): the
+ *   shard is put off, not failed, and drained exactly once the slot moved.
  * One cluster for the suite; each test leaves it as it found it.
  */
 #include <check.h>
@@ -15,11 +21,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/layout.h"
+#include "core/pathstate.h"
 #include "core/rconn.h"
 #include "core/reply.h"
+#include "core/rules.h"
 #include "core/shard.h"
 #include "tests/harness.h"
 #include "tests/harness_cluster.h"
+#include "worker/worker.h"
 
 #define TIMEOUT_MS 1000
 
@@ -204,6 +214,168 @@ START_TEST(test_script_load_refused)
 }
 END_TEST
 
+/* node[i]'s id (CLUSTER MYID) */
+static const char *id_of(int i)
+{
+	return C.node[i].id;
+}
+
+START_TEST(test_moved_both_ways)
+{
+	struct rconn *c = conn_via(0);
+	const unsigned k = 0, slot = shard_slot(k); /* shard 0's slot, 13907 */
+	int owner = test_cluster_node_for_slot(&C, (int)slot), other = 1 - owner;
+	char key[16];
+	const char *argv[2] = { "GET", key };
+	size_t lens[2] = { 3, 0 };
+	struct rconn_node_info a, b;
+	uint64_t trips, moved;
+	struct layout *l;
+	size_t nl;
+	struct ruleset rules = { 0 };
+	struct walk_pos pos;
+	cJSON *out = cJSON_CreateArray(), *skipped = NULL;
+	redisContext *x = test_cluster_connect_node(&C, owner);
+	redisReply *r;
+
+	ck_assert_int_ge(owner, 0);
+	lens[1] = (size_t)snprintf(key, sizeof(key), "{%u}", k);
+	ck_assert_int_eq(rconn_ensure(c), 0);
+	/* the owner says the other node has the slot; the other still says the owner has it */
+	r = test_cmd(x, "CLUSTER SETSLOT %u NODE %s", slot, id_of(other));
+	ck_assert_msg(r->type == REDIS_REPLY_STATUS, "%s", r->type == REDIS_REPLY_ERROR ? r->str : "?");
+	freeReplyObject(r);
+
+	/* one GET: MOVED in each of the layer's 6 rounds, each counted, the last one the reply */
+	a = info_of(c, owner), b = info_of(c, other);
+	moved = a.moved + b.moved;
+	trips = rconn_round_trips(c);
+	ck_assert_int_eq(rconn_command(c, 2, argv, lens, &r), 0);
+	ck_assert_msg(r->type == REDIS_REPLY_ERROR && strncmp(r->str, "MOVED ", 6) == 0, "%s", r->type == REDIS_REPLY_ERROR ? r->str : "not an error");
+	ck_assert_int_eq(reply_is_moving(r), 1);
+	ck_assert_int_eq(reply_errno(r), -EBUSY); /* was -EBADMSG: "Redis refused the command" */
+	freeReplyObject(r);
+	ck_assert_uint_eq(rconn_round_trips(c) - trips, 6);
+	a = info_of(c, owner), b = info_of(c, other);
+	ck_assert_uint_eq(a.moved + b.moved - moved, 6);
+	ck_assert_msg(strncmp(rconn_strerror(c, -EBUSY), "MOVED: slot map changed (the slot lives on another node now) (",
+			      62) == 0, "%s", rconn_strerror(c, -EBUSY));
+
+	/* the listing, which starts with shard 0: it stops there (-EBUSY, try again), where it listed shard 0's
+	 * due index among the registries of another type and went on past it */
+	ck_assert_int_eq(layouts_default("sluice:", &l, &nl), 0);
+	walk_start(&pos);
+	ck_assert_int_eq(pathstate_page(c, l, nl, &rules, NULL, 100, 64, &pos, out, &skipped), -EBUSY);
+	ck_assert_ptr_null(skipped);
+	ck_assert_int_eq(cJSON_GetArraySize(out), 0);
+
+	/* back as it was: the owner claims the slot again */
+	freeReplyObject(test_cmd(x, "CLUSTER SETSLOT %u NODE %s", slot, id_of(owner)));
+	ck_assert_int_ge(test_cluster_wait_ok(&C, 10000), 0);
+	ck_assert_int_eq(rconn_command(c, 2, argv, lens, &r), 0);
+	ck_assert_int_eq(r->type, REDIS_REPLY_NIL);
+	freeReplyObject(r);
+	cJSON_Delete(out);
+	layouts_free(l, nl);
+	redisFree(x);
+	rconn_free(c);
+}
+END_TEST
+
+/* The n-th path of the form "<stem><i>" in shard k, into buf. */
+static const char *path_in_shard(char *buf, size_t cap, const char *stem, unsigned k, int n)
+{
+	for (int i = 0;; i++) {
+		snprintf(buf, cap, "%s%d", stem, i);
+		if (shard_of(buf, strlen(buf)) == k && n-- == 0)
+			return buf;
+	}
+}
+
+/* Entries in path p's leaky bucket, wherever its slot is now. */
+static long long level(const char *p)
+{
+	redisReply *r = test_cluster_cmd(&C, test_lb_key(p), "ZCARD %s", test_lb_key(p));
+	long long v;
+
+	ck_assert_msg(r->type == REDIS_REPLY_INTEGER, "ZCARD: %s", r->type == REDIS_REPLY_ERROR ? r->str : "?");
+	v = r->integer;
+	freeReplyObject(r);
+	return v;
+}
+
+START_TEST(test_worker_during_a_migration)
+{
+	struct layout *l;
+	size_t nl;
+	struct redis_target t;
+	struct worker_config wc = { .timeout_ms = TIMEOUT_MS, .prefix = "sluice:", .batch_size = 100 };
+	struct worker_result res;
+	struct worker_status st;
+	struct worker *w;
+	char url[64], path[32];
+	const unsigned k = 517;
+	const int slot = (int)shard_slot(k);
+	int src = test_cluster_node_for_slot(&C, slot), dst = 1 - src;
+	const long long t0 = 1000000, S = test_skew_ms();
+	uint64_t ask = 0;
+	redisContext *x = test_cluster_connect_node(&C, src);
+
+	path_in_shard(path, sizeof(path), "/api/m", k, 0);
+	/* 5 entries in a leaky bucket of capacity 10 leaking 1/s, at t0 (virtual: kept from expiring) */
+	for (int i = 0; i < 5; i++)
+		ck_assert_int_eq(test_acquire(x, TEST_EVAL, "leaky_bucket", path, t0, "10", "1", NULL), 1);
+	freeReplyObject(test_cmd(x, "PEXPIRE %s 600000", test_lb_key(path)));
+	freeReplyObject(test_cmd(x, "PEXPIRE %s 600000", test_lb_meta(path)));
+	snprintf(url, sizeof(url), "redis://127.0.0.1:%d", C.node[0].srv.port);
+	ck_assert_int_eq(redis_url_parse(url, &t, NULL), 0);
+	ck_assert_int_eq(layouts_default("sluice:", &l, &nl), 0);
+	wc.redis = &t;
+	wc.layouts = l;
+	wc.nlayouts = nl;
+	ck_assert_ptr_nonnull(w = worker_new(&wc));
+	/* a sweep at t0 + 1 s: one entry leaked (the drain acts SKEW_MS behind Redis time) */
+	ck_assert_int_eq(worker_sweep(w, WORKER_DRAIN, t0 + 1000 + S, &res), 0);
+	ck_assert_uint_eq(res.entries, 1);
+	ck_assert_int_eq(level(path), 4);
+
+	/* the slot being migrated, every key of it on the importing node: the source answers ASK */
+	test_cluster_migrate_begin(&C, slot, dst);
+	ck_assert_int_gt(test_cluster_migrate_keys(&C, slot, 100, NULL, 0), 0);
+	ck_assert_int_eq(worker_sweep(w, WORKER_DRAIN, t0 + 2000 + S, &res), 0); /* was -EBADMSG */
+	ck_assert_uint_eq(res.entries, 0);
+	ck_assert_uint_eq(res.failed, 0);
+	worker_status(w, &st);
+	ck_assert_int_eq(st.job[WORKER_DRAIN].failing, 0);
+	ck_assert_str_eq(st.job[WORKER_DRAIN].last_error, "");
+	ck_assert_uint_eq(st.job[WORKER_DRAIN].errors, 0);
+	for (size_t i = 0; i < st.nnodes; i++) {
+		char want[32];
+
+		snprintf(want, sizeof(want), "127.0.0.1:%d", C.node[src].srv.port);
+		if (!strcmp(st.node[i].addr, want))
+			ask = st.node[i].ask;
+	}
+	ck_assert_uint_eq(ask, 1); /* the shard's call, counted as a redirection */
+	ck_assert_int_eq(level(path), 4);
+
+	/* moved: the next sweep follows the MOVED and drains what leaked since t0 + 1 s, exactly */
+	test_cluster_migrate_finish(&C, slot);
+	ck_assert_int_ge(test_cluster_wait_ok(&C, 10000), 0);
+	ck_assert_int_eq(worker_sweep(w, WORKER_DRAIN, t0 + 3000 + S, &res), 0);
+	ck_assert_uint_eq(res.entries, 2);
+	ck_assert_int_eq(level(path), 2);
+	worker_status(w, &st);
+	ck_assert_int_eq(st.job[WORKER_DRAIN].failing, 0);
+
+	ck_assert_int_gt(test_cluster_move_slot(&C, slot, src), 0); /* back as it was */
+	worker_free(w);
+	layouts_free(l, nl);
+	redis_target_clear(&t);
+	redisFree(x);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("cluster_errors");
@@ -213,6 +385,8 @@ int main(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_clusterdown_is_not_sent_again);
 	tcase_add_test(tc, test_script_load_refused);
+	tcase_add_test(tc, test_moved_both_ways);
+	tcase_add_test(tc, test_worker_during_a_migration);
 	suite_add_tcase(s, tc);
 	return test_run_suite(s);
 }
