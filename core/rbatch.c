@@ -133,6 +133,11 @@ redisReply *rbatch_reply(const struct rbatch *b, size_t i)
 	return i < b->n ? b->v[i].reply : NULL;
 }
 
+uint32_t rbatch_reply_node(const struct rbatch *b, size_t i)
+{
+	return i < b->n && b->v[i].reply ? b->v[i].tag : 0;
+}
+
 redisReply *rbatch_take(struct rbatch *b, size_t i)
 {
 	redisReply *r = rbatch_reply(b, i);

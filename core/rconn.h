@@ -165,5 +165,15 @@ int rbatch_run(struct rconn *c, struct rbatch *b);
 redisReply *rbatch_reply(const struct rbatch *b, size_t i);
 /* Reply of command `i`, handed to the caller (who frees it), or NULL. */
 redisReply *rbatch_take(struct rbatch *b, size_t i);
+/*
+ * A number naming the Redis process that gave reply `i` of the last run
+ * (a digest of its INFO run_id, new at each start of Redis; of its address
+ * when INFO is refused), the same in every daemon; 0 when there is no reply
+ * or the layer made it (NODEDOWN).  A SCAN, SSCAN or ZSCAN cursor means
+ * something only to the process that gave it (its hash tables' order
+ * depends on its seed): a slot moved, a failover or a restart make it
+ * another's.  core/walk.c keeps it with its positions.
+ */
+uint32_t rbatch_reply_node(const struct rbatch *b, size_t i);
 
 #endif

@@ -75,6 +75,7 @@ struct rbatch_cmd {
 	int at;           /* explicit primary (rbatch_cmd_at), or -1 */
 	/* state of one run */
 	unsigned node;
+	uint32_t tag;     /* the process that gave its reply (the node's tag then); 0: none, or made here */
 	int pending, waiting, asking, asked, redirects, retries, reloaded, rerouted;
 	int rc;           /* 0; -EIO: its connection failed (sent again once when it had been idle);
 			   * RCONN_CLUSTERDOWN; -EAGAIN, -ENOMEM */

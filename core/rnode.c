@@ -48,6 +48,7 @@ void rnode_close(struct rnode *n)
 		rabort_del(n->abort, n->ctx->fd);
 	redisFree(n->ctx);
 	n->ctx = NULL;
+	n->tag = 0;
 }
 
 void rnode_clear(struct rnode *n)
@@ -145,6 +146,40 @@ int rnode_load_script(struct rnode *n, enum script_id id, char *sha, redisReply 
 	return rc;
 }
 
+/* FNV-1a of `len` bytes, never 0. */
+static uint32_t digest(const char *s, size_t len)
+{
+	uint32_t h = 2166136261u;
+
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ (unsigned char)s[i]) * 16777619u;
+	return h ? h : 1;
+}
+
+/*
+ * n->tag: which Redis process this connection reached.  Its run_id (INFO
+ * server) is new at every start, as the seed of its hash tables is, which is
+ * what a SCAN cursor's meaning depends on; a user without INFO gets the
+ * address's digest (a restart at the same address is then not told apart).
+ * 0, or -EIO (the connection failed).
+ */
+static int learn_tag(struct rnode *n)
+{
+	const char *argv[2] = { "INFO", "server" }, *id;
+	size_t lens[2] = { 4, 6 };
+	redisReply *r = NULL;
+	int rc;
+
+	if ((rc = rnode_call(n, "INFO", 2, argv, lens, &r)))
+		return rc;
+	if (r->type == REDIS_REPLY_STRING && (id = strstr(r->str, "run_id:")) && strlen(id + 7) >= 40)
+		n->tag = digest(id + 7, 40);
+	else
+		n->tag = digest(n->addr, strlen(n->addr));
+	freeReplyObject(r);
+	return 0;
+}
+
 int rnode_ensure(struct rnode *n, char sha[SCRIPT__COUNT][41])
 {
 	struct timeval tv = { n->timeout_ms / 1000, (n->timeout_ms % 1000) * 1000 };
@@ -194,6 +229,8 @@ int rnode_ensure(struct rnode *n, char sha[SCRIPT__COUNT][41])
 		if ((refused = setup_cmd(n, "SELECT", 2, argv, lens)))
 			goto bad;
 	}
+	if (learn_tag(n))
+		goto bad;
 	for (int id = 0; id < SCRIPT__COUNT; id++)
 		if (rnode_load_script(n, (enum script_id)id, sha[id], NULL))
 			goto bad;

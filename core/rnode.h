@@ -47,6 +47,8 @@ struct rnode {
 	uint64_t moved, ask, tryagain; /* redirections and retries its replies asked for */
 	char err[256];             /* the last connection error, "" when none */
 	char addr[RNODE_HOST_MAX + 16]; /* "host:port" or the socket path, for messages */
+	uint32_t tag;              /* names the Redis process connected to (rnode_ensure): a digest of its
+				    * INFO run_id, or of addr when INFO is refused; never 0 once connected */
 	uint64_t gen;              /* the owner's bookkeeping: the map install that last named it */
 	struct rabort *abort;      /* borrowed (the owner's), or NULL: where its socket is registered */
 };
@@ -63,9 +65,9 @@ int rnode_init(struct rnode *n, const char *host, int port, const char *socket, 
 /* Close and free what `n` owns (not `n` itself). */
 void rnode_clear(struct rnode *n);
 /*
- * Connect now if not connected (honouring backoff): AUTH, SELECT, and SCRIPT
- * LOAD of every embedded script, whose SHA1s are written to `sha` (41 bytes
- * each).  0, -EAGAIN, -EIO, -ENOMEM.
+ * Connect now if not connected (honouring backoff): AUTH, SELECT, INFO
+ * server (for n->tag), and SCRIPT LOAD of every embedded script, whose SHA1s
+ * are written to `sha` (41 bytes each).  0, -EAGAIN, -EIO, -ENOMEM.
  */
 int rnode_ensure(struct rnode *n, char sha[SCRIPT__COUNT][41]);
 /* Drop the context after an I/O error and back off; `what` names the step.  Returns -EIO. */

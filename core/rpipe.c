@@ -129,7 +129,7 @@ static void send_node(struct rconn *c, struct rbatch *b, unsigned ni, size_t *du
 }
 
 /* Give reply `r` to the next command waiting on node `ni` (an ASKING's own reply is dropped). */
-static void deliver(struct rbatch *b, unsigned ni, size_t *cursor, redisReply *r)
+static void deliver(const struct rconn *c, struct rbatch *b, unsigned ni, size_t *cursor, redisReply *r)
 {
 	for (; *cursor < b->n; (*cursor)++) {
 		struct rbatch_cmd *cmd = &b->v[*cursor];
@@ -144,6 +144,7 @@ static void deliver(struct rbatch *b, unsigned ni, size_t *cursor, redisReply *r
 		cmd->waiting = 0;
 		cmd->asking = 0;
 		cmd->reply = r;
+		cmd->tag = c->nodes[ni].tag;
 		(*cursor)++;
 		return;
 	}
@@ -222,7 +223,7 @@ static void run_round(struct rconn *c, struct rbatch *b)
 			run[ni].last = clock_mono_ms();
 			for (rc = rnode_read_ready(&c->nodes[ni], &r); !rc && r && run[ni].due;
 			     rc = rnode_take_buffered(&c->nodes[ni], &r)) {
-				deliver(b, ni, &run[ni].cursor, r);
+				deliver(c, b, ni, &run[ni].cursor, r);
 				run[ni].due--;
 				left--;
 			}
@@ -305,6 +306,7 @@ int rbatch_run(struct rconn *c, struct rbatch *b)
 		cmd->pending = 1;
 		cmd->waiting = cmd->asking = cmd->asked = cmd->redirects = cmd->retries = cmd->reloaded = cmd->rerouted = 0;
 		cmd->rc = 0;
+		cmd->tag = 0;
 	}
 	for (int round = 0; round < MAX_ROUNDS; round++) {
 		int again = 0;
