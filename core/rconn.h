@@ -13,7 +13,7 @@
  * for a primary with rbatch_cmd_at.  Callers never see a node.
  *
  * Per node: one connection, made lazily, with AUTH and SELECT, and every
- * embedded script loaded (SCRIPT LOAD); after an I/O error, the node is
+ * embedded script loaded (SCRIPT LOAD, all in one round trip with INFO); after an I/O error, the node is
  * probed (a connect attempt 50 ms later, doubling to every 250 ms, connect
  * timeout 250 ms) until it answers: a Redis that is back is used within
  * 250 ms plus a tick, however long it was away.  A connection that was up and

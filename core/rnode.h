@@ -6,7 +6,7 @@
  *
  * A node connects lazily with a connect and command timeout, sends AUTH (ACL
  * user or password) and SELECT (db != 0), loads every embedded script (SCRIPT
- * LOAD), and after an I/O error drops the context and probes the node: a
+ * LOAD, pipelined after INFO server in one round trip), and after an I/O error drops the context and probes the node: a
  * connect attempt (connect timeout 250 ms at most) 50 ms later, doubling to
  * every 250 ms while it stays down, so a node that is back is used again
  * within 250 ms however long it was away (an AUTH or SELECT refused backs

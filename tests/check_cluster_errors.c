@@ -203,6 +203,17 @@ START_TEST(test_script_load_refused)
 	ck_assert_uint_eq(rconn_round_trips(c) - trips, 1);
 	ck_assert_int_eq(rconn_is_up(c), 1);
 	ck_assert_uint_eq(rconn_connects(c), connects);
+	/* a new connection to that node cannot load its scripts (all sent in one round trip): it fails, naming the first */
+	{
+		struct rconn *c2 = conn_via(owner);
+		char want[128];
+
+		ck_assert_int_eq(rconn_ensure(c2), -EIO);
+		snprintf(want, sizeof(want), "SCRIPT LOAD %s: NOPERM ", script_name((enum script_id)0));
+		ck_assert_msg(strstr(rconn_errstr(c2), want) != NULL, "%s", rconn_errstr(c2));
+		ck_assert_int_eq(rconn_is_up(c2), 0);
+		rconn_free(c2);
+	}
 	/* allowed again: NOSCRIPT, loaded, answered */
 	freeReplyObject(test_cmd(x, "ACL SETUSER default +script|load"));
 	ck_assert_int_eq(rbatch_run(c, b), 0);
