@@ -64,6 +64,11 @@ void reply_redis_error(struct api_response *res, const struct rconn *conn, int r
 		snprintf(msg, sizeof(msg), "redis unavailable: %s",
 			 rconn_errstr(conn)[0] ? rconn_errstr(conn) : "not connected");
 		reply_fail(res, 503, "redis_unavailable", msg, NULL);
+	} else if (rc == -EBUSY) {
+		/* 503: a resharding (or a slot map in flux) that the layer's redirections did not see through */
+		snprintf(msg, sizeof(msg), "redis unavailable: a cluster slot is being moved, try again: %s",
+			 rconn_strerror(conn, rc));
+		reply_fail(res, 503, "redis_unavailable", msg, NULL);
 	} else if (rc == -ENOSPC) {
 		/* 503: Redis is there but refuses writes until memory is freed (the worker frees some) */
 		reply_fail(res, 503, "redis_unavailable",

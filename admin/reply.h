@@ -28,8 +28,10 @@ void reply_fail(struct api_response *res, int status, const char *code, const ch
 		const char *field);
 /*
  * Answer rconn/rulestore error `rc` (negative errno): -EIO or -EAGAIN is 503
- * "redis_unavailable" with `conn`'s last error, -EBADMSG (a key of another
- * type) 500 "redis_refused", anything else 500 "internal".
+ * "redis_unavailable" with `conn`'s last error, -EBUSY (a cluster slot being
+ * moved) 503 "redis_unavailable" naming the redirection, -ENOSPC 503 at
+ * maxmemory, -EBADMSG (a key of another type) 500 "redis_refused", anything
+ * else 500 "internal".
  */
 void reply_redis_error(struct api_response *res, const struct rconn *conn, int rc);
 /*

@@ -189,6 +189,28 @@ static redisReply *cmdv(struct bench *b, int argc, const char **argv, const size
 	return r;
 }
 
+/*
+ * A command without a key (SCRIPT LOAD, CLUSTER SLOTS): in mode cluster on
+ * the first primary (rbatch_cmd_at; rconn_command would route it by its
+ * first argument), else as cmdv.
+ */
+static redisReply *cmdv_keyless(struct bench *b, int argc, const char **argv, const size_t *lens)
+{
+	struct rbatch *one;
+	redisReply *r;
+	int rc;
+
+	if (!b->k)
+		return cmdv(b, argc, argv, lens);
+	if (!(one = rbatch_new()) || rbatch_cmd_at(one, 0, argc, argv, lens))
+		die("out of memory");
+	if ((rc = rbatch_run(b->k, one)))
+		die("%s: %s", argv[0], rconn_strerror(b->k, rc));
+	r = rbatch_take(one, 0);
+	rbatch_free(one);
+	return r;
+}
+
 /* A printf-style command (no binary arguments) that must not fail. */
 static redisReply *cmdf(struct bench *b, const char *fmt, ...)
 {
@@ -360,7 +382,7 @@ static void script_load(struct bench *b, const char *body, size_t len, char sha[
 {
 	const char *argv[3] = { "SCRIPT", "LOAD", body };
 	size_t lens[3] = { 6, 4, len };
-	redisReply *r = cmdv(b, 3, argv, lens);
+	redisReply *r = cmdv_keyless(b, 3, argv, lens);
 
 	if (r->type != REDIS_REPLY_STRING || r->len != 40)
 		die("SCRIPT LOAD: %s", r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
@@ -1377,7 +1399,7 @@ static size_t cl_map(struct bench *b, struct cl_node *node, unsigned char *of_sl
 		return n;
 	}
 	memset(of_slot, 0xFF, SHARD_SLOTS);
-	r = cmdv(b, 2, argv, lens);
+	r = cmdv_keyless(b, 2, argv, lens);
 	if (r->type != REDIS_REPLY_ARRAY)
 		die("CLUSTER SLOTS: %s", r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
 	for (size_t e = 0; e < r->elements; e++) {

@@ -220,7 +220,7 @@ cJSON *pathview_item(struct path_item *it)
 	cJSON *o, *rec = NULL;
 
 	if (reply_error(it->reply))
-		return error_json(it, reply_error(it->reply));
+		return error_json(it, reply_describe(it->reply)); /* the cause named (MOVED: ..., OOM) or Redis's text */
 	if (it->raw)
 		return raw_json(it);
 	if (parse_view(alg, it->reply, &v))

@@ -1,33 +1,20 @@
 /*
  * Queueing a pipeline's commands (core/rconn.h), each with the slot it is
- * routed by: a script call's first key, a plain command's first argument,
- * none for the commands that take no key; MULTI and EXEC go with the slot
- * of the first keyed command between them.
+ * routed by: a script call's first key, a plain command's first argument
+ * (its key), none for a command of one word (TIME, PING) or one queued for
+ * a given primary (rbatch_cmd_at: SCAN, INFO ...).  No transactions: the commands
+ * between a MULTI and its EXEC could be routed to different nodes, and
+ * nothing of sluice queues one.
  */
 #include <errno.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "core/rconn_int.h"
 
-/* Commands sluice sends that take no key (routed to any node, or to the one given) */
-static int keyless(const char *name)
-{
-	static const char *const v[] = { "PING", "TIME", "INFO", "SCAN", "SCRIPT", "CLUSTER", "CONFIG",
-					 "DBSIZE", "FLUSHALL", "FLUSHDB", "CLIENT", "COMMAND", "ECHO", "ROLE",
-					 "UNWATCH", "ASKING", "READONLY", "READWRITE", "WAIT", "RANDOMKEY",
-					 "LASTSAVE", "SLOWLOG", "LATENCY", "DEBUG", "MEMORY" };
-
-	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
-		if (!strcasecmp(name, v[i]))
-			return 1;
-	return 0;
-}
-
 static int cmd_init(struct rbatch_cmd *cmd, int script, int nkeys, int argc, const char *const *argv,
-		    const size_t *lens)
+		    const size_t *lens, int at)
 {
 	size_t bytes = 0, head = (size_t)argc * (sizeof(char *) + sizeof(size_t));
 	char *p;
@@ -50,23 +37,21 @@ static int cmd_init(struct rbatch_cmd *cmd, int script, int nkeys, int argc, con
 	cmd->script = script;
 	cmd->nkeys = nkeys;
 	cmd->argc = argc;
-	cmd->at = -1;
+	cmd->at = at;
 	cmd->slot = -1;
-	if (script >= 0)
+	/* the caller said where it goes: a primary (at), a script's first key, a plain command's first argument */
+	if (at >= 0)
+		;
+	else if (script >= 0)
 		cmd->slot = nkeys > 0 ? (int)shard_keyslot(cmd->argv[0], cmd->lens[0]) : -1;
-	else if (argc >= 2 && !keyless(cmd->argv[0]) && strcasecmp(cmd->argv[0], "MULTI") &&
-		 strcasecmp(cmd->argv[0], "EXEC") && strcasecmp(cmd->argv[0], "DISCARD"))
+	else if (argc >= 2)
 		cmd->slot = (int)shard_keyslot(cmd->argv[1], cmd->lens[1]);
 	return 0;
 }
 
 struct rbatch *rbatch_new(void)
 {
-	struct rbatch *b = calloc(1, sizeof(struct rbatch));
-
-	if (b)
-		b->multi = -1;
-	return b;
+	return calloc(1, sizeof(struct rbatch));
 }
 
 void rbatch_drop_replies(struct rbatch *b)
@@ -86,7 +71,6 @@ void rbatch_clear(struct rbatch *b)
 			freeReplyObject(b->v[i].reply);
 	}
 	b->n = 0;
-	b->multi = -1;
 }
 
 void rbatch_free(struct rbatch *b)
@@ -115,24 +99,8 @@ static int push(struct rbatch *b, int script, int nkeys, int argc, const char *c
 		b->cap = cap;
 	}
 	cmd = &b->v[b->n];
-	if (cmd_init(cmd, script, nkeys, argc, argv, lens))
+	if (cmd_init(cmd, script, nkeys, argc, argv, lens, at))
 		return -ENOMEM;
-	cmd->at = at;
-	if (script < 0 && !strcasecmp(cmd->argv[0], "MULTI")) {
-		b->multi = (long)b->n;
-		cmd->in_multi = 1;
-	} else if (b->multi >= 0) {
-		struct rbatch_cmd *m = &b->v[b->multi];
-
-		cmd->in_multi = 1;
-		if (m->slot < 0 && m->at < 0)
-			m->slot = cmd->slot;
-		if (script < 0 && (!strcasecmp(cmd->argv[0], "EXEC") || !strcasecmp(cmd->argv[0], "DISCARD"))) {
-			cmd->slot = m->slot;
-			cmd->at = m->at;
-			b->multi = -1;
-		}
-	}
 	b->n++;
 	return 0;
 }
@@ -144,7 +112,7 @@ int rbatch_cmd(struct rbatch *b, int argc, const char *const *argv, const size_t
 
 int rbatch_cmd_at(struct rbatch *b, size_t primary, int argc, const char *const *argv, const size_t *lens)
 {
-	return push(b, -1, 0, argc, argv, lens, primary > RCONN_NODES_MAX ? RCONN_NODES_MAX : (int)primary);
+	return push(b, -1, 0, argc, argv, lens, primary > RCONN_NODES_MAX ? (int)RCONN_NODES_MAX : (int)primary);
 }
 
 int rbatch_eval(struct rbatch *b, enum script_id id, int nkeys, int argc, const char *const *argv,
@@ -165,6 +133,11 @@ redisReply *rbatch_reply(const struct rbatch *b, size_t i)
 	return i < b->n ? b->v[i].reply : NULL;
 }
 
+uint32_t rbatch_reply_node(const struct rbatch *b, size_t i)
+{
+	return i < b->n && b->v[i].reply ? b->v[i].tag : 0;
+}
+
 redisReply *rbatch_take(struct rbatch *b, size_t i)
 {
 	redisReply *r = rbatch_reply(b, i);
@@ -177,7 +150,7 @@ redisReply *rbatch_take(struct rbatch *b, size_t i)
 int rbatch_run_one(struct rconn *c, int script, int nkeys, int argc, const char *const *argv,
 		   const size_t *lens, redisReply **out)
 {
-	struct rbatch b = { .multi = -1 };
+	struct rbatch b = { 0 };
 	int rc = push(&b, script, nkeys, argc, argv, lens, -1);
 
 	if (!rc)

@@ -24,11 +24,44 @@ static char *dup_or_null(const char *s)
 	return s ? strdup(s) : NULL;
 }
 
-/* Index of the node at host:port (socket when not NULL), added when new; RCONN_NO_NODE on ENOMEM. */
+/* Room for one more node in each per-node array.  0 or -ENOMEM (the arrays keep what they had). */
+static int grow_nodes(struct rconn *c)
+{
+	size_t cap = c->capnodes ? c->capnodes * 2 : 8, old = c->capnodes;
+	struct rnode *v;
+	struct rconn_run *run;
+	struct pollfd *pfd;
+	unsigned *who;
+	uint16_t *primary, *ordinal;
+
+	if (cap > RCONN_NODES_MAX)
+		cap = RCONN_NODES_MAX;
+	if (!(v = realloc(c->nodes, cap * sizeof(*v))))
+		return -ENOMEM;
+	c->nodes = v;
+	if (!(run = realloc(c->run, cap * sizeof(*run))))
+		return -ENOMEM;
+	c->run = run;
+	memset(run + old, 0, (cap - old) * sizeof(*run));
+	if (!(pfd = realloc(c->pfd, cap * sizeof(*pfd))))
+		return -ENOMEM;
+	c->pfd = pfd;
+	if (!(who = realloc(c->pwho, cap * sizeof(*who))))
+		return -ENOMEM;
+	c->pwho = who;
+	if (!(primary = realloc(c->primary, cap * sizeof(*primary))))
+		return -ENOMEM;
+	c->primary = primary;
+	if (!(ordinal = realloc(c->ordinal, cap * sizeof(*ordinal))))
+		return -ENOMEM;
+	c->ordinal = ordinal;
+	memset(ordinal + old, 0xFF, (cap - old) * sizeof(*ordinal)); /* RCONN_NO_NODE */
+	c->capnodes = cap;
+	return 0;
+}
+
 unsigned rconn_node_at(struct rconn *c, const char *host, int port, const char *socket)
 {
-	struct rnode *v;
-
 	for (size_t i = 0; i < c->nnodes; i++) {
 		const struct rnode *n = &c->nodes[i];
 
@@ -38,7 +71,7 @@ unsigned rconn_node_at(struct rconn *c, const char *host, int port, const char *
 			return (unsigned)i;
 		}
 	}
-	if (c->nnodes >= RCONN_NODES_MAX) {
+	if (c->nnodes >= c->room) {
 		/*
 		 * Full: reuse the entry of an address that serves no slot now and
 		 * has no connection (a node that moved to another address, as pods
@@ -46,10 +79,8 @@ unsigned rconn_node_at(struct rconn *c, const char *host, int port, const char *
 		 * their addresses change.
 		 */
 		for (size_t i = c->nseeds; i < c->nnodes; i++) {
-			int serves = 0;
+			int serves = c->ordinal[i] != RCONN_NO_NODE;
 
-			for (size_t j = 0; j < c->nprimary && !serves; j++)
-				serves = c->primary[j] == i;
 			for (size_t s = 0; s < SHARD_SLOTS && !serves; s++)
 				serves = c->owner[s] == i;
 			if (serves || c->nodes[i].ctx || c->nodes[i].gen == c->gen)
@@ -59,18 +90,13 @@ unsigned rconn_node_at(struct rconn *c, const char *host, int port, const char *
 				return RCONN_NO_NODE;
 			c->nodes[i].gen = c->gen;
 			c->nodes[i].abort = &c->abort;
+			memset(&c->run[i], 0, sizeof(c->run[i]));
 			return (unsigned)i;
 		}
 		return RCONN_NO_NODE;
 	}
-	if (c->nnodes == c->capnodes) {
-		size_t cap = c->capnodes ? c->capnodes * 2 : 8;
-
-		if (!(v = realloc(c->nodes, cap * sizeof(*v))))
-			return RCONN_NO_NODE;
-		c->nodes = v;
-		c->capnodes = cap;
-	}
+	if (c->nnodes == c->capnodes && grow_nodes(c))
+		return RCONN_NO_NODE;
 	if (rnode_init(&c->nodes[c->nnodes], host, port, socket, c->t.user, c->t.password, c->t.db,
 		       c->timeout_ms))
 		return RCONN_NO_NODE;
@@ -92,6 +118,7 @@ struct rconn *rconn_new(const struct redis_target *t, int64_t timeout_ms)
 	c->t.user = dup_or_null(t->user);
 	c->t.password = dup_or_null(t->password);
 	c->timeout_ms = timeout_ms > 0 ? timeout_ms : 1000;
+	c->room = RCONN_NODES_MIN;
 	rabort_init(&c->abort);
 	if ((t->host && !c->t.host) || (t->socket && !c->t.socket) || (t->user && !c->t.user) ||
 	    (t->password && !c->t.password))
@@ -118,6 +145,11 @@ void rconn_free(struct rconn *c)
 	for (size_t i = 0; i < c->nnodes; i++)
 		rnode_clear(&c->nodes[i]);
 	free(c->nodes);
+	free(c->run);
+	free(c->pfd);
+	free(c->pwho);
+	free(c->primary);
+	free(c->ordinal);
 	redis_target_clear(&c->t);
 	rabort_destroy(&c->abort);
 	free(c);
@@ -136,18 +168,29 @@ static void become_single(struct rconn *c, unsigned ni)
 	c->mode = RCONN_SINGLE;
 	for (size_t s = 0; s < SHARD_SLOTS; s++)
 		c->owner[s] = (uint16_t)ni;
+	for (size_t i = 0; i < c->nnodes; i++)
+		c->ordinal[i] = RCONN_NO_NODE;
 	c->primary[0] = (uint16_t)ni;
+	c->ordinal[ni] = 0;
 	c->nprimary = 1;
 	c->epoch++;
 }
 
-/* Install map `m` (from CLUSTER SLOTS).  0 or -ENOMEM. */
+/* Install map `m` (from CLUSTER SLOTS).  0 or -ENOMEM (the map we had is kept). */
 static int install_map(struct rconn *c, const struct slotmap *m)
 {
-	uint16_t owner[SHARD_SLOTS], primary[RCONN_NODES_MAX];
-	size_t np = 0;
+	uint16_t owner[SHARD_SLOTS], *primary;
+	size_t np = 0, named = 0;
 	int changed;
 
+	/* room for every node it names (twice, and the seeds: see RCONN_NODES_MIN) */
+	for (size_t i = 0; i < m->n; i++)
+		named += 1 + m->v[i].nreplicas;
+	if (c->nseeds + 2 * named > c->room)
+		c->room = c->nseeds + 2 * named < RCONN_NODES_MAX ? c->nseeds + 2 * named : RCONN_NODES_MAX;
+	/* a primary owns a range at least: no more primaries than ranges */
+	if (!(primary = malloc((m->n ? m->n : 1) * sizeof(*primary))))
+		return -ENOMEM;
 	for (size_t s = 0; s < SHARD_SLOTS; s++)
 		owner[s] = RCONN_NO_NODE;
 	c->gen++; /* the nodes this map names are not reused for one another */
@@ -155,8 +198,10 @@ static int install_map(struct rconn *c, const struct slotmap *m)
 		unsigned ni = rconn_node_at(c, m->v[i].primary.host, m->v[i].primary.port, NULL);
 		size_t j;
 
-		if (ni == RCONN_NO_NODE)
+		if (ni == RCONN_NO_NODE) {
+			free(primary);
 			return -ENOMEM;
+		}
 		for (size_t r = 0; r < m->v[i].nreplicas; r++)
 			(void)rconn_node_at(c, m->v[i].replica[r].host, m->v[i].replica[r].port, NULL);
 		for (unsigned s = m->v[i].start; s <= m->v[i].end; s++)
@@ -172,33 +217,27 @@ static int install_map(struct rconn *c, const struct slotmap *m)
 	memcpy(c->owner, owner, sizeof(owner));
 	memcpy(c->primary, primary, np * sizeof(*primary));
 	c->nprimary = np;
+	free(primary);
+	for (size_t i = 0; i < c->nnodes; i++)
+		c->ordinal[i] = RCONN_NO_NODE;
+	for (size_t j = 0; j < np; j++)
+		c->ordinal[c->primary[j]] = (uint16_t)j;
 	c->mode = RCONN_CLUSTER;
 	/* a node that no longer serves slots keeps no connection */
-	for (size_t i = 0; i < c->nnodes; i++) {
-		size_t j;
-
-		for (j = 0; j < np && primary[j] != i; j++)
-			;
-		if (j == np)
+	for (size_t i = 0; i < c->nnodes; i++)
+		if (c->ordinal[i] == RCONN_NO_NODE)
 			rnode_close(&c->nodes[i]);
-	}
 	if (changed)
 		c->epoch++;
 	return 0;
 }
 
-/* Ask node `ni` for the map.  0 (installed, or became single), -EAGAIN/-EIO (node down), -EPROTO. */
-static int ask_map(struct rconn *c, unsigned ni)
+int rconn_take_map(struct rconn *c, unsigned ni, redisReply *r)
 {
-	struct rnode *n = &c->nodes[ni];
-	const char *argv[2] = { "CLUSTER", "SLOTS" };
-	size_t lens[2] = { 7, 5 };
+	const struct rnode *n = &c->nodes[ni];
 	struct slotmap m = { 0 };
-	redisReply *r;
 	int rc;
 
-	if ((rc = rnode_ensure(n, c->sha)) || (rc = rnode_call(n, "CLUSTER SLOTS", 2, argv, lens, &r)))
-		return rc;
 	if (r->type == REDIS_REPLY_ERROR && strstr(r->str, "cluster support disabled")) {
 		freeReplyObject(r);
 		if (c->mode == RCONN_CLUSTER)
@@ -220,6 +259,20 @@ static int ask_map(struct rconn *c, unsigned ni)
 	return rc;
 }
 
+/* Ask node `ni` for the map.  0 (installed, or became single), -EAGAIN/-EIO (node down), -EPROTO, -ENOMEM. */
+static int ask_map(struct rconn *c, unsigned ni)
+{
+	struct rnode *n = &c->nodes[ni];
+	const char *argv[2] = { "CLUSTER", "SLOTS" };
+	size_t lens[2] = { 7, 5 };
+	redisReply *r;
+	int rc;
+
+	if ((rc = rnode_ensure(n, c->sha)) || (rc = rnode_call(n, "CLUSTER SLOTS", 2, argv, lens, &r)))
+		return rc;
+	return rconn_take_map(c, ni, r);
+}
+
 /*
  * Know the topology: at first contact, and when a cluster's map was marked
  * stale (MOVED, a node lost), at most every REFRESH_MIN_MS.  Nodes asked in
@@ -228,7 +281,7 @@ static int ask_map(struct rconn *c, unsigned ni)
 int rconn_topology(struct rconn *c)
 {
 	int64_t now = clock_mono_ms();
-	int rc = -EIO, tried = 0;
+	int rc = -EIO;
 
 	if (c->mode == RCONN_SINGLE || (c->mode == RCONN_CLUSTER && (!c->stale || now - c->refreshed_ms < REFRESH_MIN_MS)))
 		return 0;
@@ -239,7 +292,6 @@ int rconn_topology(struct rconn *c)
 			/* pass 0: nodes already connected; pass 1: the rest */
 			if (up != (pass == 0))
 				continue;
-			tried = 1;
 			if (!(rc = ask_map(c, (unsigned)i))) {
 				c->stale = 0;
 				c->refreshed_ms = now;
@@ -252,7 +304,6 @@ int rconn_topology(struct rconn *c)
 	c->refreshed_ms = now;
 	if (c->mode == RCONN_CLUSTER)
 		return 0; /* keep routing by the map we have; the nodes that are up still serve */
-	(void)tried;
 	return rc == -EPROTO ? -EIO : rc;
 }
 
@@ -309,19 +360,13 @@ size_t rconn_primaries(const struct rconn *c)
 
 size_t rconn_shard_primary(const struct rconn *c, unsigned shard)
 {
-	char tag[16];
-	int n;
 	uint16_t ni;
 
 	if (c->nprimary <= 1)
 		return 0; /* a single Redis (the due walk asks this for every shard it calls) */
-	n = snprintf(tag, sizeof(tag), "{%u}", shard);
-	ni = c->owner[shard_keyslot(tag, (size_t)n)];
-
-	for (size_t i = 0; i < c->nprimary && ni != RCONN_NO_NODE; i++)
-		if (c->primary[i] == ni)
-			return i;
-	return 0;
+	ni = c->owner[shard_slot(shard)];
+	/* a node a MOVED named that the map has not listed yet is no primary of ours: 0 */
+	return ni != RCONN_NO_NODE && c->ordinal[ni] != RCONN_NO_NODE ? c->ordinal[ni] : 0;
 }
 
 uint64_t rconn_map_epoch(const struct rconn *c)
@@ -339,6 +384,8 @@ const char *rconn_strerror(const struct rconn *c, int rc)
 		return REPLY_OOM_TEXT;
 	case -EBADMSG:
 		return "Redis refused the command";
+	case -EBUSY:
+		return c->moving[0] ? c->moving : "a cluster slot is being moved to another node";
 	case -EPROTO:
 		return "unexpected reply from Redis";
 	default:

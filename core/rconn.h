@@ -8,11 +8,12 @@
  * support is disabled and is then one node that owns every slot; a cluster
  * answers its slot map, and every command is routed to the primary that owns
  * the slot of its key (a script call's first key, a plain command's first
- * argument; a command without a key goes to any primary, or to the one that
- * rbatch_cmd_at names).  Callers never see a node.
+ * argument); a command of one word (TIME, PING) goes to any primary, and one
+ * without a key that takes arguments (SCAN, INFO, CLUSTER INFO) is queued
+ * for a primary with rbatch_cmd_at.  Callers never see a node.
  *
  * Per node: one connection, made lazily, with AUTH and SELECT, and every
- * embedded script loaded (SCRIPT LOAD); after an I/O error, the node is
+ * embedded script loaded (SCRIPT LOAD, all in one round trip with INFO); after an I/O error, the node is
  * probed (a connect attempt 50 ms later, doubling to every 250 ms, connect
  * timeout 250 ms) until it answers: a Redis that is back is used within
  * 250 ms plus a tick, however long it was away.  A connection that was up and
@@ -104,14 +105,25 @@ int rconn_coverage(struct rconn *c, char *why, size_t cap);
  */
 
 /*
+ * On a cluster, a command still answered MOVED, ASK or TRYAGAIN after every
+ * round of its run (a slot whose owners disagree, a migration that lasts),
+ * or a shard script answered ASK (not followed: it reaches keys it does not
+ * name), has that reply: a slot being moved (reply_is_moving, core/reply.h;
+ * reply_errno makes it -EBUSY), counted per node as a redirection (moved,
+ * ask, tryagain) like those followed.
+ */
+
+/*
  * One line naming error `rc` of an rconn call or of a module on top of it:
  * the connection error (rconn_errstr) for -EIO/-EAGAIN, REPLY_OOM_TEXT for
- * -ENOSPC, "Redis refused the command" for -EBADMSG, "unexpected reply from
- * Redis" for -EPROTO, else strerror.  Valid until the next call on `c`.
+ * -ENOSPC, "Redis refused the command" for -EBADMSG, the last redirection
+ * handed back for -EBUSY ("MOVED: slot map changed (...) (127.0.0.1:7001
+ * answered MOVED 100 127.0.0.1:7002)"), "unexpected reply from Redis" for
+ * -EPROTO, else strerror.  Valid until the next call on `c`.
  */
 const char *rconn_strerror(const struct rconn *c, int rc);
 
-/* One command, binary-safe argv; *out is the reply the caller frees (freeReplyObject). */
+/* One command as rbatch_cmd routes it, binary-safe argv; *out is the reply the caller frees (freeReplyObject). */
 int rconn_command(struct rconn *c, int argc, const char *const *argv, const size_t *lens,
 		  redisReply **out);
 /* One script call: argv holds `nkeys` keys then the arguments; NOSCRIPT handled. *out as above. */
@@ -121,14 +133,21 @@ int rconn_eval(struct rconn *c, enum script_id id, int nkeys, int argc, const ch
 /*
  * A pipeline: commands are queued (their arguments copied), then sent in one
  * write and their replies read in order.  Replies belong to the batch until
- * rbatch_clear()/rbatch_free().
+ * rbatch_clear()/rbatch_free().  No transactions: each command is routed on
+ * its own, so a MULTI, the commands after it and its EXEC may go to
+ * different nodes (on a cluster, keys of one slot are one script call).
  */
 struct rbatch;
 struct rbatch *rbatch_new(void);
 void rbatch_free(struct rbatch *b);
 /* Drop queued commands and replies; keep the allocation. */
 void rbatch_clear(struct rbatch *b);
-/* Queue a plain command.  0 or -ENOMEM. */
+/*
+ * Queue a plain command whose first argument (argv[1]) is its key, or a
+ * command of one word (argc 1: TIME, PING), which goes to any primary.  A
+ * command without a key that takes arguments goes by rbatch_cmd_at: here
+ * its first argument would be taken for a key.  0, -EINVAL (argc < 1) or -ENOMEM.
+ */
 int rbatch_cmd(struct rbatch *b, int argc, const char *const *argv, const size_t *lens);
 /* Queue a command for the `primary`th primary (0 .. rconn_primaries-1; a key-less command such as SCAN or INFO that must reach every node).  0 or -ENOMEM. */
 int rbatch_cmd_at(struct rbatch *b, size_t primary, int argc, const char *const *argv, const size_t *lens);
@@ -146,5 +165,15 @@ int rbatch_run(struct rconn *c, struct rbatch *b);
 redisReply *rbatch_reply(const struct rbatch *b, size_t i);
 /* Reply of command `i`, handed to the caller (who frees it), or NULL. */
 redisReply *rbatch_take(struct rbatch *b, size_t i);
+/*
+ * A number naming the Redis process that gave reply `i` of the last run
+ * (a digest of its INFO run_id, new at each start of Redis; of its address
+ * when INFO is refused), the same in every daemon; 0 when there is no reply
+ * or the layer made it (NODEDOWN).  A SCAN, SSCAN or ZSCAN cursor means
+ * something only to the process that gave it (its hash tables' order
+ * depends on its seed): a slot moved, a failover or a restart make it
+ * another's.  core/walk.c keeps it with its positions.
+ */
+uint32_t rbatch_reply_node(const struct rbatch *b, size_t i);
 
 #endif

@@ -58,14 +58,29 @@ int reply_is_nodedown(const redisReply *r)
 	return r && r->type == REDIS_REPLY_ERROR && strncmp(r->str, REPLY_NODEDOWN " ", strlen(REPLY_NODEDOWN) + 1) == 0;
 }
 
+/* 1 when `r` is an error reply whose first word is `word`. */
+static int error_word(const redisReply *r, const char *word)
+{
+	size_t n = strlen(word);
+
+	return reply_error(r) && strncmp(r->str, word, n) == 0 && (r->str[n] == ' ' || r->str[n] == '\0');
+}
+
+int reply_is_moving(const redisReply *r)
+{
+	return error_word(r, "MOVED") || error_word(r, "ASK") || error_word(r, "TRYAGAIN");
+}
+
 int reply_errno(const redisReply *r)
 {
-	return reply_is_oom(r) ? -ENOSPC : reply_is_nodedown(r) ? -EIO : reply_error(r) ? -EBADMSG : -EPROTO;
+	return reply_is_oom(r) ? -ENOSPC : reply_is_nodedown(r) ? -EIO : reply_is_moving(r) ? -EBUSY
+	       : reply_error(r) ? -EBADMSG : -EPROTO;
 }
 
 /*
  * Shape errors: an error reply is reply_errno's (-ENOSPC at maxmemory, -EIO
- * for a node down, else the caller's -EBADMSG), anything else -EPROTO.
+ * for a node down, -EBUSY for a slot being moved, else -EBADMSG), anything
+ * else -EPROTO.
  */
 static int shape(const redisReply *r)
 {

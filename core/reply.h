@@ -4,8 +4,8 @@
  * Typed reads of hiredis replies, so no caller walks a redisReply by hand.
  * Each returns 0 and writes its out-parameters only on success; when the
  * reply is a Redis error reply (reply_error() has its text) reply_errno's
- * errno (-ENOSPC at maxmemory, -EIO for NODEDOWN, else -EBADMSG), -EPROTO
- * when it has another shape.  Borrowed pointers live as long as the reply.
+ * errno (-ENOSPC at maxmemory, -EIO for NODEDOWN, -EBUSY for a slot being
+ * moved, else -EBADMSG), -EPROTO when it has another shape.  Borrowed pointers live as long as the reply.
  */
 #include <hiredis/hiredis.h>
 #include <stddef.h>
@@ -47,7 +47,18 @@ int reply_is_nodedown(const redisReply *r);
 const char *reply_cause(const char *text);
 /* Why `r` is not what a caller wanted, for people: reply_cause of its error text, or "unexpected reply". */
 const char *reply_describe(const redisReply *r);
-/* The errno of such a reply: -ENOSPC (out of memory), -EIO (a node down: NODEDOWN), -EBADMSG (another error reply), -EPROTO. */
+/*
+ * A cluster's redirection that the one Redis layer hands back (core/rconn.h:
+ * still MOVED, ASK or TRYAGAIN after every round it follows, or ASK for a
+ * shard script, which is not followed): the slot is being moved between
+ * nodes (a resharding, a map in flux), not refused.  1 for such a reply.
+ */
+int reply_is_moving(const redisReply *r);
+/*
+ * The errno of such a reply: -ENOSPC (out of memory), -EIO (a node down:
+ * NODEDOWN), -EBUSY (reply_is_moving: try again once the slot has moved),
+ * -EBADMSG (another error reply), -EPROTO.
+ */
 int reply_errno(const redisReply *r);
 /* An integer reply. */
 int reply_int(const redisReply *r, long long *out);

@@ -48,6 +48,7 @@ void rnode_close(struct rnode *n)
 		rabort_del(n->abort, n->ctx->fd);
 	redisFree(n->ctx);
 	n->ctx = NULL;
+	n->tag = 0;
 }
 
 void rnode_clear(struct rnode *n)
@@ -117,7 +118,7 @@ static int setup_cmd(struct rnode *n, const char *what, int argc, const char **a
 	return rc;
 }
 
-int rnode_load_script(struct rnode *n, enum script_id id, char *sha)
+int rnode_load_script(struct rnode *n, enum script_id id, char *sha, redisReply **refused)
 {
 	const struct script_src *s = script_get(id);
 	const char *argv[] = { "SCRIPT", "LOAD", s ? s->body : "" };
@@ -133,12 +134,79 @@ int rnode_load_script(struct rnode *n, enum script_id id, char *sha)
 		return rc;
 	if (r->type == REDIS_REPLY_STRING && r->len == 40) {
 		memcpy(sha, r->str, 41);
+	} else if (r->type == REDIS_REPLY_ERROR && refused) {
+		*refused = r;
+		return -EPROTO;
 	} else {
 		snprintf(n->err, sizeof(n->err), "SCRIPT LOAD %s: %s", script_name(id),
 			 r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
 		rc = -EPROTO;
 	}
 	freeReplyObject(r);
+	return rc;
+}
+
+/* FNV-1a of `len` bytes, never 0. */
+static uint32_t digest(const char *s, size_t len)
+{
+	uint32_t h = 2166136261u;
+
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ (unsigned char)s[i]) * 16777619u;
+	return h ? h : 1;
+}
+
+/*
+ * INFO server, then SCRIPT LOAD of every embedded script, in one round trip
+ * (27 scripts, some 600 KB: sent one by one they cost a round trip each at
+ * every connect).  INFO gives n->tag, which Redis process this connection
+ * reached: its run_id is new at every start, as the seed of its hash tables
+ * is, which is what a SCAN cursor's meaning depends on (a user without INFO
+ * gets the address's digest: a restart at the same address is then not told
+ * apart).  The SHA1s go to `sha`.  0; -EIO (the connection failed); -EPROTO
+ * (a script refused: n->err names the first); -ENOENT, -ENOMEM.
+ */
+static int setup_scripts(struct rnode *n, char sha[SCRIPT__COUNT][41])
+{
+	const char *info[2] = { "INFO", "server" }, *id;
+	size_t infol[2] = { 4, 6 };
+	redisReply *r = NULL;
+	int rc = 0;
+
+	if (redisAppendCommandArgv(n->ctx, 2, info, infol) != REDIS_OK)
+		return -ENOMEM;
+	for (int i = 0; i < SCRIPT__COUNT; i++) {
+		const struct script_src *s = script_get((enum script_id)i);
+		const char *argv[3] = { "SCRIPT", "LOAD", s ? s->body : "" };
+		size_t lens[3] = { 6, 4, s ? s->len : 0 };
+
+		if (!s) {
+			snprintf(n->err, sizeof(n->err), "script %s not embedded", script_name((enum script_id)i));
+			return -ENOENT;
+		}
+		if (redisAppendCommandArgv(n->ctx, 3, argv, lens) != REDIS_OK)
+			return -ENOMEM;
+	}
+	if (redisGetReply(n->ctx, (void **)&r) != REDIS_OK)
+		return rnode_fail(n, "INFO");
+	if (r->type == REDIS_REPLY_STRING && (id = strstr(r->str, "run_id:")) && strlen(id + 7) >= 40)
+		n->tag = digest(id + 7, 40);
+	else
+		n->tag = digest(n->addr, strlen(n->addr));
+	freeReplyObject(r);
+	for (int i = 0; i < SCRIPT__COUNT; i++) {
+		if (redisGetReply(n->ctx, (void **)&r) != REDIS_OK)
+			return rnode_fail(n, "SCRIPT LOAD");
+		if (r->type == REDIS_REPLY_STRING && r->len == 40) {
+			memcpy(sha[i], r->str, 41);
+		} else if (!rc) {
+			/* the first refusal named; the other replies are read all the same */
+			snprintf(n->err, sizeof(n->err), "SCRIPT LOAD %s: %s", script_name((enum script_id)i),
+				 r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+			rc = -EPROTO;
+		}
+		freeReplyObject(r);
+	}
 	return rc;
 }
 
@@ -191,9 +259,8 @@ int rnode_ensure(struct rnode *n, char sha[SCRIPT__COUNT][41])
 		if ((refused = setup_cmd(n, "SELECT", 2, argv, lens)))
 			goto bad;
 	}
-	for (int id = 0; id < SCRIPT__COUNT; id++)
-		if (rnode_load_script(n, (enum script_id)id, sha[id]))
-			goto bad;
+	if (setup_scripts(n, sha))
+		goto bad;
 	n->connects++;
 	n->backoff_ms = PROBE_MIN_MS;
 	n->err[0] = '\0';

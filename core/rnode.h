@@ -6,7 +6,7 @@
  *
  * A node connects lazily with a connect and command timeout, sends AUTH (ACL
  * user or password) and SELECT (db != 0), loads every embedded script (SCRIPT
- * LOAD), and after an I/O error drops the context and probes the node: a
+ * LOAD, pipelined after INFO server in one round trip), and after an I/O error drops the context and probes the node: a
  * connect attempt (connect timeout 250 ms at most) 50 ms later, doubling to
  * every 250 ms while it stays down, so a node that is back is used again
  * within 250 ms however long it was away (an AUTH or SELECT refused backs
@@ -47,6 +47,8 @@ struct rnode {
 	uint64_t moved, ask, tryagain; /* redirections and retries its replies asked for */
 	char err[256];             /* the last connection error, "" when none */
 	char addr[RNODE_HOST_MAX + 16]; /* "host:port" or the socket path, for messages */
+	uint32_t tag;              /* names the Redis process connected to (rnode_ensure): a digest of its
+				    * INFO run_id, or of addr when INFO is refused; never 0 once connected */
 	uint64_t gen;              /* the owner's bookkeeping: the map install that last named it */
 	struct rabort *abort;      /* borrowed (the owner's), or NULL: where its socket is registered */
 };
@@ -63,17 +65,23 @@ int rnode_init(struct rnode *n, const char *host, int port, const char *socket, 
 /* Close and free what `n` owns (not `n` itself). */
 void rnode_clear(struct rnode *n);
 /*
- * Connect now if not connected (honouring backoff): AUTH, SELECT, and SCRIPT
- * LOAD of every embedded script, whose SHA1s are written to `sha` (41 bytes
- * each).  0, -EAGAIN, -EIO, -ENOMEM.
+ * Connect now if not connected (honouring backoff): AUTH, SELECT, INFO
+ * server (for n->tag), and SCRIPT LOAD of every embedded script, whose SHA1s
+ * are written to `sha` (41 bytes each).  0, -EAGAIN, -EIO, -ENOMEM.
  */
 int rnode_ensure(struct rnode *n, char sha[SCRIPT__COUNT][41]);
 /* Drop the context after an I/O error and back off; `what` names the step.  Returns -EIO. */
 int rnode_fail(struct rnode *n, const char *what);
 /* Forget the backoff: the next rnode_ensure tries at once. */
 void rnode_retry_now(struct rnode *n);
-/* SCRIPT LOAD of script `id` on a connected node, into sha (41 bytes).  0, -EIO, -EPROTO, -ENOENT. */
-int rnode_load_script(struct rnode *n, enum script_id id, char *sha);
+/*
+ * SCRIPT LOAD of script `id` on a connected node, into sha (41 bytes).  0;
+ * -EIO (the connection failed: dropped, n->err says why); -EPROTO when
+ * Redis refused (an error reply: with `refused` not NULL, *refused is that
+ * reply, which the caller frees, and n->err is left alone; with NULL n->err
+ * names it) or answered something else; -ENOENT (not embedded).
+ */
+int rnode_load_script(struct rnode *n, enum script_id id, char *sha, redisReply **refused);
 /*
  * One blocking command on a connected node: *out is the reply (the caller
  * frees it).  0 or -EIO (the node failed; `what` names the step).

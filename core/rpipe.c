@@ -129,7 +129,7 @@ static void send_node(struct rconn *c, struct rbatch *b, unsigned ni, size_t *du
 }
 
 /* Give reply `r` to the next command waiting on node `ni` (an ASKING's own reply is dropped). */
-static void deliver(struct rbatch *b, unsigned ni, size_t *cursor, redisReply *r)
+static void deliver(const struct rconn *c, struct rbatch *b, unsigned ni, size_t *cursor, redisReply *r)
 {
 	for (; *cursor < b->n; (*cursor)++) {
 		struct rbatch_cmd *cmd = &b->v[*cursor];
@@ -144,6 +144,7 @@ static void deliver(struct rbatch *b, unsigned ni, size_t *cursor, redisReply *r
 		cmd->waiting = 0;
 		cmd->asking = 0;
 		cmd->reply = r;
+		cmd->tag = c->nodes[ni].tag;
 		(*cursor)++;
 		return;
 	}
@@ -157,47 +158,52 @@ static void deliver(struct rbatch *b, unsigned ni, size_t *cursor, redisReply *r
  */
 static void run_round(struct rconn *c, struct rbatch *b)
 {
-	size_t due[RCONN_NODES_MAX] = { 0 }, cursor[RCONN_NODES_MAX] = { 0 }, left = 0;
-	int64_t last[RCONN_NODES_MAX];
-	struct pollfd pfd[RCONN_NODES_MAX];
-	unsigned who[RCONN_NODES_MAX];
+	struct rconn_run *run = c->run;
+	struct pollfd *pfd = c->pfd;
+	unsigned *who = c->pwho;
+	size_t left = 0;
+	int64_t sent;
 
-	for (size_t i = 0; i < b->n; i++)
-		if (b->v[i].pending && b->v[i].node == RCONN_NO_NODE) {
+	for (unsigned ni = 0; ni < c->nnodes; ni++)
+		run[ni].due = run[ni].cursor = 0, run[ni].any = 0;
+	for (size_t i = 0; i < b->n; i++) {
+		if (!b->v[i].pending)
+			continue;
+		if (b->v[i].node == RCONN_NO_NODE) {
 			b->v[i].pending = 0;
 			b->v[i].rc = -EIO;
+		} else {
+			run[b->v[i].node].any = 1;
 		}
+	}
 	for (unsigned ni = 0; ni < c->nnodes; ni++) {
-		int any = 0;
-
-		for (size_t i = 0; i < b->n && !any; i++)
-			any = b->v[i].pending && b->v[i].node == ni;
-		if (any)
-			send_node(c, b, ni, &due[ni]);
-		left += due[ni];
+		if (run[ni].any)
+			send_node(c, b, ni, &run[ni].due);
+		left += run[ni].due;
 	}
 	/* every node's wait starts when all were sent (a send that blocked on a hung node is not theirs) */
+	sent = clock_mono_ms();
 	for (unsigned ni = 0; ni < c->nnodes; ni++)
-		last[ni] = clock_mono_ms();
+		run[ni].last = sent;
 	while (left) {
 		size_t np = 0;
 		int64_t now = clock_mono_ms(), wait = c->timeout_ms;
 
 		for (unsigned ni = 0; ni < c->nnodes; ni++) {
-			if (!due[ni])
+			if (!run[ni].due)
 				continue;
-			if (now - last[ni] >= c->timeout_ms) {
+			if (now - run[ni].last >= c->timeout_ms) {
 				rnode_fail(&c->nodes[ni], "pipeline"); /* "pipeline: timed out" */
 				c->nodes[ni].timed_out = 1;
 				snprintf(c->nodes[ni].err, sizeof(c->nodes[ni].err), "pipeline: timed out after %lld ms",
 					 (long long)c->timeout_ms);
 				fail_waiting(b, ni, -EIO);
-				left -= due[ni];
-				due[ni] = 0;
+				left -= run[ni].due;
+				run[ni].due = 0;
 				continue;
 			}
-			if (last[ni] + c->timeout_ms - now < wait)
-				wait = last[ni] + c->timeout_ms - now;
+			if (run[ni].last + c->timeout_ms - now < wait)
+				wait = run[ni].last + c->timeout_ms - now;
 			pfd[np].fd = c->nodes[ni].ctx->fd;
 			pfd[np].events = POLLIN;
 			pfd[np].revents = 0;
@@ -214,17 +220,17 @@ static void run_round(struct rconn *c, struct rbatch *b)
 
 			if (!pfd[k].revents)
 				continue;
-			last[ni] = clock_mono_ms();
-			for (rc = rnode_read_ready(&c->nodes[ni], &r); !rc && r && due[ni];
+			run[ni].last = clock_mono_ms();
+			for (rc = rnode_read_ready(&c->nodes[ni], &r); !rc && r && run[ni].due;
 			     rc = rnode_take_buffered(&c->nodes[ni], &r)) {
-				deliver(b, ni, &cursor[ni], r);
-				due[ni]--;
+				deliver(c, b, ni, &run[ni].cursor, r);
+				run[ni].due--;
 				left--;
 			}
 			if (rc) {
 				fail_waiting(b, ni, -EIO);
-				left -= due[ni];
-				due[ni] = 0;
+				left -= run[ni].due;
+				run[ni].due = 0;
 			}
 		}
 	}
@@ -243,7 +249,7 @@ static int reroute(struct rconn *c, struct rbatch *b)
 	int again = 0;
 
 	for (size_t i = 0; i < b->n; i++)
-		if (!b->v[i].reply && b->v[i].rc == -EIO)
+		if (!b->v[i].reply && (b->v[i].rc == -EIO || b->v[i].rc == RCONN_CLUSTERDOWN))
 			c->stale = 1; /* a node lost: its replica may have taken over */
 	if (!c->stale)
 		return 0;
@@ -252,7 +258,7 @@ static int reroute(struct rconn *c, struct rbatch *b)
 		struct rbatch_cmd *cmd = &b->v[i];
 		unsigned to;
 
-		if (cmd->reply || cmd->rc != -EIO || cmd->at >= 0 || cmd->in_multi || cmd->rerouted)
+		if (cmd->reply || (cmd->rc != -EIO && cmd->rc != RCONN_CLUSTERDOWN) || cmd->at >= 0 || cmd->rerouted)
 			continue;
 		if ((to = route(c, cmd)) == RCONN_NO_NODE || to == cmd->node)
 			continue;
@@ -283,14 +289,16 @@ static redisReply *error_reply(const char *text)
 
 int rbatch_run(struct rconn *c, struct rbatch *b)
 {
-	int rc, wait = 0, retried[RCONN_NODES_MAX] = { 0 }, up[RCONN_NODES_MAX] = { 0 };
+	int rc, wait = 0;
 	size_t ok = 0, failed = 0;
 
 	rbatch_drop_replies(b);
 	if ((rc = rconn_topology(c)))
 		return rc;
-	for (unsigned ni = 0; ni < c->nnodes; ni++)
-		up[ni] = c->nodes[ni].ctx != NULL;
+	for (unsigned ni = 0; ni < c->nnodes; ni++) {
+		c->run[ni].up = c->nodes[ni].ctx != NULL;
+		c->run[ni].retried = 0;
+	}
 	for (size_t i = 0; i < b->n; i++) {
 		struct rbatch_cmd *cmd = &b->v[i];
 
@@ -298,6 +306,7 @@ int rbatch_run(struct rconn *c, struct rbatch *b)
 		cmd->pending = 1;
 		cmd->waiting = cmd->asking = cmd->asked = cmd->redirects = cmd->retries = cmd->reloaded = cmd->rerouted = 0;
 		cmd->rc = 0;
+		cmd->tag = 0;
 	}
 	for (int round = 0; round < MAX_ROUNDS; round++) {
 		int again = 0;
@@ -314,8 +323,8 @@ int rbatch_run(struct rconn *c, struct rbatch *b)
 
 			if (cmd->reply) {
 				again |= rconn_redirect(c, cmd, &wait, round == MAX_ROUNDS - 1);
-			} else if (cmd->rc == -EIO && cmd->node != RCONN_NO_NODE && up[cmd->node] &&
-				 !c->nodes[cmd->node].timed_out && retried[cmd->node] < 2) {
+			} else if (cmd->rc == -EIO && cmd->node != RCONN_NO_NODE && c->run[cmd->node].up &&
+				 !c->nodes[cmd->node].timed_out && c->run[cmd->node].retried < 2) {
 				/*
 				 * A connection that had been idle died under us (Redis
 				 * restarted, a proxy or CLIENT KILL closed it): reconnect
@@ -325,8 +334,8 @@ int rbatch_run(struct rconn *c, struct rbatch *b)
 				 * the scripts are idempotent at one instant and exact
 				 * across instants.
 				 */
-				if (!retried[cmd->node]) {
-					retried[cmd->node] = 1;
+				if (!c->run[cmd->node].retried) {
+					c->run[cmd->node].retried = 1;
 					rnode_retry_now(&c->nodes[cmd->node]);
 				}
 				cmd->rc = 0;
@@ -335,8 +344,8 @@ int rbatch_run(struct rconn *c, struct rbatch *b)
 			}
 		}
 		for (unsigned ni = 0; ni < c->nnodes; ni++)
-			if (retried[ni] == 1)
-				retried[ni] = 2;
+			if (c->run[ni].retried == 1)
+				c->run[ni].retried = 2;
 		if (c->mode == RCONN_CLUSTER && round + 1 < MAX_ROUNDS)
 			again |= reroute(c, b);
 		if (!again)
@@ -350,11 +359,15 @@ int rbatch_run(struct rconn *c, struct rbatch *b)
 			if (cmd->node != RCONN_NO_NODE && !strncmp(c->nodes[cmd->node].err, "CLUSTERDOWN", 11) &&
 			    !rconn_is_error(cmd->reply, "CLUSTERDOWN"))
 				c->nodes[cmd->node].err[0] = '\0';
+			/* a slot being moved, handed back: what rconn_strerror(-EBUSY) names */
+			if (cmd->node != RCONN_NO_NODE && reply_is_moving(cmd->reply))
+				snprintf(c->moving, sizeof(c->moving), "%.120s (%.100s answered %.150s)",
+					 reply_describe(cmd->reply), c->nodes[cmd->node].addr, cmd->reply->str);
 			ok++;
 			continue;
 		}
-		if (!cmd->rc)
-			cmd->rc = -EIO;
+		if (!cmd->rc || cmd->rc == RCONN_CLUSTERDOWN)
+			cmd->rc = -EIO; /* CLUSTERDOWN: callers take it for a node down */
 		if (!rc)
 			rc = cmd->rc;
 		if (cmd->node != RCONN_NO_NODE && c->nodes[cmd->node].err[0])

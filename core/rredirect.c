@@ -31,16 +31,19 @@ int rconn_redirect(struct rconn *c, struct rbatch_cmd *cmd, int *wait, int last)
 	struct rnode *from = &c->nodes[cmd->node];
 	int moved = rconn_is_error(r, "MOVED"), ask = rconn_is_error(r, "ASK");
 
-	if (cmd->in_multi || last)
-		return 0; /* a transaction's commands go or fail together; the last round's replies stay */
 	if (moved || ask) {
 		unsigned slot, ni;
 		char host[RNODE_HOST_MAX];
 		int port, k = 0;
 		const char *colon;
 
-		if (cmd->redirects++ >= MAX_ROUNDS - 1 || sscanf(r->str + (moved ? 6 : 4), "%u %n", &slot, &k) != 1 ||
-		    slot >= SHARD_SLOTS || !(colon = strrchr(r->str, ':')) || sscanf(colon + 1, "%d", &port) != 1)
+		/*
+		 * Counted, and a MOVED's slot updated, even when the reply stays (the
+		 * last round's, or one redirection too many): the caller is handed a
+		 * slot being moved (reply_is_moving), and the counts say where.
+		 */
+		if (sscanf(r->str + (moved ? 6 : 4), "%u %n", &slot, &k) != 1 || slot >= SHARD_SLOTS ||
+		    !(colon = strrchr(r->str, ':')) || sscanf(colon + 1, "%d", &port) != 1)
 			return 0;
 		snprintf(host, sizeof(host), "%.*s", (int)(colon - (r->str + (moved ? 6 : 4) + k)),
 			 r->str + (moved ? 6 : 4) + k);
@@ -62,6 +65,8 @@ int rconn_redirect(struct rconn *c, struct rbatch_cmd *cmd, int *wait, int last)
 		} else {
 			from->ask++;
 		}
+		if (last || cmd->redirects++ >= MAX_ROUNDS - 1)
+			return 0; /* the reply stays */
 		cmd->node = ni;
 		cmd->asking = cmd->asked = ask;
 	} else if (rconn_is_error(r, "CLUSTERDOWN")) {
@@ -71,27 +76,41 @@ int rconn_redirect(struct rconn *c, struct rbatch_cmd *cmd, int *wait, int last)
 		 * cluster heals, which takes seconds, not a retry's wait.  The command
 		 * fails as if its node were down, at once (NODEDOWN or -EIO: callers
 		 * take it for Redis unavailable, not for a refusal), and the map is
-		 * asked again.
+		 * asked again; RCONN_CLUSTERDOWN, not -EIO, so that it is not sent
+		 * again as a command whose idle connection died would be.
 		 */
 		from->tryagain++;
 		snprintf(from->err, sizeof(from->err), "%.200s", reply_describe(r));
 		freeReplyObject(r);
 		cmd->reply = NULL;
-		cmd->rc = -EIO;
+		cmd->rc = RCONN_CLUSTERDOWN;
 		c->stale = 1;
 		return 0;
 	} else if (rconn_is_error(r, "TRYAGAIN")) {
-		if (cmd->retries++ >= MAX_ROUNDS - 2)
-			return 0;
 		from->tryagain++;
+		if (last || cmd->retries++ >= MAX_ROUNDS - 2)
+			return 0; /* the reply stays */
 		cmd->asking = cmd->asked; /* a TRYAGAIN of the importing node: again with ASKING */
 		*wait = 1;
-	} else if (rconn_is_error(r, "NOSCRIPT") && cmd->script >= 0 && !cmd->reloaded) {
+	} else if (rconn_is_error(r, "NOSCRIPT") && cmd->script >= 0 && !cmd->reloaded && !last) {
+		redisReply *refused = NULL;
+		int rc = from->ctx ? rnode_load_script(from, (enum script_id)cmd->script, c->sha[cmd->script], &refused)
+				   : -EIO;
+
 		cmd->reloaded = 1;
-		if (!from->ctx || rnode_load_script(from, (enum script_id)cmd->script, c->sha[cmd->script])) {
+		if (rc == -EIO) {
+			/* the connection died under the SCRIPT LOAD: a node lost, as any */
 			freeReplyObject(r);
 			cmd->reply = NULL;
 			cmd->rc = -EIO;
+			return 0;
+		}
+		if (rc) {
+			/* Redis refused the SCRIPT LOAD (an ACL without it, say): its reason is the reply */
+			if (refused) {
+				freeReplyObject(r);
+				cmd->reply = refused;
+			}
 			return 0;
 		}
 	} else {

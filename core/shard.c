@@ -65,3 +65,20 @@ unsigned shard_of(const char *path, size_t n)
 {
 	return shard_keyslot(path, n) % SHARD_COUNT;
 }
+
+unsigned shard_slot(unsigned k)
+{
+	char digits[4];
+	size_t n = 0;
+
+	k %= SHARD_COUNT;
+	/* the tag's content, k's decimal digits (no leading zero), most significant first */
+	if (k >= 1000)
+		digits[n++] = (char)('0' + k / 1000);
+	if (k >= 100)
+		digits[n++] = (char)('0' + k / 100 % 10);
+	if (k >= 10)
+		digits[n++] = (char)('0' + k / 10 % 10);
+	digits[n++] = (char)('0' + k % 10);
+	return shard_crc16(digits, n) & (SHARD_SLOTS - 1);
+}

@@ -23,5 +23,7 @@ uint16_t shard_crc16(const char *s, size_t n);
 unsigned shard_keyslot(const char *key, size_t n);
 /* The shard of path `path` (`n` bytes), 0..1023. */
 unsigned shard_of(const char *path, size_t n);
+/* The slot of shard k's keys (keyslot of their tag "{k}", k in decimal), 0..16383; k is taken mod SHARD_COUNT. */
+unsigned shard_slot(unsigned k);
 
 #endif

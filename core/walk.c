@@ -87,8 +87,10 @@ void walk_pos_format(const struct walk_pos *pos, char buf[WALK_POS_MAX])
 {
 	if (pos->done || (pos->layout == 0 && pos->shard == 0 && walk_at_end(pos->cursor)))
 		snprintf(buf, WALK_POS_MAX, "0");
+	else if (walk_at_end(pos->cursor))
+		snprintf(buf, WALK_POS_MAX, "%zu-%u-0", pos->layout, pos->shard);
 	else
-		snprintf(buf, WALK_POS_MAX, "%zu-%u-%s", pos->layout, pos->shard, pos->cursor);
+		snprintf(buf, WALK_POS_MAX, "%zu-%u-%s-%x", pos->layout, pos->shard, pos->cursor, (unsigned)pos->node);
 }
 
 /* A decimal of 1..20 digits below 2^64 at s, up to `end` (exclusive); 0 and *v, or -EINVAL. */
@@ -108,10 +110,20 @@ static int decimal(const char *s, const char *end, unsigned long long *v)
 	return errno == ERANGE || *e ? -EINVAL : 0;
 }
 
+/* A node of walk_pos_format: 1..8 lower-case hex digits at s, to its end, not 0; 0 and *v, or -EINVAL. */
+static int hex32(const char *s, unsigned long long *v)
+{
+	size_t n = strlen(s);
+
+	if (n < 1 || n > 8 || strspn(s, "0123456789abcdef") != n || !(*v = strtoull(s, NULL, 16)))
+		return -EINVAL;
+	return 0;
+}
+
 int walk_pos_parse(const char *s, const struct layout *layouts, size_t nlayouts, struct walk_pos *pos)
 {
-	const char *d1, *d2;
-	unsigned long long l, k, cur;
+	const char *d1, *d2, *d3;
+	unsigned long long l, k, cur, node = 0;
 	struct walk_pos p;
 
 	if (!s)
@@ -120,8 +132,13 @@ int walk_pos_parse(const char *s, const struct layout *layouts, size_t nlayouts,
 		walk_start(pos);
 		return 0;
 	}
-	if (!(d1 = strchr(s, '-')) || !(d2 = strchr(d1 + 1, '-')) || decimal(s, d1, &l) ||
-	    decimal(d1 + 1, d2, &k) || decimal(d2 + 1, d2 + 1 + strlen(d2 + 1), &cur))
+	if (!(d1 = strchr(s, '-')) || !(d2 = strchr(d1 + 1, '-')) || decimal(s, d1, &l) || decimal(d1 + 1, d2, &k))
+		return -EINVAL;
+	if (!(d3 = strchr(d2 + 1, '-')))
+		d3 = d2 + 1 + strlen(d2 + 1);
+	else if (hex32(d3 + 1, &node))
+		return -EINVAL;
+	if (decimal(d2 + 1, d3, &cur))
 		return -EINVAL;
 	/* a SCAN layout's "shard" is the primary whose keyspace the cursor is in */
 	if (l >= nlayouts || (layouts[l].foreign ? k != 0 && !layouts[l].scan : k >= SHARD_COUNT) || k >= SHARD_COUNT)
@@ -130,6 +147,7 @@ int walk_pos_parse(const char *s, const struct layout *layouts, size_t nlayouts,
 	p.layout = (size_t)l;
 	p.shard = (unsigned)k;
 	snprintf(p.cursor, sizeof(p.cursor), "%llu", cur);
+	p.node = (uint32_t)node;
 	*pos = p;
 	return 0;
 }
@@ -214,6 +232,8 @@ int walk_read(struct rconn *c, const struct layout *layouts, size_t nlayouts, co
 		pg->nodes = rconn_primaries(c);
 		if (reply_is_nodedown(r))
 			return -EIO; /* a cluster node that does not answer: the walk cannot go past its shards */
+		if (reply_is_moving(r))
+			return -EBUSY; /* its slot is being moved: not a registry to skip, one to read again */
 		if (reply_error(r)) {
 			/* the caller's cursor, refused; else a registry of another type: skipped, reported */
 			if (i == 0 && strstr(reply_error(r), "cursor"))
@@ -226,6 +246,23 @@ int walk_read(struct rconn *c, const struct layout *layouts, size_t nlayouts, co
 		}
 		if ((rc = reply_scan_page(r, pg->next, &pg->members)))
 			return rc;
+		pg->node = rbatch_reply_node(out->batch, i);
+		if (i == 0 && !walk_at_end(at->cursor) && pg->node != at->node) {
+			/*
+			 * The cursor is another process's (the shard's slot moved, a
+			 * failover, a restart): here it would skip or repeat at random.
+			 * The registry from its start instead, a SCAN layout's from
+			 * the first primary's keyspace (its keys may have moved to
+			 * one walked already): paths may come twice, none is missed.
+			 */
+			struct walk_pos fresh = *at;
+
+			snprintf(fresh.cursor, sizeof(fresh.cursor), "0");
+			fresh.node = 0;
+			if (l->scan)
+				fresh.shard = 0;
+			return walk_read(c, layouts, nlayouts, &fresh, match, count, width, out);
+		}
 		if (!walk_at_end(pg->next)) {
 			/* its registry goes on at pg->next: a page of a later shard would
 			 * move the caller's position (walk_after) past the rest of it */
@@ -279,6 +316,7 @@ void walk_after(const struct layout *layouts, size_t nlayouts, const struct walk
 	pos->shard = pg->shard;
 	if (!walk_at_end(pg->next)) {
 		snprintf(pos->cursor, sizeof(pos->cursor), "%s", pg->next);
+		pos->node = pg->node;
 		return;
 	}
 	pos->cursor[0] = '0';

@@ -50,11 +50,20 @@ int walk_at_end(const char *cursor);
 
 /* ---- walks across layouts and shards -------------------------------------------- */
 
-/* Where a walk across layouts stands. */
+/*
+ * Where a walk across layouts stands.  A registry's cursor is good only on
+ * the Redis process that gave it (rbatch_reply_node): a walk that resumes
+ * one on another (the shard's slot moved to another node, a failover, a
+ * restart) reads that registry again from its start, and a SCAN layout's
+ * keyspaces from the first primary's, so that paths may come twice but none
+ * is missed.
+ */
 struct walk_pos {
 	size_t layout;                 /* index into the layouts */
 	unsigned shard;                /* own layouts: the shard whose due index is walked; 0 for a foreign one */
 	char cursor[REPLY_CURSOR_MAX]; /* the registry's (or keyspace's) cursor, "0": its start */
+	uint32_t node;                 /* the process that gave `cursor` (rbatch_reply_node); 0 at a start,
+					* or unknown (a position of before: read again from the start) */
 	int done;                      /* past the last layout */
 };
 
@@ -62,8 +71,8 @@ struct walk_pos {
 void walk_start(struct walk_pos *pos);
 /*
  * A position as text, for a client to hand back ("0" at the start and once
- * done; otherwise "<layout>-<shard>-<cursor>", opaque to clients), into
- * `buf` (WALK_POS_MAX bytes).
+ * done; otherwise "<layout>-<shard>-<cursor>", and "-<node>" in hex when the
+ * cursor is not a start, opaque to clients), into `buf` (WALK_POS_MAX bytes).
  */
 #define WALK_POS_MAX 64
 void walk_pos_format(const struct walk_pos *pos, char buf[WALK_POS_MAX]);
@@ -71,7 +80,9 @@ void walk_pos_format(const struct walk_pos *pos, char buf[WALK_POS_MAX]);
  * Read a position walk_pos_format wrote, for `nlayouts` layouts: 0 and *pos,
  * or -EINVAL when `s` is not one (a layout out of range, a shard out of
  * 0..SHARD_COUNT-1 or not 0 for a foreign layout, a cursor that is not a
- * decimal of at most 64 bits).
+ * decimal of at most 64 bits, a node that is not 1..8 lower-case hex digits
+ * or is 0).  One
+ * without a node (as this API gave before) reads as node 0.
  */
 int walk_pos_parse(const char *s, const struct layout *layouts, size_t nlayouts, struct walk_pos *pos);
 
@@ -81,6 +92,7 @@ struct walk_page {
 	unsigned shard;                /* own layouts: the shard; a SCAN layout: the primary (its keyspace) */
 	size_t nodes;                  /* primaries when it was read (a SCAN layout walks each) */
 	char next[REPLY_CURSOR_MAX];   /* the registry's cursor after this page ("0": its end) */
+	uint32_t node;                 /* the process that gave it (rbatch_reply_node) */
 	const redisReply *members;     /* borrowed from the walk_pages; NULL when `error` is set */
 	const char *error;             /* a registry that cannot be walked (a key of another type):
 					* Redis's error text, borrowed; the page counts as read, empty */
@@ -102,8 +114,13 @@ void walk_pages_free(struct walk_pages *p);
  * matches the glob `match` (NULL: all; the rules' dialect, core/glob.h).
  * The pages end at the first whose registry is not finished (its next
  * cursor is not "0"), so that walk_after over them all, in order, never
- * moves past paths not yet read.  Replaces what `out` held.  0; -EINVAL for a glob that is not glob_valid;
- * -ERANGE when Redis refuses at->cursor (not one it gave); an rconn error or
+ * moves past paths not yet read.  A cursor at->cursor that another process
+ * gave than the one answering now (at->node) is not used: that registry is
+ * read from its start (a SCAN layout: from the first primary's keyspace),
+ * and the pages say so (their shard, cursor).  Replaces what `out` held.  0; -EINVAL for a glob that is not glob_valid;
+ * -ERANGE when Redis refuses at->cursor (not one it gave); -EIO when a
+ * cluster node does not answer, -EBUSY when a registry's slot is being
+ * moved (the walk cannot go past either: try again); an rconn error or
  * -ENOMEM; -EPROTO for a reply of another shape.
  */
 int walk_read(struct rconn *c, const struct layout *layouts, size_t nlayouts, const struct walk_pos *at,

@@ -29,8 +29,9 @@ void seed_free(struct seed *s)
 /*
  * Store the config file's rules in Redis over `c`: one rulestore_put each (an
  * identical rule changes nothing), then make sure the store has a version.
- * 0, or the first error (an rconn error while Redis is unreachable, -EBADMSG
- * when Redis refused, -EPROTO, -ENOMEM) with a reason in `why` (`cap` bytes).
+ * 0, or the first error (an rconn error while Redis is unreachable, -EBUSY
+ * while a cluster slot of the store is being moved, -EBADMSG when Redis
+ * refused, -EPROTO, -ENOMEM) with a reason in `why` (`cap` bytes).
  * Rules stored before an error stay stored; running it again is safe.
  */
 static int seed_rules(struct rconn *c, const struct config *cfg, int mark_only, char *why, size_t cap)
@@ -54,6 +55,8 @@ static int seed_rules(struct rconn *c, const struct config *cfg, int mark_only, 
 		snprintf(why, cap, "redis unavailable: %s", *rconn_errstr(c) ? rconn_errstr(c) : "not connected");
 	else if (rc == -ENOSPC)
 		snprintf(why, cap, "%s", REPLY_OOM_TEXT);
+	else if (rc == -EBUSY)
+		snprintf(why, cap, "%s", rconn_strerror(c, rc));
 	else if (rc == -EBADMSG)
 		snprintf(why, cap, "redis refused the rules (a key of the rule store has another type)");
 	else if (rc)

@@ -905,6 +905,11 @@ static const struct {
 	{ "0-0-abc", NULL, "cursor" },
 	{ "0-0-12x", NULL, "cursor" },
 	{ "0-0-0-0", NULL, "cursor" },
+	{ "0-0-5-0", NULL, "cursor" },   /* a node is never 0 */
+	{ "0-0-5-", NULL, "cursor" },
+	{ "0-0-5-1a2b3c4d5", NULL, "cursor" }, /* nodes are 32 bits */
+	{ "0-0-5-AB", NULL, "cursor" },
+	{ "0-0-5-ab-1", NULL, "cursor" },
 	{ "0-1024-0", NULL, "cursor" },  /* shards are 0..1023 */
 	{ "0-x-0", NULL, "cursor" },
 	{ "0- 1-0", NULL, "cursor" },

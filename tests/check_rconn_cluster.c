@@ -126,6 +126,19 @@ START_TEST(test_routes_by_slot)
 		ck_assert_int_eq(rbatch_reply(b, (size_t)i)->integer, on[i]);
 	ck_assert_int_eq(rconn_coverage(c, why, sizeof(why)), 0);
 	ck_assert_str_eq(why, "");
+	/* a command of one word has no key: any primary answers it, in one round trip */
+	{
+		const char *argv[1] = { "TIME" };
+		size_t lens[1] = { 4 };
+		uint64_t trips = rconn_round_trips(c);
+		redisReply *r;
+
+		ck_assert_int_eq(rconn_command(c, 1, argv, lens, &r), 0);
+		ck_assert_int_eq(r->type, REDIS_REPLY_ARRAY);
+		ck_assert_uint_eq(r->elements, 2);
+		freeReplyObject(r);
+		ck_assert_uint_eq(rconn_round_trips(c) - trips, 1);
+	}
 	rbatch_free(b);
 	rconn_free(c);
 	(void)key_in_slot;

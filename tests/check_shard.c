@@ -177,6 +177,21 @@ START_TEST(test_vectors)
 }
 END_TEST
 
+/* shard_slot(k): the slot of shard k's tag "{k}", as CLUSTER KEYSLOT of the real node has it, for all 1024 */
+START_TEST(test_shard_slot)
+{
+	for (unsigned k = 0; k < SHARD_COUNT; k++) {
+		char tag[16];
+		int n = snprintf(tag, sizeof(tag), "{%u}", k);
+		long long want = server_keyslot(tag, (size_t)n);
+
+		ck_assert_msg(shard_slot(k) == want, "shard_slot(%u) = %u, CLUSTER KEYSLOT %s = %lld", k, shard_slot(k), tag, want);
+		ck_assert_uint_eq(shard_slot(k + SHARD_COUNT), shard_slot(k));
+	}
+	ck_assert_uint_eq(shard_slot(0), 13907); /* CLUSTER KEYSLOT {0} */
+}
+END_TEST
+
 /*
  * Bytes of a README literal b"..." (Python bytes: \xHH is exactly two hex
  * digits, \\ and \" the characters) at p, just after the opening quote, into
@@ -565,6 +580,7 @@ int main(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_vectors);
+	tcase_add_test(tc, test_shard_slot);
 	tcase_add_test(tc, test_crafted_three_ways);
 	tcase_add_test(tc, test_random_three_ways);
 	suite_add_tcase(s, tc);

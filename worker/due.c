@@ -29,7 +29,9 @@
  * had more due than one call takes (its backlog) is called again before the
  * pass ends.  A shard whose call or poll fails (its registry has another
  * type, say) is left to the next poll, and the pass goes on with the
- * others: one bad key does not stop the maintenance of the rest.
+ * others: one bad key does not stop the maintenance of the rest.  So is
+ * a shard whose slot is being moved between cluster nodes (-EBUSY), but
+ * as no failure of the step: the move is counted per node (moved, ask).
  */
 #include <errno.h>
 #include <math.h>
@@ -335,6 +337,16 @@ static int pass_run(struct worker *w, enum worker_job job, struct due_state *d, 
 			}
 			rc = kind[i] == DUE_POLL ? fold_poll(d, shard[i], e, now, r, why, sizeof(why))
 						 : fold(d, shard[i], e, now, r, ls, why, sizeof(why), &nfailed);
+			if (rc == -EBUSY) {
+				/*
+				 * Its slot is being moved (a shard script is not sent after an
+				 * ASK; or a MOVED after every redirection): counted per node
+				 * as a redirection, not a failure; the shard is put off to the
+				 * next poll, and drained exactly where it lands.
+				 */
+				forget(d, shard[i]);
+				continue;
+			}
 			if (!rc && nfailed && !*failed) {
 				/* paths that failed alone: the shard was maintained, the step reports them */
 				status_error(w, job, "path failed: %s", why);

@@ -78,6 +78,11 @@ int walk_step(struct worker *w, enum worker_job job, int64_t start_us, int64_t b
 		size_t nnode = 0;
 		int more, has_eval = 0, has_scan = 0, ncalls = 0;
 
+		if (walk_page(page, next, &members) && reply_is_moving(page)) {
+			/* the registry's slot is being moved (counted per node): the page is read again next step */
+			rc = 0;
+			goto out;
+		}
 		if (walk_page(page, next, &members)) {
 			status_error(w, job, "SSCAN: %s", reply_describe(page));
 			/* a registry of another type: step over its layout, so the next step
@@ -125,7 +130,9 @@ int walk_step(struct worker *w, enum worker_job job, int64_t start_us, int64_t b
 			uint64_t nfailed;
 			int frc = job_fold(rbatch_reply(w->batch, (size_t)c), l, r, ls, why, sizeof(why), &nfailed);
 
-			if (frc) {
+			if (frc == -EBUSY) {
+				/* its slot is being moved (counted per node): its paths come again next sweep */
+			} else if (frc) {
 				/* the whole call refused: counted, and the walk goes on past the page
 				 * (its paths come again next sweep) instead of failing on it at
 				 * every tick */

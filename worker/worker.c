@@ -182,13 +182,14 @@ struct census *worker_census(struct worker *w)
 
 /*
  * A failure of the step's preparation that need not stop the job: -EIO or
- * -EAGAIN on a cluster (some node is down; the job goes on with the nodes that are up).
+ * -EAGAIN on a cluster (some node is down; the job goes on with the nodes that are up),
+ * -EBUSY (a slot being moved: the job goes on with the others).
  * Names it in last_error and keeps the first one in *later; returns 0 then.
  * Any other failure: 1 (the step stops).
  */
 static int note_later(struct worker *w, enum worker_job job, const char *what, int rc, int *later)
 {
-	if ((rc != -EIO && rc != -EAGAIN) || !rconn_is_cluster(w->conn))
+	if ((rc != -EIO && rc != -EAGAIN && rc != -EBUSY) || !rconn_is_cluster(w->conn))
 		return 1;
 	if (!*later) {
 		char msg[200];
@@ -240,7 +241,7 @@ static int step_prepare(struct worker *w, enum worker_job job, int64_t now_ms, i
 	*now = now_ms;
 	*later = 0;
 	if ((rc = refresh_rules(w, &changed))) {
-		if ((rc != -EIO && rc != -EAGAIN) || !w->rules.loaded)
+		if ((rc != -EIO && rc != -EAGAIN && rc != -EBUSY) || !w->rules.loaded)
 			goto fail;
 		note_later(w, job, what, rc, later);
 	}
