@@ -470,19 +470,10 @@ int rconn_coverage(struct rconn *c, char *why, size_t cap)
 			goto out;
 	if ((rc = rbatch_run(c, b)))
 		goto out;
+	/* a primary that does not answer first: the others' cluster_state:fail follows from it */
 	for (size_t i = 0; i < c->nprimary; i++) {
 		const redisReply *r = rbatch_reply(b, i);
 
-		if (r && c->mode == RCONN_CLUSTER && r->type == REDIS_REPLY_STRING && !strstr(r->str, "cluster_state:ok")) {
-			char ranges[64];
-
-			slot_ranges(c, c->primary[i], ranges, sizeof(ranges));
-			snprintf(why, cap, "slots %s (%s): cluster_state:fail (the cluster lacks a node's slots)", ranges,
-				 c->nodes[c->primary[i]].addr);
-			c->stale = 1;
-			rc = -EIO;
-			goto out;
-		}
 		if (!r || r->type == REDIS_REPLY_ERROR) {
 			char ranges[64];
 			const struct rnode *n = &c->nodes[c->primary[i]];
@@ -490,6 +481,20 @@ int rconn_coverage(struct rconn *c, char *why, size_t cap)
 			slot_ranges(c, c->primary[i], ranges, sizeof(ranges));
 			snprintf(why, cap, "slots %s (%s): %s", ranges, n->addr,
 				 r && !reply_is_nodedown(r) ? r->str : n->err[0] ? n->err : "not connected");
+			rc = -EIO;
+			goto out;
+		}
+	}
+	for (size_t i = 0; i < c->nprimary; i++) {
+		const redisReply *r = rbatch_reply(b, i);
+
+		if (c->mode == RCONN_CLUSTER && r->type == REDIS_REPLY_STRING && !strstr(r->str, "cluster_state:ok")) {
+			char ranges[64];
+
+			slot_ranges(c, c->primary[i], ranges, sizeof(ranges));
+			snprintf(why, cap, "slots %s (%s): cluster_state:fail (the cluster lacks a node's slots)", ranges,
+				 c->nodes[c->primary[i]].addr);
+			c->stale = 1;
 			rc = -EIO;
 			goto out;
 		}

@@ -3,8 +3,9 @@
 # $REDIS_URL when given, else a private redis-server on a free loopback port
 # (no persistence, in a temporary directory, stopped when sluiced exits).
 # `make run CLUSTER=1` (CLUSTER=1 tools/run.sh): a private Redis Cluster of
-# 3 primaries instead (no replicas; free ports, their own bus ports), and
-# sluiced against one of its nodes.
+# 3 primaries and a replica each instead (free ports, their own bus ports,
+# cluster-node-timeout 1000 ms, so a killed primary fails over), and sluiced
+# against one of its nodes.
 set -euo pipefail
 SLUICED=${SLUICED:-./sluiced}
 CONFIG=${CONFIG:-examples/sluiced.json}
@@ -45,7 +46,7 @@ if [ -n "$CLUSTER" ] && [ -z "${REDIS_URL:-}" ]; then
 	done
 	dir=$(mktemp -d /tmp/sluice-run-XXXXXX)
 	ports=() used=""
-	for i in 0 1 2; do
+	for i in 0 1 2 3 4 5; do
 		port=$(free_port $used); used="$used $port"
 		bus=$(free_port $used); used="$used $bus"
 		mkdir "$dir/node-$i"
@@ -56,7 +57,7 @@ if [ -n "$CLUSTER" ] && [ -z "${REDIS_URL:-}" ]; then
 		cluster_pids+=("$!")
 		ports+=("$port")
 	done
-	for i in 0 1 2; do
+	for i in 0 1 2 3 4 5; do
 		for _ in $(seq 1 100); do
 			redis-cli -p "${ports[$i]}" ping >/dev/null 2>&1 && break
 			sleep 0.05
@@ -64,8 +65,10 @@ if [ -n "$CLUSTER" ] && [ -z "${REDIS_URL:-}" ]; then
 		redis-cli -p "${ports[$i]}" ping >/dev/null 2>&1 ||
 			{ echo "run: cluster node ${ports[$i]} did not start; its log:" >&2; tail -5 "$dir/node-$i/redis.log" >&2; exit 1; }
 	done
+	# the first three are the primaries, the last three their replicas
 	redis-cli --cluster create "127.0.0.1:${ports[0]}" "127.0.0.1:${ports[1]}" "127.0.0.1:${ports[2]}" \
-		--cluster-replicas 0 --cluster-yes >"$dir/create.log" 2>&1 ||
+		"127.0.0.1:${ports[3]}" "127.0.0.1:${ports[4]}" "127.0.0.1:${ports[5]}" \
+		--cluster-replicas 1 --cluster-yes >"$dir/create.log" 2>&1 ||
 		{ echo "run: redis-cli --cluster create failed:" >&2; cat "$dir/create.log" >&2; exit 1; }
 	for port in "${ports[@]}"; do
 		for _ in $(seq 1 200); do
@@ -75,14 +78,23 @@ if [ -n "$CLUSTER" ] && [ -z "${REDIS_URL:-}" ]; then
 		redis-cli -p "$port" cluster info | grep -q '^cluster_state:ok' ||
 			{ echo "run: cluster node $port is not cluster_state:ok after 10 s" >&2; exit 1; }
 	done
+	for port in "${ports[@]:3}"; do
+		for _ in $(seq 1 200); do
+			redis-cli -p "$port" info replication 2>/dev/null | grep -q '^master_link_status:up' && break
+			sleep 0.05
+		done
+	done
 	REDIS_URL="redis://127.0.0.1:${ports[0]}"
 	cat >&2 <<MSG
-run: private Redis Cluster of 3 primaries on ports ${ports[*]} (stopped when sluiced exits);
-     sluiced gets $REDIS_URL (any node of a cluster). In another terminal:
+run: private Redis Cluster in $dir (stopped and removed when sluiced exits):
+     primaries on ports ${ports[0]} ${ports[1]} ${ports[2]} (pids ${cluster_pids[0]} ${cluster_pids[1]} ${cluster_pids[2]}),
+     their replicas on ${ports[3]} ${ports[4]} ${ports[5]}; sluiced gets $REDIS_URL (any node of a cluster).
+     In another terminal:
 
   redis-cli -p ${ports[0]} cluster nodes            # who owns which slots
   redis-cli -p ${ports[0]} cluster keyslot '{839}'  # shard 839's keys are in this slot
   redis-cli -c -p ${ports[0]} hgetall 'sluice:{839}:leaky_bucket_meta:/api/users'  # -c follows MOVED
+  kill -9 ${cluster_pids[1]}    # a primary dies: /readyz 503 naming its slots, its replica takes over in ~2-3 s
 
 MSG
 fi
