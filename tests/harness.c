@@ -322,6 +322,25 @@ redisReply *test_cmd(redisContext *c, const char *fmt, ...)
 	return reply;
 }
 
+redisReply *test_cmd_argv(redisContext *c, int argc, const char *const *argv, const size_t *lens)
+{
+	char *cmd = NULL;
+	int len = redisFormatCommandArgv(&cmd, argc, (const char **)argv, lens);
+	redisReply *reply;
+
+	if (len <= 0) {
+		fprintf(stderr, "harness: cannot format a command of %d arguments\n", argc);
+		abort();
+	}
+	reply = test_route(c, cmd, (size_t)len);
+	redisFreeCommand(cmd);
+	if (!reply) {
+		fprintf(stderr, "harness: redis I/O error: %s\n", c->errstr);
+		abort();
+	}
+	return reply;
+}
+
 long long test_cmd_int(redisContext *c, const char *fmt, ...)
 {
 	redisReply *reply;
@@ -503,16 +522,7 @@ redisReply *test_script_argv(redisContext *c, int how, const char *name, int nke
 		v[3 + i] = argv[i];
 		vl[3 + i] = lens ? lens[i] : strlen(argv[i]);
 	}
-	{
-		char *cmd = NULL;
-		int len = redisFormatCommandArgv(&cmd, argc + 3, v, vl);
-
-		ck_assert_int_gt(len, 0);
-		r = test_route(c, cmd, (size_t)len);
-		redisFreeCommand(cmd);
-	}
-	ck_assert_msg(r != NULL, "redis I/O error: %s", c->errstr);
-	return r;
+	return test_cmd_argv(c, argc + 3, v, vl);
 }
 
 redisReply *test_script(redisContext *c, const char *name, int nkeys, ...)

@@ -74,6 +74,8 @@ void test_redis_stop(struct test_redis *r);
 redisContext *test_redis_connect(const struct test_redis *r);
 /* Run a command (printf-style, as redisCommand) and return its reply; aborts on I/O error. */
 redisReply *test_cmd(redisContext *c, const char *fmt, ...);
+/* test_cmd of argv[0..argc) (`lens` their byte lengths, or NULL for C strings). */
+redisReply *test_cmd_argv(redisContext *c, int argc, const char *const *argv, const size_t *lens);
 /* Integer reply of a command (aborts unless the reply is an integer). */
 long long test_cmd_int(redisContext *c, const char *fmt, ...);
 /* FLUSHALL and SCRIPT FLUSH. */
