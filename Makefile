@@ -208,7 +208,8 @@ check-includes:
 	@tools/check_includes.sh
 
 # Runs the include rules and the README's rule examples check
-# (tools/check_readme_rules.py), then every suite even when one fails, then
+# (tools/check_readme_rules.py), then every suite even when one fails (the
+# admin suites, ADMIN_SUITES below, a second time on a cluster), then
 # prints one closing line for all (the first two count in it) and, when one
 # failed, every failing check's line again.
 #
@@ -229,6 +230,10 @@ check-includes:
 # hostile_e2e (paths of braces, NUL, CR/LF, invalid UTF-8, '%', globs and 10 kB through
 # the five client scripts, the worker and every path route, and seeds.json's foreign
 # layouts, on a one-node cluster: only their keys, in their slot).
+# The admin API's suites run a second time on a private Redis Cluster of 3
+# primaries (SLUICE_TEST_REDIS=cluster: tests/harness_mode.h), their failure
+# lines marked "[cluster]"; both runs count in the closing line.
+ADMIN_SUITES := api rules_api paths_api reset_api worker_api metrics http openapi_probes
 PY_SUITES := conformance rules_e2e seeds004_e2e cluster_clients cluster_e2e daemons_e2e admin_e2e ops_e2e page_e2e faults_e2e hostile_e2e
 empty :=
 space := $(empty) $(empty)
@@ -239,6 +244,11 @@ check-run: all $(TEST_BIN) check-lua $(LUA) $(LUA_TEST)
 	/usr/bin/python3 tools/check_readme_rules.py | tee -a $$log; [ $${PIPESTATUS[0]} -eq 0 ] || fail=1; \
 	for t in $(TEST_BIN); do \
 	  echo "== $$t"; SLUICED=$(B)/bin/sluiced $$t 2>&1 | tee -a $$log; \
+	  [ $${PIPESTATUS[0]} -eq 0 ] || fail=1; \
+	done; \
+	for t in $(ADMIN_SUITES:%=$(B)/tests/check_%); do \
+	  echo "== $$t (cluster)"; SLUICE_TEST_REDIS=cluster SLUICED=$(B)/bin/sluiced $$t 2>&1 | \
+	    sed -u -E 's/^([^ ]+:[0-9]+:[FE]:)/[cluster] \1/' | tee -a $$log; \
 	  [ $${PIPESTATUS[0]} -eq 0 ] || fail=1; \
 	done; \
 	for s in $(PY_SUITES); do \
