@@ -248,7 +248,7 @@ check-run: all $(TEST_BIN) check-lua $(LUA) $(LUA_TEST)
 	done; \
 	for t in $(ADMIN_SUITES:%=$(B)/tests/check_%); do \
 	  echo "== $$t (cluster)"; SLUICE_TEST_REDIS=cluster SLUICED=$(B)/bin/sluiced $$t 2>&1 | \
-	    sed -u -E 's/^([^ ]+:[0-9]+:[FE]:)/[cluster] \1/' | tee -a $$log; \
+	    sed -u -E 's/^([^ ]+:[0-9]+:[FES]:)/[cluster] \1/' | tee -a $$log; \
 	  [ $${PIPESTATUS[0]} -eq 0 ] || fail=1; \
 	done; \
 	for s in $(PY_SUITES); do \
@@ -260,7 +260,7 @@ check-run: all $(TEST_BIN) check-lua $(LUA) $(LUA_TEST)
 	  /^(includes|readme|$(subst $(space),|,$(PY_SUITES))): [0-9]+ passed, [0-9]+ failed$$/{ n += $$2 + $$3; f += $$3 } \
 	  END { printf "tests ($(FLAVOUR)): %d passed, %d failed\n", n - f, f }' $$log; \
 	if [ $$fail -ne 0 ]; then echo "failures ($(FLAVOUR)), again here so the end of the output names them:"; \
-	  grep -E '^FAIL |:[FE]:|: FAILED$$' $$log | cut -c1-400; fi; \
+	  grep -E '^FAIL |:[FES]:|: FAILED$$' $$log | cut -c1-400; fi; \
 	rm -f $$log; exit $$fail
 
 asan:
