@@ -96,7 +96,7 @@ void test_srv_stop(void);
  * flushed.  Free it with test_srv_disconnect (tests/harness_mode.h).
  */
 redisContext *test_srv_connect_flushed(void);
-/* A test case named `name` in `s` on test_srv: test_srv_start/stop around it, setup/teardown around each test. */
+/* A test case named `name` in `s` on test_srv (or the cluster mode's cluster): test_srv_start/stop around it, setup/teardown around each test. */
 TCase *test_tcase(Suite *s, const char *name, void (*setup)(void), void (*teardown)(void), int timeout_s);
 #define TEST_N(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
