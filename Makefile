@@ -208,7 +208,8 @@ check-includes:
 	@tools/check_includes.sh
 
 # Runs the include rules and the README's rule examples check
-# (tools/check_readme_rules.py), then every suite even when one fails, then
+# (tools/check_readme_rules.py), then every suite even when one fails (the
+# admin suites, ADMIN_SUITES below, a second time on a cluster), then
 # prints one closing line for all (the first two count in it) and, when one
 # failed, every failing check's line again.
 #
@@ -229,6 +230,10 @@ check-includes:
 # hostile_e2e (paths of braces, NUL, CR/LF, invalid UTF-8, '%', globs and 10 kB through
 # the five client scripts, the worker and every path route, and seeds.json's foreign
 # layouts, on a one-node cluster: only their keys, in their slot).
+# The admin API's suites run a second time on a private Redis Cluster of 3
+# primaries (SLUICE_TEST_REDIS=cluster: tests/harness_mode.h), their failure
+# lines marked "[cluster]"; both runs count in the closing line.
+ADMIN_SUITES := api rules_api paths_api reset_api worker_api metrics http openapi_probes
 PY_SUITES := conformance rules_e2e seeds004_e2e cluster_clients cluster_e2e daemons_e2e admin_e2e ops_e2e page_e2e faults_e2e hostile_e2e
 empty :=
 space := $(empty) $(empty)
@@ -241,6 +246,11 @@ check-run: all $(TEST_BIN) check-lua $(LUA) $(LUA_TEST)
 	  echo "== $$t"; SLUICED=$(B)/bin/sluiced $$t 2>&1 | tee -a $$log; \
 	  [ $${PIPESTATUS[0]} -eq 0 ] || fail=1; \
 	done; \
+	for t in $(ADMIN_SUITES:%=$(B)/tests/check_%); do \
+	  echo "== $$t (cluster)"; SLUICE_TEST_REDIS=cluster SLUICED=$(B)/bin/sluiced $$t 2>&1 | \
+	    sed -u -E 's/^([^ ]+:[0-9]+:[FES]:)/[cluster] \1/' | tee -a $$log; \
+	  [ $${PIPESTATUS[0]} -eq 0 ] || fail=1; \
+	done; \
 	for s in $(PY_SUITES); do \
 	  args="$(B)/bin/sluiced build/lua"; [ $$s != cluster_clients ] || args=build/lua; \
 	  echo "== tests/$$s.py"; SLUICE_FLAVOUR=$(FLAVOUR) /usr/bin/python3 tests/$$s.py $$args 2>&1 | tee -a $$log; \
@@ -250,7 +260,7 @@ check-run: all $(TEST_BIN) check-lua $(LUA) $(LUA_TEST)
 	  /^(includes|readme|$(subst $(space),|,$(PY_SUITES))): [0-9]+ passed, [0-9]+ failed$$/{ n += $$2 + $$3; f += $$3 } \
 	  END { printf "tests ($(FLAVOUR)): %d passed, %d failed\n", n - f, f }' $$log; \
 	if [ $$fail -ne 0 ]; then echo "failures ($(FLAVOUR)), again here so the end of the output names them:"; \
-	  grep -E '^FAIL |:[FE]:|: FAILED$$' $$log | cut -c1-400; fi; \
+	  grep -E '^FAIL |:[FES]:|: FAILED$$' $$log | cut -c1-400; fi; \
 	rm -f $$log; exit $$fail
 
 asan:

@@ -11,6 +11,41 @@
 struct last_response res;
 const char *next_auth, *next_if_match;
 
+const char *ready_body(void)
+{
+	static char buf[128];
+
+	snprintf(buf, sizeof(buf), "{\"status\":\"ready\",\"redis\":\"up\",\"mode\":\"%s\",\"primaries\":%d}",
+		 test_mode_name(), test_srv_primaries());
+	return buf;
+}
+
+void primary_of(int i, struct primary *p)
+{
+	const struct test_cluster *cl = test_srv_cluster();
+
+	ck_assert_int_lt(i, test_srv_primaries());
+	memset(p, 0, sizeof(*p));
+	snprintf(p->addr, sizeof(p->addr), "127.0.0.1:%d", cl ? cl->node[i].srv.port : test_srv.port);
+	if (!cl) {
+		p->slots = TEST_CLUSTER_SLOTS;
+		snprintf(p->ranges, sizeof(p->ranges), "0-16383");
+		return;
+	}
+	for (int s = 0; s < TEST_CLUSTER_SLOTS; s++) {
+		size_t k = strlen(p->ranges);
+		int end = s;
+
+		if (cl->owner_of[s] != i)
+			continue;
+		while (end + 1 < TEST_CLUSTER_SLOTS && cl->owner_of[end + 1] == i)
+			end++;
+		snprintf(p->ranges + k, sizeof(p->ranges) - k, "%s%d-%d", k ? " " : "", s, end);
+		p->slots += end - s + 1;
+		s = end;
+	}
+}
+
 void res_clear(void)
 {
 	free(res.text);

@@ -4,7 +4,12 @@
  * The fixture of the admin API suites (check_api.c, check_rules_api.c,
  * check_paths_api.c, check_reset_api.c, check_worker_api.c, check_metrics.c,
  * check_http.c): an api object (admin/api.h) and a worker on sluice's default
- * layouts, against the harness's private redis-server.
+ * layouts, against the harness's private redis-server, or its private Redis
+ * Cluster of 3 primaries in cluster mode (SLUICE_TEST_REDIS=cluster,
+ * tests/harness_mode.h: `make test` runs each suite both ways).  Where the
+ * contract differs on a cluster (/readyz's mode and primaries, the worker's
+ * nodes, connections and round trips counted per node), the tests expect the
+ * mode's exact value (ready_body, primary_of, test_srv_primaries).
  *
  * Most tests call api_handle() directly (call_on and its short forms) and
  * compare the rendered body (cJSON_PrintUnformatted) with the exact text
@@ -40,6 +45,21 @@
 #define API_ECHO "{\"name\":\"api\",\"match\":\"/api/*\",\"algorithm\":\"leaky_bucket\",\"capacity\":10,\"rate\":2}"
 /* GET /v1/rules/api of that rule before the worker summed any decisions for it */
 #define API_VIEW "{\"name\":\"api\",\"match\":\"/api/*\",\"algorithm\":\"leaky_bucket\",\"capacity\":10,\"rate\":2,\"decisions\":null}"
+
+/*
+ * GET /readyz's 200 body on the suites' Redis (tests/harness_mode.h):
+ * {"status":"ready","redis":"up","mode":"single","primaries":1}, or mode
+ * "cluster" with its primaries.  A static buffer.
+ */
+const char *ready_body(void);
+
+/* The i-th primary of the suites' Redis, in slot order (0 .. test_srv_primaries()), as the daemon names it. */
+struct primary {
+	char addr[64];    /* "127.0.0.1:<port>" */
+	long long slots;  /* slots it owns */
+	char ranges[96];  /* "0-5460", as GET /v1/worker's ranges */
+};
+void primary_of(int i, struct primary *p);
 
 /* The last response: status, rendered text, the text parsed back, Allow. */
 struct last_response {

@@ -45,7 +45,7 @@ void objects_up(void)
 	conn_up();
 	ck_assert_int_eq(layouts_default(PFX, &layouts, &nlayouts), 0);
 	ck_assert_int_eq(nlayouts, 5);
-	ck_assert_msg(redis_url_parse(test_srv.url, &target, &err) == 0, "%s: %s", err.field, err.message);
+	ck_assert_msg(redis_url_parse(test_srv_url(), &target, &err) == 0, "%s: %s", err.field, err.message);
 	w = worker_make(&target);
 	api = api_make(&target, w, NULL, 0);
 }

@@ -46,7 +46,7 @@
 /* sluice's default layouts for PFX (5 of them). */
 extern struct layout *layouts;
 extern size_t nlayouts;
-/* test_srv's URL, parsed. */
+/* test_srv_url() parsed: the server's, or in cluster mode the first primary's (tests/harness_mode.h). */
 extern struct redis_target target;
 /* A worker on target and layouts, in batches of 100; no thread runs it (sweeps_start serves its requests). */
 extern struct worker *w;

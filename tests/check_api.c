@@ -72,7 +72,7 @@ END_TEST
 START_TEST(test_readyz)
 {
 	get("/readyz");
-	ck_res(200, "{\"status\":\"ready\",\"redis\":\"up\",\"mode\":\"single\",\"primaries\":1}");
+	ck_res(200, ready_body());
 }
 END_TEST
 

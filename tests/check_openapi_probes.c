@@ -2,7 +2,8 @@
  * Keeps docs/openapi.json true to the code, operation by operation:
  *
  *   probes     every documented operation is called through api_handle against
- *              the harness's private redis-server, with its template filled
+ *              the harness's private redis-server (or its 3-primary cluster:
+ *              `make test` runs the suite both ways), with its template filled
  *              ({name} -> "doc-rule", {path} -> "%2Fdoc") and the body its
  *              requestBody example gives: it must reach that route (never 404
  *              "no such route" nor 405), succeed on seeded state, answer a

@@ -120,8 +120,15 @@ static double num_of(const cJSON *o, const char *key)
 	return v;
 }
 
-/* pathstate_get of `path` on a connection of its own: the round trips it took; *o the state (or NULL). */
-static uint64_t path_trips(const struct ruleset *rs, const char *path, cJSON **o, redisReply **lease)
+/*
+ * pathstate_get of `path` on a connection of its own, with the caller's extra
+ * command GET of the lease of `lease_of`'s shard (GET /v1/paths/{path} sends
+ * the path's own: in the path's slot, on one node of a cluster too): the
+ * round trips it took (a pipeline over two nodes of a cluster is two); *o
+ * the state (or NULL).
+ */
+static uint64_t path_trips_with(const struct ruleset *rs, const char *path, const char *lease_of, cJSON **o,
+				redisReply **lease)
 {
 	struct rconn *rc = rconn_new(&target, 5000);
 	struct cmdargs get = { 0 };
@@ -129,7 +136,7 @@ static uint64_t path_trips(const struct ruleset *rs, const char *path, cJSON **o
 
 	ck_assert_ptr_nonnull(rc);
 	ck_assert_int_eq(rconn_ensure(rc), 0);
-	ck_assert_int_eq(cmdargs_str(&get, "GET") || cmdargs_str(&get, "sluice:{839}:lease"), 0);
+	ck_assert_int_eq(cmdargs_str(&get, "GET") || cmdargs_str(&get, test_shard_key("", lease_of, "lease")), 0);
 	before = rconn_round_trips(rc);
 	ck_assert_int_eq(pathstate_get(rc, layouts, nlayouts, rs, path, strlen(path), &get, lease, o), 0);
 	before = rconn_round_trips(rc) - before;
@@ -138,12 +145,35 @@ static uint64_t path_trips(const struct ruleset *rs, const char *path, cJSON **o
 	return before;
 }
 
+static uint64_t path_trips(const struct ruleset *rs, const char *path, cJSON **o, redisReply **lease)
+{
+	return path_trips_with(rs, path, path, o, lease);
+}
+
+/* A path "/far/<n>" whose shard's slot another primary than `path`'s owns (any path on a single Redis), into buf. */
+static const char *path_elsewhere(const char *path, char *buf, size_t cap)
+{
+	const struct test_cluster *cl = test_srv_cluster();
+	const char *k = test_shard_key("", path, "lease");
+	int home = cl ? cl->owner_of[test_cluster_keyslot(k, strlen(k))] : 0;
+
+	for (int n = 0; n < 100000; n++) {
+		snprintf(buf, cap, "/far/%d", n);
+		k = test_shard_key("", buf, "lease");
+		if (!cl || cl->owner_of[test_cluster_keyslot(k, strlen(k))] != home)
+			return buf;
+	}
+	ck_abort_msg("no path on another primary than %s's", path);
+	return NULL;
+}
+
 /*
  * A path's state is read in one round trip when it is where the matching
  * rule's algorithm keeps it: the probes of every layout, the state read
  * ahead and the caller's extra command (the lease) in one pipeline; a second
  * only when the state is elsewhere, or records no parameters (or there is
- * none) and is read again by the rule.
+ * none) and is read again by the rule.  (On a cluster a pipeline is one
+ * round trip a node: all these are in the path's slot.)
  */
 START_TEST(test_path_round_trips)
 {
@@ -195,6 +225,18 @@ START_TEST(test_path_round_trips)
 	ck_assert_int_eq(path_trips(&rs, "/nothing", &o, &lease), 1);
 	ck_assert_ptr_null(o);
 	freeReplyObject(lease);
+
+	/* the caller's extra command in a slot of another primary: on a cluster a round trip to that node too */
+	{
+		char far[32];
+
+		path_elsewhere("/api/users", far, sizeof(far));
+		ck_assert_int_eq(path_trips_with(&rs, "/api/users", far, &o, &lease), test_mode_cluster() ? 2 : 1);
+		ck_assert_double_eq(num_of(o, "count"), 1);
+		ck_assert_int_eq(lease->type, REDIS_REPLY_NIL);
+		cJSON_Delete(o);
+		freeReplyObject(lease);
+	}
 	ruleset_clear(&rs);
 }
 END_TEST

@@ -584,20 +584,10 @@ static void *writer_run(void *arg)
 	return NULL;
 }
 
-/* `field` of INFO `section` (an integer), e.g. blocked_clients of clients. */
+/* `field` of INFO `section` (an integer), e.g. blocked_clients of clients, summed over the primaries. */
 static long long info_int(const char *section, const char *field)
 {
-	redisReply *r = test_cmd(c, "INFO %s", section);
-	char key[64];
-	const char *p;
-	long long v;
-
-	ck_assert_int_eq(r->type, REDIS_REPLY_STRING);
-	snprintf(key, sizeof(key), "\r\n%s:", field);
-	ck_assert_msg((p = strstr(r->str, key)) != NULL, "INFO %s has no %s", section, field);
-	v = atoll(p + strlen(key));
-	freeReplyObject(r);
-	return v;
+	return (long long)test_info_num(c, section, field);
 }
 
 #define API_20 "{\"match\":\"/api/*\",\"algorithm\":\"leaky_bucket\",\"capacity\":20,\"rate\":2}"
@@ -889,7 +879,7 @@ static void *churn_run(void *arg)
 START_TEST(test_refresh_while_version_moves)
 {
 	struct rconn *rc = store_conn(&target);
-	struct churn ch = { .cc = test_redis_connect(&test_srv) };
+	struct churn ch = { .cc = test_srv_connect_key(RULES_VER) };
 	struct ruleset rs = { 0 };
 	int changed = -1;
 

@@ -16,11 +16,43 @@
 /* An entry per 100 s: the keys expire on the real clock long after the test. */
 #define RATE "0.01"
 
+/*
+ * GET /v1/worker's "redis" in `res` is the suites' Redis (tests/harness_mode.h)
+ * after one connection to each primary: mode, primaries, and per primary in
+ * slot order its address, slots and ranges (by the cluster's map), up, one
+ * connect, no error, no redirect.
+ */
+static void ck_redis_nodes(void)
+{
+	int n = test_srv_primaries();
+
+	ck_assert_str_eq(jstr("redis.mode"), test_mode_name());
+	ck_assert_int_eq(jint("redis.primaries"), n);
+	ck_assert_int_eq(cJSON_GetArraySize(jat("redis.nodes")), n);
+	for (int i = 0; i < n; i++) {
+		const cJSON *e = cJSON_GetArrayItem(jat("redis.nodes"), i);
+		struct primary p;
+
+		primary_of(i, &p);
+		ck_assert_str_eq(cJSON_GetObjectItem(e, "address")->valuestring, p.addr);
+		ck_assert_int_eq(cJSON_GetObjectItem(e, "slots")->valuedouble, p.slots);
+		ck_assert_str_eq(cJSON_GetObjectItem(e, "ranges")->valuestring, p.ranges);
+		ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(e, "up")));
+		ck_assert_int_eq(cJSON_GetObjectItem(e, "connects")->valuedouble, 1);
+		ck_assert_int_eq(cJSON_GetObjectItem(e, "errors")->valuedouble, 0);
+		ck_assert_int_eq(cJSON_GetObjectItem(e, "moved")->valuedouble, 0);
+		ck_assert_int_eq(cJSON_GetObjectItem(e, "ask")->valuedouble, 0);
+		ck_assert_int_eq(cJSON_GetObjectItem(e, "tryagain")->valuedouble, 0);
+		ck_assert(cJSON_IsNull(cJSON_GetObjectItem(e, "last_error")));
+	}
+}
+
 START_TEST(test_worker_status)
 {
 	const long long t0 = 1000000;
 	struct worker_result r;
 	long long us;
+	char whole[4096];
 
 	/* before any step: all zero; this worker keeps no skew copies (the daemon's does) */
 	get("/v1/worker");
@@ -135,25 +167,9 @@ START_TEST(test_worker_status)
 	/* the prune sweep's step went on with the census, within its own budget (check_census.c tests it) */
 	ck_assert(cJSON_IsObject(jat("census")));
 	cJSON_DeleteItemFromObjectCaseSensitive(res.json, "census");
-	/* a single Redis is one primary owning every slot, as the worker's connection sees it */
-	ck_assert_str_eq(jstr("redis.mode"), "single");
-	ck_assert_int_eq(jint("redis.primaries"), 1);
-	ck_assert_int_eq(cJSON_GetArraySize(jat("redis.nodes")), 1);
-	{
-		const cJSON *n = cJSON_GetArrayItem(jat("redis.nodes"), 0);
-		char want[64];
-
-		snprintf(want, sizeof(want), "127.0.0.1:%d", target.port);
-		ck_assert_str_eq(cJSON_GetObjectItem(n, "address")->valuestring, want);
-		ck_assert_int_eq(cJSON_GetObjectItem(n, "slots")->valuedouble, 16384);
-		ck_assert_str_eq(cJSON_GetObjectItem(n, "ranges")->valuestring, "0-16383");
-		ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(n, "up")));
-		ck_assert_int_eq(cJSON_GetObjectItem(n, "connects")->valuedouble, 1);
-		ck_assert_int_eq(cJSON_GetObjectItem(n, "errors")->valuedouble, 0);
-		ck_assert_int_eq(cJSON_GetObjectItem(n, "moved")->valuedouble, 0);
-		ck_assert_int_eq(cJSON_GetObjectItem(n, "ask")->valuedouble, 0);
-		ck_assert(cJSON_IsNull(cJSON_GetObjectItem(n, "last_error")));
-	}
+	/* a single Redis is one primary owning every slot, as the worker's connection sees it;
+	 * a cluster its primaries in slot order, each with its slots */
+	ck_redis_nodes();
 	cJSON_DeleteItemFromObjectCaseSensitive(res.json, "redis");
 	/* a sample at each sweep's step (their nows are 300 s apart), with the counters it left */
 	{
@@ -168,7 +184,7 @@ START_TEST(test_worker_status)
 		free(h);
 		cJSON_DeleteItemFromObjectCaseSensitive(res.json, "history");
 	}
-	ck_json_is("{\"redis_up\":true,\"connects\":1,\"ticks\":2,\"drained\":6,\"pruned\":0,\"errors\":0,"
+	snprintf(whole, sizeof(whole), "{\"redis_up\":true,\"connects\":%d,\"ticks\":2,\"drained\":6,\"pruned\":0,\"errors\":0,"
 		   "\"last_error\":null,\"rules\":{\"version\":3,\"loaded\":2,\"invalid\":1},\"jobs\":{"
 		   "\"drain\":{\"ticks\":1,\"sweeps\":1,\"batches\":1024,\"polls\":0,\"paths\":4,\"drained\":6,\"emptied\":2,"
 		   "\"unmatched\":0,\"skipped\":1,\"failed\":0,\"errors\":0,\"lag_us\":700,\"max_lag_us\":1500,\"overruns\":2,\"in_sweep\":false,"
@@ -179,7 +195,9 @@ START_TEST(test_worker_status)
 		   "\"layouts\":{\"leaky_bucket\":{\"algorithm\":\"leaky_bucket\",\"paths\":4,\"drained\":6,\"emptied\":2,\"unmatched\":0,\"skipped\":1,\"failed\":0},\"sliding_log\":{\"algorithm\":\"sliding_log\",\"paths\":0,\"pruned\":0,\"emptied\":0,\"unmatched\":0,\"skipped\":0,\"failed\":0},\"sliding_counter\":{\"algorithm\":\"sliding_counter\",\"paths\":0,\"pruned\":0,\"emptied\":0,\"unmatched\":0,\"skipped\":0,\"failed\":0},\"fixed_window\":{\"algorithm\":\"fixed_window\",\"paths\":0,\"repaired\":0,\"emptied\":0,\"unmatched\":0,\"skipped\":0,\"failed\":0},\"token_bucket\":{\"algorithm\":\"token_bucket\",\"paths\":0,\"reclaimed\":0,\"emptied\":0,\"unmatched\":0,\"skipped\":0,\"failed\":0}},"
 		   "\"skew\":{\"max_clock_skew_ms\":null,\"shards_pending\":0,\"shards_written\":0,\"conflicts\":0,\"last_error\":null},"
 		    "\"rule_copies\":{\"version\":null,\"shards_pending\":0,\"shards_written\":0,\"last_error\":null},\"leases\":null,"
-		    "\"clock_lag\":{\"lag_ms\":null,\"max_clock_skew_ms\":10000,\"warning\":null}}");
+		    "\"clock_lag\":{\"lag_ms\":null,\"max_clock_skew_ms\":10000,\"warning\":null}}",
+		 test_srv_primaries()); /* a connection to each primary */
+	ck_json_is(whole);
 
 	/* the same instant again drains nothing more, and visits nothing (nothing is due); the counters add up */
 	ck_assert_int_eq(worker_sweep(w, WORKER_DRAIN, t0 + 300000 + test_skew_ms(), &r), 0);
@@ -396,7 +414,8 @@ START_TEST(test_readyz_follows_the_worker)
 	ck_assert_int_eq(worker_step(down, WORKER_DRAIN, INT64_MAX, 1000, &r), -EIO);
 	call_on(a_down, "GET", "/readyz", NULL, 0, NULL, NULL, NULL);
 	ck_err(503, "redis_unavailable", NULL);
-	ck_assert_str_eq(jstr("error.reason"), "redis_down");
+	/* the worker's Redis is the api's for the reason (one daemon, one Redis): on a cluster, a node down */
+	ck_assert_str_eq(jstr("error.reason"), test_mode_cluster() ? "cluster_down" : "redis_down");
 	{
 		static const char want[] = "the worker cannot tick: drain: rules: connect: Connection refused (failing for ";
 

@@ -1,6 +1,7 @@
 #include "tests/conn_fixture.h"
 
 #include "tests/harness.h"
+#include "tests/harness_mode.h"
 
 redisContext *c;
 
@@ -11,6 +12,6 @@ void conn_up(void)
 
 void conn_down(void)
 {
-	redisFree(c);
+	test_srv_disconnect(c);
 	c = NULL;
 }

@@ -1,7 +1,9 @@
 #ifndef SLUICE_TEST_CONN_FIXTURE_H
 #define SLUICE_TEST_CONN_FIXTURE_H
 /*
- * The running test's connection to the harness's redis-server (test_srv),
+ * The running test's connection to the harness's redis-server (test_srv), or
+ * to its cluster in cluster mode (tests/harness_mode.h: the harness routes
+ * its commands),
  * shared by the script suites (tests/script_fixture.h) and the admin suites
  * (tests/api_objects.h): conn_up in a checked fixture's setup, conn_down in
  * its teardown.
@@ -11,6 +13,7 @@
 #include <string.h>
 
 #include "tests/harness.h"
+#include "tests/harness_mode.h"
 
 /*
  * The connection, owned here: set by conn_up (after FLUSHALL and SCRIPT

@@ -1,5 +1,7 @@
 #include "tests/harness.h"
 
+#include "tests/harness_mode.h"
+
 #include "core/shard.h"
 
 #include "core/layout.h"
@@ -289,14 +291,49 @@ redisContext *test_redis_connect(const struct test_redis *r)
 	return c;
 }
 
+/* The command of `fmt` and `ap` on `c` (routed in cluster mode: tests/harness_mode.h); NULL on an I/O error. */
+static redisReply *cmd_v(redisContext *c, const char *fmt, va_list ap)
+{
+	char *cmd = NULL;
+	int len = redisvFormatCommand(&cmd, fmt, ap);
+	redisReply *r;
+
+	if (len <= 0) {
+		fprintf(stderr, "harness: cannot format the command '%s'\n", fmt);
+		abort();
+	}
+	r = test_route(c, cmd, (size_t)len);
+	redisFreeCommand(cmd);
+	return r;
+}
+
 redisReply *test_cmd(redisContext *c, const char *fmt, ...)
 {
 	redisReply *reply;
 	va_list ap;
 
 	va_start(ap, fmt);
-	reply = redisvCommand(c, fmt, ap);
+	reply = cmd_v(c, fmt, ap);
 	va_end(ap);
+	if (!reply) {
+		fprintf(stderr, "harness: redis I/O error: %s\n", c->errstr);
+		abort();
+	}
+	return reply;
+}
+
+redisReply *test_cmd_argv(redisContext *c, int argc, const char *const *argv, const size_t *lens)
+{
+	char *cmd = NULL;
+	int len = redisFormatCommandArgv(&cmd, argc, (const char **)argv, lens);
+	redisReply *reply;
+
+	if (len <= 0) {
+		fprintf(stderr, "harness: cannot format a command of %d arguments\n", argc);
+		abort();
+	}
+	reply = test_route(c, cmd, (size_t)len);
+	redisFreeCommand(cmd);
 	if (!reply) {
 		fprintf(stderr, "harness: redis I/O error: %s\n", c->errstr);
 		abort();
@@ -311,7 +348,7 @@ long long test_cmd_int(redisContext *c, const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	reply = redisvCommand(c, fmt, ap);
+	reply = cmd_v(c, fmt, ap);
 	va_end(ap);
 	if (!reply || reply->type != REDIS_REPLY_INTEGER) {
 		fprintf(stderr, "harness: '%s' did not answer an integer (%s)\n", fmt,
@@ -361,38 +398,6 @@ out:
 	fclose(fp);
 	errno = err;
 	return buf;
-}
-
-struct test_redis test_srv;
-
-void test_srv_start(void)
-{
-	if (test_redis_start(&test_srv) != 0)
-		abort();
-}
-
-void test_srv_stop(void)
-{
-	test_redis_stop(&test_srv);
-}
-
-redisContext *test_srv_connect_flushed(void)
-{
-	redisContext *c = test_redis_connect(&test_srv);
-
-	test_redis_flush(c);
-	return c;
-}
-
-TCase *test_tcase(Suite *s, const char *name, void (*setup)(void), void (*teardown)(void), int timeout_s)
-{
-	TCase *tc = tcase_create(name);
-
-	tcase_add_unchecked_fixture(tc, test_srv_start, test_srv_stop);
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_set_timeout(tc, timeout_s);
-	suite_add_tcase(s, tc);
-	return tc;
 }
 
 long long test_server_ms(redisContext *c)
@@ -517,9 +522,7 @@ redisReply *test_script_argv(redisContext *c, int how, const char *name, int nke
 		v[3 + i] = argv[i];
 		vl[3 + i] = lens ? lens[i] : strlen(argv[i]);
 	}
-	r = redisCommandArgv(c, argc + 3, v, vl);
-	ck_assert_msg(r != NULL, "redis I/O error: %s", c->errstr);
-	return r;
+	return test_cmd_argv(c, argc + 3, v, vl);
 }
 
 redisReply *test_script(redisContext *c, const char *name, int nkeys, ...)
@@ -679,7 +682,7 @@ void test_check_cmd(const char *file, int line, redisContext *c, const char *wan
 	va_list ap;
 
 	va_start(ap, fmt);
-	r = redisvCommand(c, fmt, ap);
+	r = cmd_v(c, fmt, ap);
 	va_end(ap);
 	ck_assert_msg(r != NULL, "redis I/O error: %s", c->errstr);
 	test_show_reply(r, got, sizeof(got));
@@ -724,6 +727,70 @@ static size_t drop_lag(redisReply *r)
 	return j;
 }
 
+redisReply *test_keys(redisContext *c, const char *pattern)
+{
+	redisContext *node[TEST_CLUSTER_MAX_NODES];
+	int n = test_route_nodes(c, node, TEST_N(node));
+	redisReply *all = calloc(1, sizeof(*all));
+	size_t total = 0;
+
+	ck_assert_ptr_nonnull(all);
+	all->type = REDIS_REPLY_ARRAY;
+	for (int i = 0; i < n; i++) {
+		redisReply *r = redisCommand(node[i], "KEYS %s", pattern);
+		redisReply **grown;
+
+		ck_assert_msg(r && r->type == REDIS_REPLY_ARRAY, "KEYS %s: %s", pattern,
+			      r ? (r->type == REDIS_REPLY_ERROR ? r->str : "not an array") : node[i]->errstr);
+		grown = realloc(all->element, (total + r->elements + 1) * sizeof(*grown));
+		ck_assert_ptr_nonnull(grown);
+		all->element = grown;
+		if (r->elements)
+			memcpy(all->element + total, r->element, r->elements * sizeof(*grown));
+		total += r->elements;
+		r->elements = 0; /* its elements are all's now */
+		freeReplyObject(r);
+	}
+	all->elements = total;
+	return all;
+}
+
+/* The number `field` of INFO `section` of one node (0 when absent). */
+static double info_field(redisContext *node, const char *section, const char *field)
+{
+	redisReply *r = redisCommand(node, "INFO %s", section);
+	char key[128];
+	const char *p;
+	double v = 0;
+
+	ck_assert_msg(r && r->type == REDIS_REPLY_STRING, "INFO %s failed", section);
+	snprintf(key, sizeof(key), "\n%s:", field);
+	if (!strncmp(r->str, key + 1, strlen(key + 1)))
+		v = atof(r->str + strlen(key + 1));
+	else if ((p = strstr(r->str, key)))
+		v = atof(p + strlen(key));
+	freeReplyObject(r);
+	return v;
+}
+
+double test_info_num(redisContext *c, const char *section, const char *field)
+{
+	redisContext *node[TEST_CLUSTER_MAX_NODES];
+	int n = test_route_nodes(c, node, TEST_N(node));
+	double sum = 0;
+
+	for (int i = 0; i < n; i++)
+		sum += info_field(node[i], section, field);
+	return sum;
+}
+
+int test_nodes_of(redisContext *c)
+{
+	redisContext *node[TEST_CLUSTER_MAX_NODES];
+
+	return test_route_nodes(c, node, TEST_N(node));
+}
+
 char *test_snapshot(redisContext *c)
 {
 	return test_snapshot_except(c, NULL);
@@ -731,7 +798,7 @@ char *test_snapshot(redisContext *c)
 
 char *test_snapshot_except(redisContext *c, const char *skip)
 {
-	redisReply *keys = test_cmd(c, "KEYS *");
+	redisReply *keys = test_keys(c, "*");
 	size_t cap = 1 << 16, n = 0, shown = 0;
 	char *out = malloc(cap), *body = malloc(cap), part[2048];
 	char **names = malloc((keys->elements + 1) * sizeof(*names));
@@ -801,20 +868,35 @@ int test_lag_only(redisContext *c, const char *name)
 
 long long test_commands(redisContext *c)
 {
-	redisReply *r = test_cmd(c, "INFO stats");
-	const char *at = r && r->type == REDIS_REPLY_STRING ? strstr(r->str, "total_commands_processed:") : NULL;
-	long long n;
+	redisContext *node[TEST_CLUSTER_MAX_NODES];
+	int n = test_route_nodes(c, node, TEST_N(node));
+	long long sum = 0;
 
-	ck_assert_msg(at != NULL, "INFO stats has no total_commands_processed");
-	n = atoll(at + strlen("total_commands_processed:"));
-	freeReplyObject(r);
-	return n;
+	for (int i = 0; i < n; i++) {
+		redisReply *r = redisCommand(node[i], "INFO stats");
+		const char *at = r && r->type == REDIS_REPLY_STRING ? strstr(r->str, "total_commands_processed:") : NULL;
+
+		ck_assert_msg(at != NULL, "INFO stats has no total_commands_processed");
+		sum += atoll(at + strlen("total_commands_processed:"));
+		freeReplyObject(r);
+	}
+	return sum;
 }
 
 long long test_dbsize(redisContext *c)
 {
-	redisReply *keys = test_cmd(c, "KEYS *:stats");
-	long long n = test_cmd_int(c, "DBSIZE");
+	redisContext *node[TEST_CLUSTER_MAX_NODES];
+	int nn = test_route_nodes(c, node, TEST_N(node));
+	redisReply *keys = test_keys(c, "*:stats");
+	long long n = 0;
+
+	for (int i = 0; i < nn; i++) {
+		redisReply *r = redisCommand(node[i], "DBSIZE");
+
+		ck_assert_msg(r && r->type == REDIS_REPLY_INTEGER, "DBSIZE failed");
+		n += r->integer;
+		freeReplyObject(r);
+	}
 
 	for (size_t i = 0; i < keys->elements; i++)
 		n -= test_lag_only(c, keys->element[i]->str);
@@ -939,9 +1021,12 @@ int test_run_suite(Suite *s)
 
 	signal(SIGPIPE, SIG_IGN);
 	log_set_level(LOG_ERROR); /* the suites assert on state; info lines would bury Check's report */
+	if (test_mode_cluster())
+		printf("Redis: a cluster of %d primaries (SLUICE_TEST_REDIS=cluster)\n", TEST_MODE_PRIMARIES);
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
+	test_srv_end();
 	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
 
@@ -961,22 +1046,27 @@ long long test_skew_ms(void)
 
 long long test_cmdstat(redisContext *c, const char *cmd, const char *field)
 {
-	redisReply *r = test_cmd(c, "INFO commandstats");
+	redisContext *node[TEST_CLUSTER_MAX_NODES];
+	int n = test_route_nodes(c, node, TEST_N(node));
 	char key[96];
-	const char *p;
 	long long v = 0;
 
 	snprintf(key, sizeof(key), "cmdstat_%s:", cmd);
-	ck_assert_msg(r->type == REDIS_REPLY_STRING, "INFO commandstats failed");
-	if ((p = strstr(r->str, key))) {
-		const char *eol = strstr(p, "\r\n");
-		char f[32];
+	for (int i = 0; i < n; i++) {
+		redisReply *r = redisCommand(node[i], "INFO commandstats");
+		const char *p;
 
-		snprintf(f, sizeof(f), "%s=", field);
-		p = strstr(p, f);
-		if (p && (!eol || p < eol))
-			v = atoll(p + strlen(f));
+		ck_assert_msg(r && r->type == REDIS_REPLY_STRING, "INFO commandstats failed");
+		if ((p = strstr(r->str, key))) {
+			const char *eol = strstr(p, "\r\n");
+			char f[32];
+
+			snprintf(f, sizeof(f), "%s=", field);
+			p = strstr(p, f);
+			if (p && (!eol || p < eol))
+				v += atoll(p + strlen(f));
+		}
+		freeReplyObject(r);
 	}
-	freeReplyObject(r);
 	return v;
 }

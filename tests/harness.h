@@ -18,7 +18,10 @@
  * one: tests/script_fixture (the script suites), tests/api_fixture (the admin
  * API's), tests/openapi_fixture (the OpenAPI document's); the last two share
  * tests/api_objects, and all three the test's connection, tests/conn_fixture.
- * A Redis Cluster of such servers: tests/harness_cluster.
+ * A Redis Cluster of such servers: tests/harness_cluster.  The suites'
+ * fixture runs on one server, or on such a cluster (SLUICE_TEST_REDIS=cluster:
+ * tests/harness_mode.h), and the commands below that take the test's
+ * connection are routed over its nodes then.
  * The Makefile puts every .c of tests/ but the suites into one archive that each
  * suite links, so a suite gets only the modules it uses.
  */
@@ -71,22 +74,29 @@ void test_redis_stop(struct test_redis *r);
 redisContext *test_redis_connect(const struct test_redis *r);
 /* Run a command (printf-style, as redisCommand) and return its reply; aborts on I/O error. */
 redisReply *test_cmd(redisContext *c, const char *fmt, ...);
+/* test_cmd of argv[0..argc) (`lens` their byte lengths, or NULL for C strings). */
+redisReply *test_cmd_argv(redisContext *c, int argc, const char *const *argv, const size_t *lens);
 /* Integer reply of a command (aborts unless the reply is an integer). */
 long long test_cmd_int(redisContext *c, const char *fmt, ...);
 /* FLUSHALL and SCRIPT FLUSH. */
 void test_redis_flush(redisContext *c);
 
 /*
- * The suites' fixture: one server per test case (Check runs an unchecked
- * fixture once per TCase, in the runner), one connection per test.
+ * The suites' fixture (tests/harness_mode.c): one server per test case (Check
+ * runs an unchecked fixture once per TCase, in the runner), or in cluster
+ * mode one cluster per suite process; one connection per test.
  */
-extern struct test_redis test_srv;
-/* Start test_srv (an unchecked fixture); aborts the runner when it cannot, as nothing could run. */
+extern struct test_redis test_srv; /* single mode's server (all zero in cluster mode) */
+/* Start test_srv, or the cluster once (an unchecked fixture); aborts the runner when it cannot, as nothing could run. */
 void test_srv_start(void);
 void test_srv_stop(void);
-/* A new connection to test_srv, after FLUSHALL and SCRIPT FLUSH (for a checked fixture); the caller frees it. */
+/*
+ * A new connection to test_srv, after FLUSHALL and SCRIPT FLUSH (for a
+ * checked fixture); in cluster mode the routed connection, every primary
+ * flushed.  Free it with test_srv_disconnect (tests/harness_mode.h).
+ */
 redisContext *test_srv_connect_flushed(void);
-/* A test case named `name` in `s` on test_srv: test_srv_start/stop around it, setup/teardown around each test. */
+/* A test case named `name` in `s` on test_srv (or the cluster mode's cluster): test_srv_start/stop around it, setup/teardown around each test. */
 TCase *test_tcase(Suite *s, const char *name, void (*setup)(void), void (*teardown)(void), int timeout_s);
 #define TEST_N(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
@@ -173,7 +183,7 @@ long long test_skew_ms(void);
 /*
  * Field `field` ("calls", "usec") of command `cmd` (lower case: "hset") in
  * `c`'s INFO commandstats: what Redis ran since the last CONFIG RESETSTAT;
- * 0 when the command has not run.
+ * 0 when the command has not run.  Summed over the primaries of a cluster.
  */
 long long test_cmdstat(redisContext *c, const char *cmd, const char *field);
 
@@ -225,7 +235,8 @@ void test_check_cmd(const char *file, int line, redisContext *c, const char *wan
 /*
  * The whole keyspace as text: each key (sorted) with its type, content and
  * whether it has a TTL.  Equal snapshots before and after a call mean the call
- * wrote nothing (TTL values tick, so only their presence counts).  Caller frees.
+ * wrote nothing (TTL values tick, so only their presence counts); every
+ * primary's keys on a cluster.  Caller frees.
  * The clock-lag fields ":lag:<minute>" of a shard's stats hash (<...>:stats)
  * are left out, and such a hash that holds nothing else with them: every call
  * with an explicit now behind Redis TIME (the suites' virtual time) records
@@ -236,11 +247,17 @@ char *test_snapshot(redisContext *c);
 /* test_snapshot without the key `skip` (NULL: none), e.g. a shard's stats
  * hash whose decision counters a test checks by value. */
 char *test_snapshot_except(redisContext *c, const char *skip);
-/* DBSIZE without the stats hashes that hold only clock-lag fields (as
- * test_snapshot leaves them out). */
+/* DBSIZE (summed over the primaries) without the stats hashes that hold only
+ * clock-lag fields (as test_snapshot leaves them out). */
 long long test_dbsize(redisContext *c);
-/* Commands `c`'s server has processed (INFO stats' total_commands_processed; this INFO included). */
+/* Commands `c`'s server has processed (INFO stats' total_commands_processed; this INFO included), summed over the primaries of a cluster. */
 long long test_commands(redisContext *c);
+/* The primaries `c` reaches: 1, or a cluster's (what one test_commands adds: an INFO on each). */
+int test_nodes_of(redisContext *c);
+/* Numeric `field` of INFO `section` ("blocked_clients" of "clients"), summed over the primaries; 0 when absent. */
+double test_info_num(redisContext *c, const char *section, const char *field);
+/* KEYS `pattern` of every primary as one array reply; the caller frees it. */
+redisReply *test_keys(redisContext *c, const char *pattern);
 /* 1 when key `name` is a stats hash that holds only clock-lag fields. */
 int test_lag_only(redisContext *c, const char *name);
 /* qsort comparator of C strings (char *). */
