@@ -341,8 +341,23 @@ def release_leases(r):
     p.execute()
 
 
+def wait_copies(port, timeout=10.0):
+    """Until the daemon holds every shard's lease and has written every rules and skew copy (none
+    pending): the keyspace a phase starts from is then the one it keeps (a copy still being written
+    when the phase looks first would show up later as a key the phase made)."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        w = http(port, "GET", "/v1/worker")[1]
+        if ((w.get("leases") or {}).get("owned") == 1024 and w.get("rule_copies", {}).get("shards_pending") == 0
+                and w.get("skew", {}).get("shards_pending") == 0):
+            return True
+        time.sleep(0.05)
+    return False
+
+
 def run_alg(r, port, alg, sha, S, paths):
     plan = plans(S)[alg]
+    check("%s: the daemon holds every lease and its rules and skew copies are all written" % alg, wait_copies(port))
     base_keys = key_set(r)
     w0 = http(port, "GET", "/v1/worker")[1]
     ok_all, bad = True, []
