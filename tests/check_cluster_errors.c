@@ -49,16 +49,7 @@ static void cluster_stop(void)
 /* A new rconn on the cluster through node[i]'s URL (the caller frees it). */
 static struct rconn *conn_via(int i)
 {
-	struct redis_target t;
-	char url[64];
-	struct rconn *c;
-
-	snprintf(url, sizeof(url), "redis://127.0.0.1:%d", C.node[i].srv.port);
-	ck_assert_int_eq(redis_url_parse(url, &t, NULL), 0);
-	c = rconn_new(&t, TIMEOUT_MS);
-	redis_target_clear(&t);
-	ck_assert_ptr_nonnull(c);
-	return c;
+	return test_cluster_rconn(&C, i, TIMEOUT_MS);
 }
 
 /* A key of slot `slot` ("k{t<i>}", by trying) into buf. */

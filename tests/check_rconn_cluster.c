@@ -39,17 +39,7 @@ static void cluster_stop(void)
 /* A new rconn on the cluster through node[i]'s URL (the caller frees it). */
 static struct rconn *conn_via(int i)
 {
-	struct redis_target t;
-	struct sl_error err = { 0 };
-	char url[64];
-	struct rconn *c;
-
-	snprintf(url, sizeof(url), "redis://127.0.0.1:%d", C.node[i].srv.port);
-	ck_assert_int_eq(redis_url_parse(url, &t, &err), 0);
-	c = rconn_new(&t, TIMEOUT_MS);
-	redis_target_clear(&t);
-	ck_assert_ptr_nonnull(c);
-	return c;
+	return test_cluster_rconn(&C, i, TIMEOUT_MS);
 }
 
 /* Queue SET key value. */

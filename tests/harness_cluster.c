@@ -1,5 +1,7 @@
 #include "tests/harness_cluster.h"
 
+#include "core/rconn.h"
+#include "core/redis_target.h"
 #include "core/shard.h"
 
 #include <check.h>
@@ -1034,4 +1036,18 @@ long long test_cluster_move_slot(struct test_cluster *c, int slot, int dst)
 	ck_wait_until(test_cluster_wait_ok(c, 1000) >= 0 && c->owner_of[slot] == dst, 10000,
 		      "slot %d is not node %d's everywhere after moving it", slot, dst);
 	return moved;
+}
+
+struct rconn *test_cluster_rconn(const struct test_cluster *c, int i, int timeout_ms)
+{
+	struct redis_target t;
+	char url[64];
+	struct rconn *conn;
+
+	snprintf(url, sizeof(url), "redis://127.0.0.1:%d", c->node[i].srv.port);
+	ck_assert_int_eq(redis_url_parse(url, &t, NULL), 0);
+	conn = rconn_new(&t, timeout_ms);
+	redis_target_clear(&t);
+	ck_assert_ptr_nonnull(conn);
+	return conn;
 }

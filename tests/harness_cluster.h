@@ -154,4 +154,11 @@ long long test_cluster_move_slot(struct test_cluster *c, int slot, int dst);
 /* 1 while node[i]'s process runs (a zombie, or a process another reaped, does not). */
 int test_pid_running(pid_t pid);
 
+/*
+ * A new rconn (core/rconn.h, the daemon's Redis layer) on cluster `c` through
+ * node[i]'s URL, commands timing out after `timeout_ms`; the caller frees it
+ * (rconn_free).  Aborts the test when it cannot be made.
+ */
+struct rconn *test_cluster_rconn(const struct test_cluster *c, int i, int timeout_ms);
+
 #endif
