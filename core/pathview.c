@@ -92,26 +92,18 @@ static int add_recorded_limits(cJSON *o, const struct alg_ops *alg, const struct
 int pathview_params_differ(const struct alg_ops *alg, const redisReply *const rec[PATHVIEW_FIELDS],
 			   const struct rule *r)
 {
-	cJSON *want = cJSON_CreateObject();
-	int diff = 0;
+	/*
+	 * The numbers themselves, as rule_add_limits would print them and
+	 * strtod read them back: its integers exactly, its rate by the shortest
+	 * text that reads back as exactly the rate (jsonv_add_number).
+	 */
+	for (unsigned i = 0, bit = 1; bit & RULE_F__ALL; i++, bit <<= 1) {
+		double want = rule_field_value(r, bit), d;
 
-	if (!want || rule_add_limits(want, r)) {
-		cJSON_Delete(want);
-		return -ENOMEM;
+		if ((alg->fields & bit) && (!isfinite(want) || recorded_number(rec[i], &d) || d != want))
+			return 1;
 	}
-	for (unsigned i = 0, bit = 1; bit & RULE_F__ALL && !diff; i++, bit <<= 1) {
-		const cJSON *w;
-		double d;
-
-		if (!(alg->fields & bit))
-			continue;
-		/* integers are raw text (jsonv_add_int prints them in full), the rest numbers */
-		w = cJSON_GetObjectItemCaseSensitive(want, algorithm_field_name(bit));
-		diff = !(cJSON_IsNumber(w) || cJSON_IsRaw(w)) || recorded_number(rec[i], &d) ||
-		       d != (cJSON_IsRaw(w) ? strtod(w->valuestring, NULL) : w->valuedouble);
-	}
-	cJSON_Delete(want);
-	return diff;
+	return 0;
 }
 
 /* The view's recorded parameters differ from rule `r` (of the same algorithm): 1, 0, or -ENOMEM. */
