@@ -57,6 +57,14 @@ const char *jsonv_duplicate_key(const cJSON *obj);
  * exactly `v`; NaN and infinities as null.  0 or -ENOMEM.
  */
 int jsonv_add_number(cJSON *obj, const char *name, double v);
+/* Bytes jsonv_number_text may write, its NUL included. */
+#define JSONV_NUMBER_TEXT 32
+/*
+ * The text jsonv_add_number gives finite `v` into `buf` (JSONV_NUMBER_TEXT
+ * bytes), NUL-terminated: 0, or -EINVAL (NaN, an infinity: null) with `buf`
+ * untouched.
+ */
+int jsonv_number_text(double v, char *buf);
 
 /* Add integer `v` to `obj` as `name`, printed in full (never in exponent form). 0 or -ENOMEM. */
 int jsonv_add_int(cJSON *obj, const char *name, int64_t v);
