@@ -65,7 +65,7 @@ static void int_text(int64_t v, char *buf)
 	buf[o] = '\0';
 }
 
-static cJSON *raw_int(int64_t v)
+cJSON *jsonv_int_item(int64_t v)
 {
 	char buf[24];
 
@@ -73,20 +73,24 @@ static cJSON *raw_int(int64_t v)
 	return cJSON_CreateRaw(buf);
 }
 
-int jsonv_add_int(cJSON *obj, const char *name, int64_t v)
+/* Add `item` (NULL: -ENOMEM) to `obj` as `name` (copied). */
+static int add_item(cJSON *obj, const char *name, cJSON *item)
 {
-	cJSON *n = raw_int(v);
-
-	if (!n || !cJSON_AddItemToObject(obj, name, n)) {
-		cJSON_Delete(n);
+	if (!item || !cJSON_AddItemToObject(obj, name, item)) {
+		cJSON_Delete(item);
 		return -ENOMEM;
 	}
 	return 0;
 }
 
+int jsonv_add_int(cJSON *obj, const char *name, int64_t v)
+{
+	return add_item(obj, name, jsonv_int_item(v));
+}
+
 int jsonv_push_int(cJSON *arr, int64_t v)
 {
-	cJSON *n = raw_int(v);
+	cJSON *n = jsonv_int_item(v);
 
 	if (!n || !cJSON_AddItemToArray(arr, n)) {
 		cJSON_Delete(n);
@@ -95,20 +99,21 @@ int jsonv_push_int(cJSON *arr, int64_t v)
 	return 0;
 }
 
-int jsonv_add_strn(cJSON *obj, const char *name, const char *s, size_t len)
+cJSON *jsonv_strn_item(const char *s, size_t len)
 {
 	char *copy = strndup(s, len);
 	cJSON *str;
 
 	if (!copy)
-		return -ENOMEM;
+		return NULL;
 	str = cJSON_CreateString(copy);
 	free(copy);
-	if (!str || !cJSON_AddItemToObject(obj, name, str)) {
-		cJSON_Delete(str);
-		return -ENOMEM;
-	}
-	return 0;
+	return str;
+}
+
+int jsonv_add_strn(cJSON *obj, const char *name, const char *s, size_t len)
+{
+	return add_item(obj, name, jsonv_strn_item(s, len));
 }
 
 int jsonv_has_nul_escape(const char *text, size_t len)
@@ -214,19 +219,16 @@ int jsonv_number_text(double v, char *buf)
 	return 0;
 }
 
-int jsonv_add_number(cJSON *obj, const char *name, double v)
+cJSON *jsonv_number_item(double v)
 {
 	char text[JSONV_NUMBER_TEXT];
-	cJSON *n;
 
-	if (jsonv_number_text(v, text))
-		return cJSON_AddNullToObject(obj, name) ? 0 : -ENOMEM;
-	n = cJSON_CreateRaw(text);
-	if (!n || !cJSON_AddItemToObject(obj, name, n)) {
-		cJSON_Delete(n);
-		return -ENOMEM;
-	}
-	return 0;
+	return jsonv_number_text(v, text) ? cJSON_CreateNull() : cJSON_CreateRaw(text);
+}
+
+int jsonv_add_number(cJSON *obj, const char *name, double v)
+{
+	return add_item(obj, name, jsonv_number_item(v));
 }
 
 cJSON *jsonv_parse(const char *text, size_t len, const char *field, struct sl_error *err)

@@ -66,6 +66,16 @@ int jsonv_add_number(cJSON *obj, const char *name, double v);
  */
 int jsonv_number_text(double v, char *buf);
 
+/*
+ * The items the jsonv_add_* functions add, for a caller that adds them
+ * itself (cJSON_AddItemToObjectCS, a key not copied): a new item, or NULL
+ * (-ENOMEM).  jsonv_number_item: jsonv_add_number's (raw text, or null);
+ * jsonv_int_item: jsonv_add_int's; jsonv_strn_item: jsonv_add_strn's.
+ */
+cJSON *jsonv_number_item(double v);
+cJSON *jsonv_int_item(int64_t v);
+cJSON *jsonv_strn_item(const char *s, size_t len);
+
 /* Add integer `v` to `obj` as `name`, printed in full (never in exponent form). 0 or -ENOMEM. */
 int jsonv_add_int(cJSON *obj, const char *name, int64_t v);
 /* Append integer `v` to array `arr`, printed in full. 0 or -ENOMEM. */
