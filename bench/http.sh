@@ -23,11 +23,14 @@
 #
 # 4. Reads during a sweep: HTTP_BENCH_SWEEP_PATHS (100000; 0 skips it) leaky
 #    buckets (capacity 100, rate 0.2/s, filled with 100 by the client script,
-#    bench/fill_buckets.py), then GET /v1/paths/{one of them} and GET
-#    /v1/paths?count=100 at 16 connections, first with the worker idle
-#    (max_clock_skew_ms an hour: nothing is due), then with it draining all of
-#    them (max_clock_skew_ms 0: every bucket leaks every 5 s, 20,000 drains a
-#    second for 100,000), each once its due backlog is empty; the p99s against
+#    bench/fill_buckets.py) under rule "sweep" (the same parameters), then
+#    GET /v1/paths/{one of them} and GET
+#    /v1/paths?count=100 at 16 connections, first with the worker draining
+#    all of them (max_clock_skew_ms 0: every bucket leaks every 5 s, 20,000
+#    drains a second for 100,000), every round, then with it idle
+#    (max_clock_skew_ms an hour: nothing is due; its pass moves the due
+#    scores an hour ahead, so no busy round can follow it), each once its due
+#    backlog is empty; the p99s against
 #    their targets (path < 5 ms, listing < 20 ms during the sweep) and the
 #    ratio to the idle worker's.
 #
@@ -441,11 +444,18 @@ if [ "$SWEEP_PATHS" -gt 0 ]; then
 	# every bucket leaks every 5 s at Redis time: $SWEEP_PATHS / 5 drains a second, once caught up
 	printf '{"max_clock_skew_ms": 3600000}\n' >"$TMP/idle.json"
 	printf '{"max_clock_skew_ms": 0}\n' >"$TMP/busy.json"
-	declare -A SW_P99 SW_RPS
-	for round in $(seq "$REPEAT"); do
-		for mode in idle busy; do
+	declare -A SW_P99 SW_RPS SW_CPU
+	# Every busy round before the idle ones: an idle worker's pass moves each due score it
+	# meets an hour ahead (its skew horizon), so a busy worker after it finds nothing due
+	# for an hour (the round-2 busy run drained nothing and the bench stopped).
+	for mode in busy idle; do
+		for round in $(seq "$REPEAT"); do
 			stop_pid "$SLUICED_PID"
 			start_sluiced "$TMP/$mode.json"
+			# the paths' rule, as an operator has one (each path's recorded parameters compared with it)
+			code=$(curl -s -o "$TMP/put.out" -w '%{http_code}' -X PUT "http://127.0.0.1:$SLUICED_PORT/v1/rules/sweep" \
+				-d '{"match":"/sweep/*","algorithm":"leaky_bucket","capacity":100,"rate":0.2}')
+			[ "$code" = 201 ] || [ "$code" = 200 ] || die "PUT /v1/rules/sweep answered $code: $(cat "$TMP/put.out")"
 			# caught up: the drain's due backlog empty (the busy one first drains what came due meanwhile)
 			for _ in $(seq 300); do
 				w=$(curl -s "http://127.0.0.1:$SLUICED_PORT/v1/worker")
@@ -458,11 +468,15 @@ if [ "$SWEEP_PATHS" -gt 0 ]; then
 			for what in path list; do
 				[ $what = path ] && url="http://127.0.0.1:$SLUICED_PORT/v1/paths/%2Fsweep%2F7" ||
 					url="http://127.0.0.1:$SLUICED_PORT/v1/paths?count=100"
+				s0=$(cpu_ticks "$SLUICED_PID")
 				wrk_run "$url" 16 "$DURATION" "$TMP/wrk.out"
+				s1=$(cpu_ticks "$SLUICED_PID")
+				cpu=$(awk -v t=$((s1 - s0)) -v n="$W_REQS" -v u="$TICK_US" 'BEGIN { printf "%.1f", t * u / n }')
 				SW_P99[$mode-$what]+="$W_P99 "
 				SW_RPS[$mode-$what]+="$W_RPS "
-				printf 'round %s  worker %-4s GET %-24s c=16 %8.0f req/s  p99 %6.2f ms\n' "$round" "$mode" \
-					"$([ $what = path ] && echo /v1/paths/%2Fsweep%2F7 || echo '/v1/paths?count=100')" "$W_RPS" "$W_P99"
+				SW_CPU[$mode-$what]+="$cpu "
+				printf 'round %s  worker %-4s GET %-24s c=16 %8.0f req/s  p99 %6.2f ms  sluiced CPU %s us/req\n' "$round" "$mode" \
+					"$([ $what = path ] && echo /v1/paths/%2Fsweep%2F7 || echo '/v1/paths?count=100')" "$W_RPS" "$W_P99" "$cpu"
 			done
 			t1=$(cpu_ticks "$REDIS_PID")
 			d1=$(curl -s "http://127.0.0.1:$SLUICED_PORT/v1/worker" | grep -o '"drained":[0-9]*' | head -1 | cut -d: -f2)
@@ -482,7 +496,8 @@ if [ "$SWEEP_PATHS" -gt 0 ]; then
 		echo "SWEEP GET $([ $what = path ] && echo '/v1/paths/{path}' || echo '/v1/paths?count=100') c=16:" \
 			"p99 $(fmt2 "$bp") ms during the sweep [$(fmt2 "$(stat_min <<<"${SW_P99[busy-$what]}")")-$(fmt2 "$(stat_max <<<"${SW_P99[busy-$what]}")")]," \
 			"$(fmt2 "$ip") ms with the worker idle (ratio $(div "$bp" "$ip")); $(fmt0 "$br") req/s vs $(fmt0 "$ir")" \
-			"(ratio $(div "$br" "$ir")); target p99 < $target ms: $verdict"
+			"(ratio $(div "$br" "$ir")); sluiced CPU $(stat_median <<<"${SW_CPU[busy-$what]}") us/req;" \
+			"target p99 < $target ms: $verdict"
 	done
 	kill -0 "$SLUICED_PID" 2>/dev/null || die "sluiced died during the sweep part"
 	if grep -q 'level=error' "$TMP/sluiced.log"; then

@@ -47,28 +47,50 @@ int jsonv_string(const cJSON *item, const char *field, const char **out, struct 
 	return 0;
 }
 
-static cJSON *raw_int(int64_t v)
+/* `v` in decimal into `buf` (at least 21 bytes), NUL-terminated: snprintf's "%lld", without its cost. */
+static void int_text(int64_t v, char *buf)
 {
-	char buf[32];
+	char tmp[20];
+	uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+	size_t n = 0, o = 0;
 
-	snprintf(buf, sizeof(buf), "%lld", (long long)v);
+	do {
+		tmp[n++] = (char)('0' + u % 10);
+		u /= 10;
+	} while (u);
+	if (v < 0)
+		buf[o++] = '-';
+	while (n)
+		buf[o++] = tmp[--n];
+	buf[o] = '\0';
+}
+
+cJSON *jsonv_int_item(int64_t v)
+{
+	char buf[24];
+
+	int_text(v, buf);
 	return cJSON_CreateRaw(buf);
 }
 
-int jsonv_add_int(cJSON *obj, const char *name, int64_t v)
+/* Add `item` (NULL: -ENOMEM) to `obj` as `name` (copied). */
+static int add_item(cJSON *obj, const char *name, cJSON *item)
 {
-	cJSON *n = raw_int(v);
-
-	if (!n || !cJSON_AddItemToObject(obj, name, n)) {
-		cJSON_Delete(n);
+	if (!item || !cJSON_AddItemToObject(obj, name, item)) {
+		cJSON_Delete(item);
 		return -ENOMEM;
 	}
 	return 0;
 }
 
+int jsonv_add_int(cJSON *obj, const char *name, int64_t v)
+{
+	return add_item(obj, name, jsonv_int_item(v));
+}
+
 int jsonv_push_int(cJSON *arr, int64_t v)
 {
-	cJSON *n = raw_int(v);
+	cJSON *n = jsonv_int_item(v);
 
 	if (!n || !cJSON_AddItemToArray(arr, n)) {
 		cJSON_Delete(n);
@@ -77,20 +99,21 @@ int jsonv_push_int(cJSON *arr, int64_t v)
 	return 0;
 }
 
-int jsonv_add_strn(cJSON *obj, const char *name, const char *s, size_t len)
+cJSON *jsonv_strn_item(const char *s, size_t len)
 {
 	char *copy = strndup(s, len);
 	cJSON *str;
 
 	if (!copy)
-		return -ENOMEM;
+		return NULL;
 	str = cJSON_CreateString(copy);
 	free(copy);
-	if (!str || !cJSON_AddItemToObject(obj, name, str)) {
-		cJSON_Delete(str);
-		return -ENOMEM;
-	}
-	return 0;
+	return str;
+}
+
+int jsonv_add_strn(cJSON *obj, const char *name, const char *s, size_t len)
+{
+	return add_item(obj, name, jsonv_strn_item(s, len));
 }
 
 int jsonv_has_nul_escape(const char *text, size_t len)
@@ -117,32 +140,95 @@ const char *jsonv_duplicate_key(const cJSON *obj)
 	return NULL;
 }
 
-int jsonv_add_number(cJSON *obj, const char *name, double v)
+/*
+ * The text "%.15g" gives for a non-integral finite `v` when it is short: a
+ * decimal of at most 15 significant digits that reads back as exactly `v`,
+ * and from 1e-4 up (where "%.15g" prints no exponent).  Such a decimal is
+ * the 15-digit rounding of `v` (a double's half-ulp is under 1.2e-16 of it,
+ * the 15-digit decimals are at least 1e-15 of it apart), so "%.15g" prints
+ * it, trailing zeros dropped.  r / 10^k is exact arithmetic on exact
+ * operands (r < 2^53, 10^k <= 10^22), so it is the double strtod reads the
+ * decimal r x 10^-k as.  1 and the text in `buf` (at least 32 bytes), or 0
+ * (then the general search below).
+ */
+static int short_decimal(double v, char *buf)
 {
-	char text[32];
-	cJSON *n;
+	static const double pow10[] = { 1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+					1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19 };
+	double a = fabs(v);
 
-	if (v == floor(v) && fabs(v) < (double)JSONV_LIMIT)
-		return jsonv_add_int(obj, name, (int64_t)v);
+	if (!(a >= 1e-4 && a < 1e15))
+		return 0;
+	for (int k = 1; k < (int)(sizeof(pow10) / sizeof(pow10[0])); k++) {
+		double m = a * pow10[k], r;
+		char digits[24];
+		int n, o = 0, lead;
+
+		if (m >= 1e15)
+			return 0; /* 16 digits or more */
+		r = nearbyint(m);
+		if (r / pow10[k] != a)
+			continue;
+		int_text((int64_t)r, digits);
+		n = (int)strlen(digits);
+		if (v < 0)
+			buf[o++] = '-';
+		if (n > k) {
+			memcpy(buf + o, digits, (size_t)(n - k));
+			o += n - k;
+			buf[o++] = '.';
+			memcpy(buf + o, digits + n - k, (size_t)k);
+			o += k;
+		} else {
+			buf[o++] = '0';
+			buf[o++] = '.';
+			for (lead = 0; lead < k - n; lead++)
+				buf[o++] = '0';
+			memcpy(buf + o, digits, (size_t)n);
+			o += n;
+		}
+		while (buf[o - 1] == '0') /* a guard: the smallest k leaves no trailing zero */
+			o--;
+		buf[o] = '\0';
+		return 1;
+	}
+	return 0;
+}
+
+int jsonv_number_text(double v, char *buf)
+{
 	if (!isfinite(v))
-		return cJSON_AddNullToObject(obj, name) ? 0 : -ENOMEM;
+		return -EINVAL;
+	if (v == floor(v) && fabs(v) < (double)JSONV_LIMIT) {
+		int_text((int64_t)v, buf);
+		return 0;
+	}
+	if (short_decimal(v, buf))
+		return 0;
 	/*
-	 * The shortest text that reads back as exactly v, as raw JSON: cJSON's
-	 * own printing keeps 15 digits when they read back within an epsilon, so
+	 * The shortest text that reads back as exactly v: cJSON's own printing
+	 * keeps 15 digits when they read back within an epsilon, so
 	 * 3333333333333330.5 printed as 3.33333333333333e+15 (a rule read back
 	 * from its stored text had another rate, its text another ETag).
 	 */
 	for (int digits = 15; digits <= 17; digits++) {
-		snprintf(text, sizeof(text), "%.*g", digits, v);
-		if (strtod(text, NULL) == v)
+		snprintf(buf, JSONV_NUMBER_TEXT, "%.*g", digits, v);
+		if (strtod(buf, NULL) == v)
 			break;
 	}
-	n = cJSON_CreateRaw(text);
-	if (!n || !cJSON_AddItemToObject(obj, name, n)) {
-		cJSON_Delete(n);
-		return -ENOMEM;
-	}
 	return 0;
+}
+
+cJSON *jsonv_number_item(double v)
+{
+	char text[JSONV_NUMBER_TEXT];
+
+	return jsonv_number_text(v, text) ? cJSON_CreateNull() : cJSON_CreateRaw(text);
+}
+
+int jsonv_add_number(cJSON *obj, const char *name, double v)
+{
+	return add_item(obj, name, jsonv_number_item(v));
 }
 
 cJSON *jsonv_parse(const char *text, size_t len, const char *field, struct sl_error *err)

@@ -57,6 +57,24 @@ const char *jsonv_duplicate_key(const cJSON *obj);
  * exactly `v`; NaN and infinities as null.  0 or -ENOMEM.
  */
 int jsonv_add_number(cJSON *obj, const char *name, double v);
+/* Bytes jsonv_number_text may write, its NUL included. */
+#define JSONV_NUMBER_TEXT 32
+/*
+ * The text jsonv_add_number gives finite `v` into `buf` (JSONV_NUMBER_TEXT
+ * bytes), NUL-terminated: 0, or -EINVAL (NaN, an infinity: null) with `buf`
+ * untouched.
+ */
+int jsonv_number_text(double v, char *buf);
+
+/*
+ * The items the jsonv_add_* functions add, for a caller that adds them
+ * itself (cJSON_AddItemToObjectCS, a key not copied): a new item, or NULL
+ * (-ENOMEM).  jsonv_number_item: jsonv_add_number's (raw text, or null);
+ * jsonv_int_item: jsonv_add_int's; jsonv_strn_item: jsonv_add_strn's.
+ */
+cJSON *jsonv_number_item(double v);
+cJSON *jsonv_int_item(int64_t v);
+cJSON *jsonv_strn_item(const char *s, size_t len);
 
 /* Add integer `v` to `obj` as `name`, printed in full (never in exponent form). 0 or -ENOMEM. */
 int jsonv_add_int(cJSON *obj, const char *name, int64_t v);

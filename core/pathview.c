@@ -68,50 +68,82 @@ static int recorded_number(const redisReply *s, double *out)
 	return 0;
 }
 
-/* Add recorded value `s` as `name`: a number, or the text as recorded when it is none; null when absent. */
-static int add_recorded(cJSON *o, const char *name, const redisReply *s)
+/*
+ * Add `item` (NULL: -ENOMEM) as `key`, a name that outlives the object (a
+ * literal, algorithm_field_name's): not copied (cJSON_AddItemToObjectCS),
+ * one allocation a field fewer.  0 or -ENOMEM.
+ */
+static int put(cJSON *o, const char *key, cJSON *item)
+{
+	if (!item || !cJSON_AddItemToObjectCS(o, key, item)) {
+		cJSON_Delete(item);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static int put_null(cJSON *o, const char *key)
+{
+	return put(o, key, cJSON_CreateNull());
+}
+
+/* `v`, or null when negative (what the state script cannot know). */
+static int put_int_or_null(cJSON *o, const char *key, long long v)
+{
+	return put(o, key, v < 0 ? cJSON_CreateNull() : jsonv_int_item(v));
+}
+
+/* Recorded value `s` as an item: a number, or the text as recorded when it is none; null when absent. */
+static cJSON *recorded_item(const redisReply *s)
 {
 	double d;
 
 	if (!s)
-		return cJSON_AddNullToObject(o, name) ? 0 : -ENOMEM;
+		return cJSON_CreateNull();
 	if (!recorded_number(s, &d))
-		return jsonv_add_number(o, name, d);
-	return jsonv_add_strn(o, name, s->str, s->len);
+		return jsonv_number_item(d);
+	return jsonv_strn_item(s->str, s->len);
+}
+
+/* Add recorded value `s` as `name` (a reply's field name: copied). */
+static int add_recorded(cJSON *o, const char *name, const redisReply *s)
+{
+	cJSON *item = recorded_item(s);
+
+	if (!item || !cJSON_AddItemToObject(o, name, item)) {
+		cJSON_Delete(item);
+		return -ENOMEM;
+	}
+	return 0;
 }
 
 /* The recorded parameters, each field of the algorithm in rule order (rule_add_limits's). */
 static int add_recorded_limits(cJSON *o, const struct alg_ops *alg, const struct view *v)
 {
-	for (unsigned bit = 1; bit & RULE_F__ALL; bit <<= 1)
-		if ((alg->fields & bit) && add_recorded(o, algorithm_field_name(bit), recorded_value(v, algorithm_field_name(bit))))
+	for (unsigned bit = 1; bit & RULE_F__ALL; bit <<= 1) {
+		const char *name = algorithm_field_name(bit);
+
+		if ((alg->fields & bit) && put(o, name, recorded_item(recorded_value(v, name))))
 			return -ENOMEM;
+	}
 	return 0;
 }
 
 int pathview_params_differ(const struct alg_ops *alg, const redisReply *const rec[PATHVIEW_FIELDS],
 			   const struct rule *r)
 {
-	cJSON *want = cJSON_CreateObject();
-	int diff = 0;
+	/*
+	 * The numbers themselves, as rule_add_limits would print them and
+	 * strtod read them back: its integers exactly, its rate by the shortest
+	 * text that reads back as exactly the rate (jsonv_add_number).
+	 */
+	for (unsigned i = 0, bit = 1; bit & RULE_F__ALL; i++, bit <<= 1) {
+		double want = rule_field_value(r, bit), d;
 
-	if (!want || rule_add_limits(want, r)) {
-		cJSON_Delete(want);
-		return -ENOMEM;
+		if ((alg->fields & bit) && (!isfinite(want) || recorded_number(rec[i], &d) || d != want))
+			return 1;
 	}
-	for (unsigned i = 0, bit = 1; bit & RULE_F__ALL && !diff; i++, bit <<= 1) {
-		const cJSON *w;
-		double d;
-
-		if (!(alg->fields & bit))
-			continue;
-		/* integers are raw text (jsonv_add_int prints them in full), the rest numbers */
-		w = cJSON_GetObjectItemCaseSensitive(want, algorithm_field_name(bit));
-		diff = !(cJSON_IsNumber(w) || cJSON_IsRaw(w)) || recorded_number(rec[i], &d) ||
-		       d != (cJSON_IsRaw(w) ? strtod(w->valuestring, NULL) : w->valuedouble);
-	}
-	cJSON_Delete(want);
-	return diff;
+	return 0;
 }
 
 /* The view's recorded parameters differ from rule `r` (of the same algorithm): 1, 0, or -ENOMEM. */
@@ -127,20 +159,19 @@ static int differs(const struct alg_ops *alg, const struct view *v, const struct
 /* A name, or null. */
 static int add_name(cJSON *o, const char *key, const struct rule *r)
 {
-	return (r ? cJSON_AddStringToObject(o, key, r->name) : cJSON_AddNullToObject(o, key)) ? 0 : -ENOMEM;
+	return put(o, key, r ? cJSON_CreateString(r->name) : cJSON_CreateNull());
 }
 
 /* registered and, for an own layout, due_ms. */
 static int add_registered(cJSON *o, const struct path_item *it)
 {
-	if (!(it->registered < 0 ? cJSON_AddNullToObject(o, "registered")
-				 : cJSON_AddBoolToObject(o, "registered", it->registered)))
+	if (put(o, "registered", it->registered < 0 ? cJSON_CreateNull() : cJSON_CreateBool(it->registered)))
 		return -ENOMEM;
 	if (it->l->foreign)
 		return 0;
 	if (it->registered == 1 && it->due >= 0)
-		return jsonv_add_number(o, "due_ms", floor(it->due));
-	return cJSON_AddNullToObject(o, "due_ms") ? 0 : -ENOMEM;
+		return put(o, "due_ms", jsonv_number_item(floor(it->due)));
+	return put_null(o, "due_ms");
 }
 
 /*
@@ -151,16 +182,14 @@ static int add_registered(cJSON *o, const struct path_item *it)
 static int add_head(cJSON *o, const struct path_item *it, const char *rule_text, size_t rule_len, int mismatch)
 {
 	if (jsonv_add_path(o, "path", it->path, it->len) ||
-	    !cJSON_AddStringToObject(o, "algorithm", algorithm_name(it->l->algorithm)) ||
-	    !cJSON_AddStringToObject(o, "layout", it->l->name))
+	    put(o, "algorithm", cJSON_CreateStringReference(algorithm_name(it->l->algorithm))) /* a literal */ ||
+	    put(o, "layout", cJSON_CreateString(it->l->name)))
 		return -ENOMEM;
-	if (rule_text ? jsonv_add_strn(o, "rule", rule_text, rule_len) : !cJSON_AddNullToObject(o, "rule"))
+	if (put(o, "rule", rule_text ? jsonv_strn_item(rule_text, rule_len) : cJSON_CreateNull()))
 		return -ENOMEM;
 	if (add_name(o, "matching_rule", it->match))
 		return -ENOMEM;
-	return (mismatch < 0 ? cJSON_AddNullToObject(o, "mismatch") : cJSON_AddBoolToObject(o, "mismatch", mismatch))
-		       ? 0
-		       : -ENOMEM;
+	return put(o, "mismatch", mismatch < 0 ? cJSON_CreateNull() : cJSON_CreateBool(mismatch));
 }
 
 /* The matching rule is of another algorithm than the item's layout. */
@@ -244,13 +273,13 @@ cJSON *pathview_item(struct path_item *it)
 		return NULL;
 	bad = add_head(o, it, rule_text, rule_len, mismatch);
 	if (!bad && v.recorded) {
-		bad = !(rec = cJSON_AddObjectToObject(o, "recorded"));
+		bad = put(o, "recorded", rec = cJSON_CreateObject());
 		for (size_t i = 0; !bad && i + 1 < v.recorded->elements; i += 2)
 			bad = add_recorded(rec, v.recorded->element[i]->str, v.recorded->element[i + 1]);
 	} else if (!bad) {
-		bad = !cJSON_AddNullToObject(o, "recorded");
+		bad = put_null(o, "recorded");
 	}
-	bad = bad || add_registered(o, it) || (v.count < 0 ? !cJSON_AddNullToObject(o, "count") : jsonv_add_int(o, "count", v.count));
+	bad = bad || add_registered(o, it) || put_int_or_null(o, "count", v.count);
 	if (!bad) {
 		/* the parameters the state was read by */
 		if (v.recorded)
@@ -258,14 +287,13 @@ cJSON *pathview_item(struct path_item *it)
 		else if (it->read_by)
 			bad = rule_add_limits(o, it->read_by);
 		else
-			bad = !cJSON_AddNullToObject(o, algorithm_has_capacity(alg) ? "capacity" : "limit");
+			bad = put_null(o, algorithm_has_capacity(alg) ? "capacity" : "limit");
 	}
 	/* no parameters at all: the state script answers -1 for what it cannot know */
 	bad = bad ||
-	      (v.remaining < 0 ? !cJSON_AddNullToObject(o, "remaining") : jsonv_add_int(o, "remaining", v.remaining)) ||
-	      (v.reset < 0 ? !cJSON_AddNullToObject(o, "reset_ms") : jsonv_add_int(o, "reset_ms", v.reset)) ||
-	      jsonv_add_int(o, "ttl_ms", v.ttl) ||
-	      (pathview_other_algorithm(it) && !cJSON_AddStringToObject(o, "note", "the path's rule is of another algorithm"));
+	      put_int_or_null(o, "remaining", v.remaining) || put_int_or_null(o, "reset_ms", v.reset) ||
+	      put(o, "ttl_ms", jsonv_int_item(v.ttl)) ||
+	      (pathview_other_algorithm(it) && put(o, "note", cJSON_CreateString("the path's rule is of another algorithm")));
 	if (bad) {
 		cJSON_Delete(o);
 		return NULL;

@@ -42,7 +42,8 @@ cJSON *pathview_item(struct path_item *it);
  * the value of field bit 1 << i as the client recorded it, a string reply
  * borrowed, or NULL when absent; only alg's fields are read) differ from
  * rule `r`'s (of the same algorithm).  A field of alg missing, or not a
- * finite number, differs.  1, 0, or -ENOMEM.
+ * finite number, differs.  1 or 0: the numbers are compared as they are,
+ * nothing is allocated (a negative return, once -ENOMEM, is no longer made).
  */
 int pathview_params_differ(const struct alg_ops *alg, const redisReply *const rec[PATHVIEW_FIELDS],
 			   const struct rule *r);

@@ -111,6 +111,22 @@ static int read_mode(const cJSON *it, const char *f, struct rule *r, struct sl_e
 	return 0;
 }
 
+double rule_field_value(const struct rule *r, unsigned bit)
+{
+	switch (bit) {
+	case RULE_F_CAPACITY:
+		return (double)r->capacity;
+	case RULE_F_RATE:
+		return r->rate;
+	case RULE_F_LIMIT:
+		return (double)r->limit;
+	case RULE_F_WINDOW:
+		return (double)r->window_ms;
+	default:
+		return (double)r->sub_windows;
+	}
+}
+
 int rule_add_limits(cJSON *o, const struct rule *r)
 {
 	unsigned want = algorithm_get(r->algorithm)->fields;

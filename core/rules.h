@@ -56,6 +56,8 @@ int rule_from_text(const char *text, size_t len, const char *name, struct rule *
 cJSON *rule_to_json(const struct rule *r);
 /* Add the rule's limit fields (capacity, rate, ... as its algorithm takes them) to `o`.  0 or -ENOMEM. */
 int rule_add_limits(cJSON *o, const struct rule *r);
+/* The value of limit field `bit` (RULE_F_*, core/algorithm.h) of rule `r`, as rule_add_limits writes it (a double; the integers are below 2^53, so exact). */
+double rule_field_value(const struct rule *r, unsigned bit);
 /* Compact JSON text of rule_to_json; caller frees with free(). NULL on ENOMEM. */
 char *rule_to_text(const struct rule *r);
 /* A copy; NULL on ENOMEM. */

@@ -72,4 +72,4 @@ local function read(KEYS, ARGV)
   return { count, remaining, reset_ms, ttl, recorded, rule }
 end
 
-return state_each(read)
+return state_each(read, 3)

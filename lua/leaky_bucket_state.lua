@@ -72,4 +72,4 @@ local function read(KEYS, ARGV)
   }
 end
 
-return state_each(read)
+return state_each(read, 3)

@@ -94,4 +94,4 @@ local function read(KEYS, ARGV)
   }
 end
 
-return state_each(read)
+return state_each(read, 4)

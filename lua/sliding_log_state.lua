@@ -65,4 +65,4 @@ local function read(KEYS, ARGV)
   return { count, remaining, reset, redis.call('PTTL', log), recorded, m[3] or '' }
 end
 
-return state_each(read)
+return state_each(read, 3)

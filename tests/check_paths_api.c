@@ -1039,7 +1039,7 @@ END_TEST
  */
 START_TEST(test_paths_list_page_one_call)
 {
-	long long t = test_server_ms(c) + AHEAD_MS, calls;
+	long long t = test_server_ms(c) + AHEAD_MS, calls, times;
 	unsigned k = shard_of("/api/g0", 7);
 	char p[4][32], cursor[32];
 	int np = 0;
@@ -1062,9 +1062,11 @@ START_TEST(test_paths_list_page_one_call)
 	freeReplyObject(test_cmd(c, "CONFIG RESETSTAT"));
 	list(NULL, cursor, "1"); /* the page whole: its 4 paths */
 	calls = test_cmdstat(c, "evalsha", "calls");
+	times = test_cmdstat(c, "time", "calls");
 	ck_assert_int_eq(res.status, 200);
 	ck_assert_int_eq(cJSON_GetArraySize(jat("paths")), 4);
 	ck_assert_int_eq(calls, 2); /* the rule store's read (the fixture's rules_ttl_ms is 0), the page's one call */
+	ck_assert_int_eq(times, 1); /* one Redis TIME for the page: its paths read at one instant */
 	cJSON_ArrayForEach(it, jat("paths")) {
 		const char *path = cJSON_GetObjectItemCaseSensitive(it, "path")->valuestring;
 		cJSON *count = cJSON_GetObjectItemCaseSensitive(it, "count"), *cap = cJSON_GetObjectItemCaseSensitive(it, "capacity");

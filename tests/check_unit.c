@@ -5,6 +5,8 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1218,6 +1220,69 @@ START_TEST(jsonv_numbers)
 }
 END_TEST
 
+/* jsonv_number_text's reference: the integers in full, else the shortest of "%.15g" .. "%.17g" reading back exactly. */
+static void number_text_ref(double v, char *buf)
+{
+	if (v == floor(v) && fabs(v) < (double)JSONV_LIMIT) {
+		snprintf(buf, JSONV_NUMBER_TEXT, "%lld", (long long)v);
+		return;
+	}
+	for (int digits = 15; digits <= 17; digits++) {
+		snprintf(buf, JSONV_NUMBER_TEXT, "%.*g", digits, v);
+		if (strtod(buf, NULL) == v)
+			return;
+	}
+}
+
+/* Every number: the text of the fast paths (integers, short decimals) is the printf search's, byte for byte. */
+START_TEST(jsonv_number_text_is_printf_s)
+{
+	static const double fixed[] = { 0.2, -0.2, 0.1, 0.5, 2.5, 1e-4, 1.5e-4, 9.99e-5, 0.00011, 123456.789,
+					3333333333333330.5, 999999999999999.9, 99999999999999.99, 1e15 + 0.5,
+					0.3, 1.0 / 3, 2.0 / 3, 1e-300, 4.9e-324, 1.7976931348623157e308, 9007199254740993.0,
+					-9007199254740991.0, 9007199254740992.0, 0.0, -0.0, 1e22, 123.456e-2,
+					0.000123456789012345, 0.999999999999999, 0.9999999999999999, 12345678901234.5 };
+	char got[JSONV_NUMBER_TEXT], want[JSONV_NUMBER_TEXT];
+	uint64_t x = 0x9e3779b97f4a7c15ULL;
+
+	for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++) {
+		number_text_ref(fixed[i], want);
+		ck_assert_int_eq(jsonv_number_text(fixed[i], got), 0);
+		ck_assert_msg(strcmp(got, want) == 0, "%.17g: %s, printf %s", fixed[i], got, want);
+	}
+	for (int i = 0; i < 400000; i++) {
+		double v;
+		char dec[40];
+
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		if (i % 4 == 0) {
+			/* any bits: mostly 17-digit numbers, some NaN and infinities */
+			memcpy(&v, &x, sizeof(v));
+		} else {
+			/* a decimal of 1 to 17 digits at a scale from 1e-8 to 1e16 */
+			int digits = 1 + (int)(x % 17), scale = (int)((x >> 8) % 25) - 8;
+			uint64_t m = (x >> 16) % 100000000000000000ULL;
+
+			while (digits < 17 && m >= 10) {
+				m /= 10;
+				digits++;
+			}
+			snprintf(dec, sizeof(dec), "%llue%d", (unsigned long long)m, scale - digits);
+			v = strtod(dec, NULL);
+			if (x & 1)
+				v = -v;
+		}
+		if (!isfinite(v)) {
+			ck_assert_int_eq(jsonv_number_text(v, got), -EINVAL);
+			continue;
+		}
+		number_text_ref(v, want);
+		ck_assert_int_eq(jsonv_number_text(v, got), 0);
+		ck_assert_msg(strcmp(got, want) == 0, "%.17g: %s, printf %s", v, got, want);
+	}
+}
+END_TEST
+
 START_TEST(jsonv_nul_escapes)
 {
 	ck_assert_int_eq(jsonv_has_nul_escape("\"a\\u0000b\"", 10), 1);
@@ -1387,6 +1452,7 @@ static Suite *unit_suite(void)
 
 	tc = tcase_create("json_and_keys");
 	tcase_add_test(tc, jsonv_numbers);
+	tcase_add_test(tc, jsonv_number_text_is_printf_s);
 	tcase_add_test(tc, jsonv_nul_escapes);
 	tcase_add_test(tc, jsonv_parse_strict);
 	tcase_add_test(tc, jsonv_utf8_and_paths);
